@@ -1,0 +1,60 @@
+# Thin wrapper around the CMake presets in CMakePresets.json.
+#   make build               configure (once) and build the default preset -> build/bin/backoff
+#   make test [PRESET=...]   configure, build and run ctest for a preset (default: default)
+#   make test-asan / test-tsan, bench, demo, format, clean, deps
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+.DELETE_ON_ERROR:
+MAKEFLAGS += --no-print-directory
+
+PRESET ?= default
+JOBS ?= $(shell nproc)
+
+# Binary directory of a configure preset (keep in sync with CMakePresets.json).
+build_dir = $(if $(filter default,$(1)),build,build-$(1))
+BUILD_DIR := $(call build_dir,$(PRESET))
+
+FORMAT_DIRS := $(wildcard include src tests bench)
+
+.PHONY: deps configure build test test-asan test-tsan bench demo format clean
+
+deps:
+	scripts/install-deps.sh
+
+configure: deps
+	cmake --preset $(PRESET)
+
+build: deps
+	if [ ! -f "$(BUILD_DIR)/CMakeCache.txt" ]; then cmake --preset $(PRESET); fi
+	cmake --build --preset $(PRESET) --parallel $(JOBS)
+
+test: configure
+	cmake --build --preset $(PRESET) --parallel $(JOBS)
+	ctest --preset $(PRESET)
+
+test-asan:
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(MAKE) test PRESET=asan
+
+test-tsan:
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(MAKE) test PRESET=tsan
+
+bench:
+	$(MAKE) build PRESET=default
+	if [ ! -x build/bin/backoff_bench ]; then \
+	  echo "bench: build/bin/backoff_bench was not built (no bench/*.cpp?)" >&2; exit 1; fi
+	build/bin/backoff_bench $(BENCH_ARGS)
+
+demo:
+	$(MAKE) build PRESET=default
+	build/bin/backoff presets
+
+format:
+	command -v clang-format >/dev/null || { echo "format: clang-format not found" >&2; exit 1; }
+	if [ -z "$(FORMAT_DIRS)" ]; then echo "format: no source directories" >&2; exit 1; fi
+	find $(FORMAT_DIRS) -type f \( -name '*.hpp' -o -name '*.cpp' \) -print0 \
+	  | xargs -0 -r clang-format -i
+
+clean:
+	rm -rf build build-debug build-asan build-tsan build-ci

@@ -1,0 +1,14 @@
+// The whole public library in one include. Start with policy.hpp (delays), retry.hpp (the loop)
+// and spec.hpp (policies as text); presets.hpp lists the named policies.
+#pragma once
+
+#include "backoff/clock.hpp"
+#include "backoff/duration.hpp"
+#include "backoff/error.hpp"
+#include "backoff/http.hpp"
+#include "backoff/policy.hpp"
+#include "backoff/presets.hpp"
+#include "backoff/random.hpp"
+#include "backoff/retry.hpp"
+#include "backoff/spec.hpp"
+#include "backoff/verdict.hpp"

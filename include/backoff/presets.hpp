@@ -1,0 +1,31 @@
+// Named policies, each exactly as its source defines it (SPEC 1.3). A preset is an ordinary
+// backoff_policy; parse_policy("gcp-iot(max=32s)") starts from the preset and overrides keys.
+//
+//   for (const auto& p : backoff::presets()) std::cout << p.name << ": " << p.formula << '\n';
+//   const backoff::preset* grpc = backoff::find_preset("grpc");
+//
+// The seed 001 presets (none, constant, uniform, exponential, exponential-random) count in
+// "units": one unit is one second here, and one tick in the simulator's tick model.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "backoff/policy.hpp"
+
+namespace backoff {
+
+struct preset {
+  std::string_view name;
+  std::string_view formula;  // the delay before retry n (n = 0 first), as the source writes it
+  std::string_view source;   // where it comes from
+  backoff_policy policy;
+};
+
+// Every preset, in a fixed order (the order of SPEC 1.3).
+std::span<const preset> presets();
+
+// nullptr when no preset has that name.
+const preset* find_preset(std::string_view name) noexcept;
+
+}  // namespace backoff

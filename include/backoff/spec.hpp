@@ -1,0 +1,55 @@
+// Policies written as text, for the command line and scenario files:
+//
+//   auto p = backoff::parse_policy("exponential(initial=50ms, factor=2, max=30s, jitter=full)");
+//   auto q = backoff::parse_policy("gcp-iot(max=32s)");     // a preset with an override
+//   std::string text = p.to_string();                        // canonical; parses back equal
+//
+// Grammar: NAME [ "(" [ KEY "=" VALUE { "," KEY "=" VALUE } ] ")" ], blanks allowed around
+// tokens. NAME is a schedule (constant, linear, exponential, fibonacci) or a preset (presets.hpp);
+// keys are shared across kinds: initial, factor, step, max, jitter, jitter_max, lo, hi, r, sigma,
+// sd, cap (before|after), grow (base|previous), jitter_first (true|false). `max=none` removes the
+// cap. A key that does not apply to the chosen schedule or jitter is an error, not ignored.
+// Errors throw parse_error with one line that quotes the spec and names the bad part.
+//
+// The same call syntax serves the other specs of the toolkit (windows, budgets, throttles), so
+// its tokenizer is public: parse_spec_call().
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backoff/policy.hpp"
+
+namespace backoff {
+
+struct spec_argument {
+  std::string key;
+  std::string value;
+  std::size_t column;  // 1-based position of the key in the spec text
+};
+
+struct spec_call {
+  std::string name;
+  std::vector<spec_argument> arguments;
+};
+
+// Splits "name(key=value, ...)" into its parts; throws parse_error on malformed text or a
+// repeated key. `what` names the kind of spec in error messages ("policy", "window", ...).
+spec_call parse_spec_call(std::string_view text, std::string_view what);
+
+// Helpers for spec readers, each throwing parse_error that quotes `spec` and names the key.
+double spec_number(std::string_view spec, const spec_argument& arg, std::string_view what);
+duration spec_duration(std::string_view spec, const spec_argument& arg, std::string_view what);
+bool spec_bool(std::string_view spec, const spec_argument& arg, std::string_view what);
+
+backoff_policy parse_policy(std::string_view text);
+
+// Enum names as specs write them.
+std::string_view to_string(schedule_kind kind) noexcept;
+std::string_view to_string(jitter_kind kind) noexcept;
+std::string_view to_string(cap_mode mode) noexcept;
+std::string_view to_string(growth g) noexcept;
+
+}  // namespace backoff

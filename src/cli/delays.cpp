@@ -1,0 +1,149 @@
+// `backoff delays`: prints the delay before each retry for a policy (SPEC 6.1), so a schedule can
+// be seen, compared and plotted before it is used.
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "backoff/error.hpp"
+#include "backoff/spec.hpp"
+#include "commands.hpp"
+#include "output.hpp"
+
+namespace backoff::cli {
+namespace {
+
+struct delays_options {
+  std::string policy;
+  std::uint32_t attempts = 10;
+  std::uint32_t runs = 1;
+  std::uint64_t seed = 1;
+  std::string format = "table";
+};
+
+// Run r's generator: independent of the other runs and of --runs.
+random_generator run_generator(std::uint64_t seed, std::uint32_t run) {
+  return random_generator{derive_seed(seed, run)};
+}
+
+int run_delays(const delays_options& o) {
+  backoff_policy policy;
+  try {
+    policy = parse_policy(o.policy);
+  } catch (const parse_error& e) {
+    std::cerr << "backoff delays: " << e.what() << '\n';
+    return exit_usage;
+  }
+
+  if (o.format == "csv") {
+    std::string out = "run,attempt,delay_s\n";
+    for (std::uint32_t run = 1; run <= o.runs; ++run) {
+      random_generator rng = run_generator(o.seed, run);
+      auto state = policy.start();
+      for (std::uint32_t a = 1; a <= o.attempts; ++a) {
+        fmt::format_to(std::back_inserter(out), "{},{},{}\n", run, a,
+                       seconds_text(state.next_delay(rng)));
+        if (out.size() > (1u << 16)) {
+          std::cout << out;
+          out.clear();
+        }
+      }
+    }
+    std::cout << out << std::flush;
+    return exit_ok;
+  }
+
+  constexpr std::uint64_t max_in_memory = 10'000'000;
+  if (std::uint64_t{o.attempts} * o.runs > max_in_memory) {
+    std::cerr << "backoff delays: --attempts x --runs = " << std::uint64_t{o.attempts} * o.runs
+              << " is more than " << max_in_memory << " delays for --format " << o.format
+              << "; use --format csv, which streams\n";
+    return exit_usage;
+  }
+  std::vector<std::vector<duration>> delays(o.runs);
+  for (std::uint32_t run = 1; run <= o.runs; ++run) {
+    random_generator rng = run_generator(o.seed, run);
+    auto state = policy.start();
+    delays[run - 1].reserve(o.attempts);
+    for (std::uint32_t a = 1; a <= o.attempts; ++a) delays[run - 1].push_back(state.next_delay(rng));
+  }
+
+  if (o.format == "json") {
+    nlohmann::ordered_json doc;
+    doc["policy"] = policy.to_string();
+    doc["seed"] = o.seed;
+    doc["attempts"] = o.attempts;
+    auto& runs = doc["runs"] = nlohmann::ordered_json::array();
+    for (const auto& run : delays) {
+      auto row = nlohmann::ordered_json::array();
+      for (duration d : run) row.push_back(to_seconds(d));
+      runs.push_back(std::move(row));
+    }
+    std::cout << doc.dump(2) << '\n';
+    return exit_ok;
+  }
+
+  // table: one row per attempt, one column per run, then the total wait.
+  std::cout << "policy: " << policy.to_string() << "  (seed " << o.seed << ")\n";
+  std::vector<std::string> header{"attempt"};
+  for (std::uint32_t run = 1; run <= o.runs; ++run) {
+    header.push_back(o.runs == 1 ? std::string("delay") : fmt::format("run {}", run));
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::vector<duration> totals(o.runs, duration{0});
+  for (std::uint32_t a = 0; a < o.attempts; ++a) {
+    std::vector<std::string> row{std::to_string(a + 1)};
+    for (std::uint32_t run = 0; run < o.runs; ++run) {
+      row.push_back(human_duration(delays[run][a]));
+      totals[run] += delays[run][a];
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> total_row{"total"};
+  for (duration t : totals) total_row.push_back(human_duration(t));
+  rows.push_back(std::move(total_row));
+
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  const auto print_row = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      line += fmt::format("{:>{}}", row[c], width[c] + (c == 0 ? 0 : 2));
+    }
+    std::cout << line << '\n';
+  };
+  print_row(header);
+  for (const auto& row : rows) print_row(row);
+  return exit_ok;
+}
+
+}  // namespace
+
+void setup_delays(CLI::App& app, int& status) {
+  auto options = std::make_shared<delays_options>();
+  CLI::App* cmd = app.add_subcommand("delays", "Print the delay before each retry for a policy");
+  cmd->add_option("-p,--policy", options->policy,
+                  "Policy spec, e.g. 'exponential(initial=50ms, max=30s, jitter=full)' or a "
+                  "preset name such as gcp-iot (see 'backoff presets')")
+      ->required();
+  cmd->add_option("-n,--attempts", options->attempts, "Number of retries to show per run")
+      ->check(CLI::Range(1u, 100'000'000u))
+      ->capture_default_str();
+  cmd->add_option("-r,--runs", options->runs, "Independent runs (each with its own random stream)")
+      ->check(CLI::Range(1u, 100'000u))
+      ->capture_default_str();
+  cmd->add_option("-s,--seed", options->seed, "Random seed; the same seed gives the same delays")
+      ->capture_default_str();
+  cmd->add_option("-f,--format", options->format, "Output format")
+      ->check(CLI::IsMember({"table", "csv", "json"}))
+      ->capture_default_str();
+  cmd->callback([options, &status] { status = run_delays(*options); });
+}
+
+}  // namespace backoff::cli

@@ -1,0 +1,34 @@
+// The `backoff` command: wires the subcommands (one file each) into one CLI11 app, and turns
+// command-line mistakes into one line on stderr and exit status 2.
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"backoff: when a call fails, when and whether to try again"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("backoff ") + BACKOFF_VERSION);
+  int status = backoff::cli::exit_ok;
+  backoff::cli::setup_delays(app, status);
+  backoff::cli::setup_presets(app, status);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line: what is wrong, then where to look.
+    std::string where = "backoff";
+    for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
+    std::cerr << where << ": " << e.what() << " (see '" << where << " --help')\n";
+    return backoff::cli::exit_usage;
+  }
+  return status;
+}

@@ -1,0 +1,139 @@
+// HTTP status classification and Retry-After / HTTP-date parsing (RFC 9110). Hand-written: none
+// of our dependencies parses HTTP dates (std::get_time depends on the locale).
+#include "backoff/http.hpp"
+
+#include <array>
+#include <cstdint>
+#include <limits>
+
+namespace backoff {
+
+verdict classify_http_status(int status, std::optional<duration> retry_after) {
+  if (status >= 100 && status < 400) return verdict::success();
+  if (status == 429 || (status >= 500 && status < 600)) return verdict::retryable(retry_after);
+  return verdict::permanent();
+}
+
+namespace {
+
+namespace chr = std::chrono;
+using sys_time = chr::system_clock::time_point;
+
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+// Reads exactly n digits at s[i...].
+bool number(std::string_view s, std::size_t& i, int n, int& out) {
+  if (i + static_cast<std::size_t>(n) > s.size()) return false;
+  out = 0;
+  for (int k = 0; k < n; ++k, ++i) {
+    if (!digit(s[i])) return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+bool literal(std::string_view s, std::size_t& i, std::string_view lit) {
+  if (s.substr(i, lit.size()) != lit) return false;
+  i += lit.size();
+  return true;
+}
+
+constexpr std::array<std::string_view, 12> month_names = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+constexpr std::array<std::string_view, 7> day_names = {"Mon", "Tue", "Wed", "Thu",
+                                                  "Fri", "Sat", "Sun"};
+constexpr std::array<std::string_view, 7> long_day_names = {"Monday", "Tuesday",  "Wednesday",
+                                                       "Thursday", "Friday", "Saturday",
+                                                       "Sunday"};
+
+bool read_month(std::string_view s, std::size_t& i, int& out) {
+  for (std::size_t m = 0; m < month_names.size(); ++m) {
+    if (s.substr(i, 3) == month_names[m]) {
+      out = static_cast<int>(m) + 1;
+      i += 3;
+      return true;
+    }
+  }
+  return false;
+}
+
+template <std::size_t N>
+bool one_of(std::string_view s, std::size_t& i, const std::array<std::string_view, N>& names) {
+  for (std::string_view n : names) {
+    if (s.substr(i, n.size()) == n) {
+      i += n.size();
+      return true;
+    }
+  }
+  return false;
+}
+
+bool clock_time(std::string_view s, std::size_t& i, int& h, int& m, int& sec) {
+  return number(s, i, 2, h) && literal(s, i, ":") && number(s, i, 2, m) && literal(s, i, ":") &&
+         number(s, i, 2, sec) && h < 24 && m < 60 && sec <= 60;  // 60: a leap second
+}
+
+std::optional<sys_time> make_time(int y, int mo, int d, int h, int m, int sec) {
+  const chr::year_month_day date{chr::year{y}, chr::month{static_cast<unsigned>(mo)},
+                                 chr::day{static_cast<unsigned>(d)}};
+  if (!date.ok()) return std::nullopt;
+  return chr::sys_days{date} + chr::hours{h} + chr::minutes{m} + chr::seconds{sec};
+}
+
+}  // namespace
+
+std::optional<sys_time> parse_http_date(std::string_view s) {
+  int y = 0, mo = 0, d = 0, h = 0, m = 0, sec = 0;
+  std::size_t i = 0;
+  // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
+  if (one_of(s, i, day_names) && literal(s, i, ", ") && number(s, i, 2, d) && literal(s, i, " ") &&
+      read_month(s, i, mo) && literal(s, i, " ") && number(s, i, 4, y) && literal(s, i, " ") &&
+      clock_time(s, i, h, m, sec) && literal(s, i, " GMT") && i == s.size()) {
+    return make_time(y, mo, d, h, m, sec);
+  }
+  // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT (a two-digit year more than 50 years ahead is in
+  // the past century; we read 00-69 as 20xx and 70-99 as 19xx, the common approximation)
+  i = 0;
+  if (one_of(s, i, long_day_names) && literal(s, i, ", ") && number(s, i, 2, d) &&
+      literal(s, i, "-") && read_month(s, i, mo) && literal(s, i, "-") && number(s, i, 2, y) &&
+      literal(s, i, " ") && clock_time(s, i, h, m, sec) && literal(s, i, " GMT") &&
+      i == s.size()) {
+    return make_time(y < 70 ? 2000 + y : 1900 + y, mo, d, h, m, sec);
+  }
+  // asctime: Sun Nov  6 08:49:37 1994
+  i = 0;
+  if (one_of(s, i, day_names) && literal(s, i, " ") && read_month(s, i, mo) && literal(s, i, " ")) {
+    if (i < s.size() && s[i] == ' ') {
+      ++i;
+      if (!number(s, i, 1, d)) return std::nullopt;
+    } else if (!number(s, i, 2, d)) {
+      return std::nullopt;
+    }
+    if (literal(s, i, " ") && clock_time(s, i, h, m, sec) && literal(s, i, " ") &&
+        number(s, i, 4, y) && i == s.size()) {
+      return make_time(y, mo, d, h, m, sec);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<duration> parse_retry_after(std::string_view value, sys_time now) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  if (value.empty()) return std::nullopt;
+  if (digit(value.front())) {
+    constexpr std::int64_t max_seconds = std::numeric_limits<std::int64_t>::max() / 1'000'000'000;
+    std::int64_t secs = 0;
+    for (char c : value) {
+      if (!digit(c)) return std::nullopt;
+      secs = secs > (max_seconds - 9) / 10 ? max_seconds : secs * 10 + (c - '0');  // saturate
+    }
+    return chr::duration_cast<duration>(chr::seconds{secs});
+  }
+  const auto when = parse_http_date(value);
+  if (!when) return std::nullopt;
+  if (*when <= now) return duration{0};
+  return chr::duration_cast<duration>(*when - now);
+}
+
+}  // namespace backoff

@@ -1,0 +1,63 @@
+// The real-world side of the retry loop: the steady clock, an interruptible sleep, a per-thread
+// generator, and outcome names.
+#include "backoff/retry.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace backoff {
+
+std::string_view to_string(outcome o) noexcept {
+  switch (o) {
+    case outcome::succeeded: return "succeeded";
+    case outcome::attempts_exhausted: return "attempts_exhausted";
+    case outcome::deadline_exceeded: return "deadline_exceeded";
+    case outcome::permanent: return "permanent";
+    case outcome::cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+namespace detail {
+
+duration steady_now() {
+  return std::chrono::duration_cast<duration>(
+      std::chrono::steady_clock::now().time_since_epoch());
+}
+
+bool interruptible_sleep(duration d, std::stop_token stop) {
+  if (d.count() <= 0) return !stop.stop_requested();
+  if (!stop.stop_possible()) {
+    std::this_thread::sleep_for(d);
+    return true;
+  }
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::unique_lock lock(m);
+  // Nothing notifies cv: it wakes on the timeout or on a stop request, which the token's
+  // callback delivers.
+  cv.wait_for(lock, stop, d, [] { return false; });
+  return !stop.stop_requested();
+}
+
+random_generator& thread_generator() {
+  // The one place where the library seeds from the operating system: production retries want
+  // clients decorrelated from each other. Tests and the simulator inject their own generator.
+  thread_local random_generator generator{[] {
+    std::random_device device;
+    return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  }()};
+  return generator;
+}
+
+}  // namespace detail
+
+const retry_env& system_env() {
+  // Per thread, because its random_ref points at this thread's generator.
+  thread_local const retry_env env;
+  return env;
+}
+
+}  // namespace backoff
