@@ -3,6 +3,10 @@
 // the work and returns the exit status; main.cpp only wires them together.
 #pragma once
 
+#include <charconv>
+#include <cstdint>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace backoff::cli {
@@ -10,6 +14,24 @@ namespace backoff::cli {
 // Exit statuses shared by the subcommands (docs/EXIT_CODES.md).
 inline constexpr int exit_ok = 0;
 inline constexpr int exit_usage = 2;  // bad flags, bad policy spec, bad duration
+
+// A whole number >= 0 written with digits only (CLI11 would otherwise accept "-1" for an unsigned
+// option and wrap it around).
+inline CLI::Validator whole_number() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+          return "must be a whole number >= 0, got '" + value + "'";
+        }
+        std::uint64_t parsed = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+        if (ec != std::errc{} || end != value.data() + value.size()) {
+          return "'" + value + "' is too large (at most 18446744073709551615)";
+        }
+        return {};
+      },
+      "UINT");
+}
 
 // Each setup_* adds its subcommand to `app` and arranges for `status` to receive its result.
 void setup_delays(CLI::App& app, int& status);

@@ -133,12 +133,15 @@ void setup_delays(CLI::App& app, int& status) {
                   "preset name such as gcp-iot (see 'backoff presets')")
       ->required();
   cmd->add_option("-n,--attempts", options->attempts, "Number of retries to show per run")
+      ->check(whole_number())
       ->check(CLI::Range(1u, 100'000'000u))
       ->capture_default_str();
   cmd->add_option("-r,--runs", options->runs, "Independent runs (each with its own random stream)")
+      ->check(whole_number())
       ->check(CLI::Range(1u, 100'000u))
       ->capture_default_str();
   cmd->add_option("-s,--seed", options->seed, "Random seed; the same seed gives the same delays")
+      ->check(whole_number())
       ->capture_default_str();
   cmd->add_option("-f,--format", options->format, "Output format")
       ->check(CLI::IsMember({"table", "csv", "json"}))

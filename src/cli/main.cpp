@@ -15,6 +15,22 @@ int main(int argc, char** argv) {
   backoff::cli::setup_delays(app, status);
   backoff::cli::setup_presets(app, status);
 
+  // CLI11 reports an unknown command as a missing one; name it instead.
+  const auto all = app.get_subcommands([](const CLI::App*) { return true; });
+  const auto is_command = [&](const std::string& name) {
+    for (const CLI::App* sub : all) {
+      if (sub->get_name() == name) return true;
+    }
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    std::string known;
+    for (const CLI::App* sub : all) known += (known.empty() ? "" : ", ") + sub->get_name();
+    std::cerr << "backoff: unknown command '" << argv[1] << "' (commands: " << known
+              << "; see 'backoff --help')\n";
+    return backoff::cli::exit_usage;
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

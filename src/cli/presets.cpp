@@ -60,9 +60,11 @@ void setup_presets(CLI::App& app, int& status) {
   auto options = std::make_shared<presets_options>();
   CLI::App* cmd = app.add_subcommand("presets", "Show every named policy's delays side by side");
   cmd->add_option("-n,--attempts", options->attempts, "Number of retries to show")
+      ->check(whole_number())
       ->check(CLI::Range(1u, 1000u))
       ->capture_default_str();
   cmd->add_option("-s,--seed", options->seed, "Random seed for the jittered presets")
+      ->check(whole_number())
       ->capture_default_str();
   cmd->callback([options, &status] { status = run_presets(*options); });
 }

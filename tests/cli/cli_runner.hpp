@@ -1,0 +1,64 @@
+// Runs the built `backoff` executable as a user would and captures what it prints, so that CLI
+// tests assert on exit statuses, stdout and stderr. The path comes from the build
+// (BACKOFF_CLI_PATH).
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace backoff::test {
+
+struct cli_result {
+  int status = -1;
+  std::string out;
+  std::string err;
+
+  // Lines of stderr, without the final newline's empty line.
+  std::vector<std::string> err_lines() const {
+    std::vector<std::string> lines;
+    std::istringstream in(err);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+};
+
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs `backoff ARGS...` with stdin from /dev/null.
+inline cli_result run_cli(const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  static int counter = 0;
+  const fs::path dir = fs::temp_directory_path() /
+                       ("backoff-cli-test-" + std::to_string(::getpid()) + "-" +
+                        std::to_string(counter++));
+  fs::create_directories(dir);
+  std::string command = shell_quote(BACKOFF_CLI_PATH);
+  for (const auto& a : args) command += " " + shell_quote(a);
+  command += " </dev/null >" + shell_quote((dir / "out").string()) + " 2>" +
+             shell_quote((dir / "err").string());
+  const int raw = std::system(command.c_str());
+  cli_result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = slurp(dir / "out");
+  r.err = slurp(dir / "err");
+  fs::remove_all(dir);
+  return r;
+}
+
+}  // namespace backoff::test
