@@ -8,7 +8,8 @@ SHELL := bash
 .DELETE_ON_ERROR:
 MAKEFLAGS += --no-print-directory
 
-PRESET ?= default
+# CI (CI=true) builds with the ci preset: the same as default, plus -Werror.
+PRESET ?= $(if $(CI),ci,default)
 JOBS ?= $(shell nproc)
 
 # Binary directory of a configure preset (keep in sync with CMakePresets.json).

@@ -7,6 +7,11 @@ include_guard(GLOBAL)
 set(THREADS_PREFER_PTHREAD_FLAG ON)
 find_package(Threads REQUIRED)
 
+if(BACKOFF_WITH_ASIO)
+  # Header-only use (asio/beast): no components; link Boost::headers. 1.81 or newer.
+  find_package(Boost 1.81 CONFIG REQUIRED)
+endif()
+
 # Application-level dependencies: for the CLI, and available to tests and benchmarks.
 if(BACKOFF_BUILD_CLI OR BACKOFF_BUILD_TESTS OR BACKOFF_BUILD_BENCH)
   find_package(fmt CONFIG REQUIRED)
@@ -14,7 +19,6 @@ if(BACKOFF_BUILD_CLI OR BACKOFF_BUILD_TESTS OR BACKOFF_BUILD_BENCH)
   find_package(nlohmann_json CONFIG REQUIRED)
   find_package(CLI11 CONFIG REQUIRED)
   find_package(tomlplusplus CONFIG REQUIRED)
-  # Header-only use (asio/beast): no components; link Boost::headers. 1.81 or newer.
   find_package(Boost 1.81 CONFIG REQUIRED)
 endif()
 
