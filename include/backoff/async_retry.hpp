@@ -72,52 +72,63 @@ inline boost::asio::awaitable<bool> coroutine_cancelled() {
 }  // namespace detail
 
 // `op` is callable as op() or op(attempt) and returns asio::awaitable<R>. Arguments are taken by
-// value: a coroutine must not hold references to its caller's temporaries.
+// value: a coroutine must not hold references to its caller's temporaries. The gates' budget and
+// throttle, when given, must outlive the call.
 template <class Op, class Classify = default_classifier, class OnRetry = no_retry_hook>
 auto async_retry(Op op, retry_policy policy, Classify classify = {}, async_retry_env env = {},
-                 OnRetry on_retry = {})
+                 OnRetry on_retry = {}, retry_gates gates = {})
     -> boost::asio::awaitable<retry_result<std::decay_t<
         typename detail::awaitable_value<detail::async_op_awaitable_t<Op>>::type>>> {
   using R =
       std::decay_t<typename detail::awaitable_value<detail::async_op_awaitable_t<Op>>::type>;
   retry_result<R> result;
   random_ref rng = env.random;
-  const bool timed = policy.max_elapsed.count() > 0;
-  retry_controller control(policy, timed ? env.now() : duration{0});
+  const bool timed = policy.max_elapsed.count() > 0 || gates.budget || gates.throttle;
+  retry_controller control(policy, timed ? env.now() : duration{0}, gates);
+  const auto now = [&] { return timed ? env.now() : duration{0}; };
   for (;;) {
     if (env.stop.stop_requested() || co_await detail::coroutine_cancelled()) {
       result.why = outcome::cancelled;
       break;
     }
-    control.attempt_started();
-    verdict v;
+    retry_controller::decision d;
     const bool deferred = env.busy && env.busy();
+    verdict v = verdict::retryable();
     if (deferred) {
+      control.attempt_deferred();
       ++result.deferred;
-      v = verdict::retryable();
+      d = control.after_deferred(now(), rng);
     } else {
+      const auto g = control.before_attempt(now(), rng);
+      if (!g.send) {
+        result.why = g.stop;
+        break;
+      }
+      if (g.wait.count() > 0) {
+        if (!co_await env.sleep(g.wait, env.stop)) {
+          result.why = outcome::cancelled;
+          break;
+        }
+        result.slept += g.wait;
+      }
       if constexpr (detail::takes_attempt_v<Op>) {
         result.last.emplace(co_await op(control.attempts()));
       } else {
         result.last.emplace(co_await op());
       }
       v = classify(*result.last);
+      d = control.after(v, now(), rng);
     }
-    if (v.kind == verdict_kind::success) {
-      result.why = outcome::succeeded;
-      break;
-    }
-    const auto d = control.after(v, timed ? env.now() : duration{0}, rng);
     if (!d.retry) {
       result.why = d.stop;
       break;
     }
     on_retry(retry_event<R>{control.attempts(), d.delay, v, deferred ? nullptr : &*result.last});
-    result.slept += d.delay;
     if (!co_await env.sleep(d.delay, env.stop)) {
       result.why = outcome::cancelled;
       break;
     }
+    result.slept += d.delay;
   }
   result.attempts = control.attempts();
   co_return result;

@@ -15,12 +15,12 @@ using duration = std::chrono::nanoseconds;
 
 // Parses one or more <number><unit> groups, units ns, us (or µs), ms, s, m, h, d; a number may
 // have a fraction ("1.5s"). "0" alone needs no unit. Throws parse_error naming the bad part for
-// anything else: negative values, a missing or unknown unit, a value beyond about 292 years.
+// anything else: negative values, a missing or unknown unit, a value beyond about 292 years, a
+// fraction finer than a nanosecond ("0.5ns").
 duration parse_duration(std::string_view text);
 
-// Shortest exact-enough form: "0s", "750ns", "12.5us", "250ms", "1.5s", "1h30m", "2d3h".
-// Sub-minute values keep up to three decimals; parse_duration(format_duration(d)) round-trips
-// every value with at most three significant decimals in its largest unit.
+// The shortest exact form: "0s", "750ns", "12.5us", "250ms", "1.5s", "1h30m", "2d3h",
+// "1.000000001s". It never rounds, so parse_duration(format_duration(d)) == d for every d >= 0.
 std::string format_duration(duration d);
 
 // Seconds as a double, the unit of every `_s` field in outputs.

@@ -26,7 +26,7 @@ verdict classify_http_status(int status, std::optional<duration> retry_after = s
 std::optional<duration> parse_retry_after(std::string_view value,
                                           std::chrono::system_clock::time_point now);
 
-// An HTTP-date (the three forms above), or nullopt.
-std::optional<std::chrono::system_clock::time_point> parse_http_date(std::string_view text);
+// An HTTP-date (the three forms above), or nullopt. Seconds, so that any four-digit year fits.
+std::optional<std::chrono::sys_seconds> parse_http_date(std::string_view text);
 
 }  // namespace backoff

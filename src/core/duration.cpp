@@ -31,7 +31,7 @@ constexpr unit units[] = {
 };
 
 [[noreturn]] void fail(std::string_view text, const std::string& why) {
-  throw parse_error("bad duration \"" + std::string(text) + "\": " + why);
+  throw parse_error("bad duration " + quote_for_message(text) + ": " + why);
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -64,36 +64,43 @@ duration parse_duration(std::string_view original) {
     i128 fraction = 0;
     i128 scale = 1;
     bool has_fraction = false;
+    bool dropped_digit = false;  // a nonzero digit beyond 10^-18: finer than any unit's ns
     if (i < text.size() && text[i] == '.') {
       ++i;
       while (i < text.size() && is_digit(text[i])) {
         has_fraction = true;
-        if (scale < i128{1'000'000'000'000'000'000}) {  // digits beyond 1e-18 cannot matter
+        if (scale < i128{1'000'000'000'000'000'000}) {
           fraction = fraction * 10 + (text[i] - '0');
           scale *= 10;
+        } else if (text[i] != '0') {
+          dropped_digit = true;
         }
         ++i;
       }
       if (!has_fraction) fail(original, "a '.' must be followed by digits");
     }
     if (i == start) {
-      fail(original, "expected a number at position " + std::to_string(start + 1) + ", found '" +
-                         std::string(text.substr(start, 1)) + "'");
+      fail(original, "expected a number at position " + std::to_string(start + 1) + ", found " +
+                         quote_for_message(text.substr(start, 1)));
     }
     const std::size_t unit_start = i;
     while (i < text.size() && !is_digit(text[i]) && text[i] != '.') ++i;
     const std::string_view name = text.substr(unit_start, i - unit_start);
     if (name.empty()) {
-      fail(original, "missing unit after \"" + std::string(text.substr(start, i - start)) +
-                         "\" (use ns, us, ms, s, m, h or d)");
+      fail(original, "missing unit after " + quote_for_message(text.substr(start, i - start)) +
+                         " (use ns, us, ms, s, m, h or d)");
     }
     const unit* found = nullptr;
     for (const unit& u : units) {
       if (u.name == name) found = &u;
     }
     if (found == nullptr) {
-      fail(original, "unknown unit \"" + std::string(name) + "\" at position " +
+      fail(original, "unknown unit " + quote_for_message(name) + " at position " +
                          std::to_string(unit_start + 1) + " (use ns, us, ms, s, m, h or d)");
+    }
+    if (dropped_digit || fraction * found->ns % scale != 0) {
+      fail(original, quote_for_message(text.substr(start, i - start)) +
+                         " is finer than a nanosecond");
     }
     total += whole * found->ns + fraction * found->ns / scale;
     if (total > limit) fail(original, "too large (the limit is about 292 years)");

@@ -18,6 +18,7 @@ namespace {
 
 namespace chr = std::chrono;
 using sys_time = chr::system_clock::time_point;
+using sys_secs = chr::sys_seconds;
 
 bool digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -73,7 +74,7 @@ bool clock_time(std::string_view s, std::size_t& i, int& h, int& m, int& sec) {
          number(s, i, 2, sec) && h < 24 && m < 60 && sec <= 60;  // 60: a leap second
 }
 
-std::optional<sys_time> make_time(int y, int mo, int d, int h, int m, int sec) {
+std::optional<sys_secs> make_time(int y, int mo, int d, int h, int m, int sec) {
   const chr::year_month_day date{chr::year{y}, chr::month{static_cast<unsigned>(mo)},
                                  chr::day{static_cast<unsigned>(d)}};
   if (!date.ok()) return std::nullopt;
@@ -82,7 +83,7 @@ std::optional<sys_time> make_time(int y, int mo, int d, int h, int m, int sec) {
 
 }  // namespace
 
-std::optional<sys_time> parse_http_date(std::string_view s) {
+std::optional<sys_secs> parse_http_date(std::string_view s) {
   int y = 0, mo = 0, d = 0, h = 0, m = 0, sec = 0;
   std::size_t i = 0;
   // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
@@ -132,8 +133,14 @@ std::optional<duration> parse_retry_after(std::string_view value, sys_time now) 
   }
   const auto when = parse_http_date(value);
   if (!when) return std::nullopt;
-  if (*when <= now) return duration{0};
-  return chr::duration_cast<duration>(*when - now);
+  // In seconds: a date past 2262 does not fit in nanoseconds since 1970, but its delay saturates.
+  const auto now_s = chr::floor<chr::seconds>(now);
+  if (*when <= now_s) return duration{0};
+  const std::int64_t secs = (*when - now_s).count();
+  constexpr std::int64_t max_seconds = std::numeric_limits<std::int64_t>::max() / 1'000'000'000;
+  if (secs >= max_seconds) return chr::duration_cast<duration>(chr::seconds{max_seconds});
+  const duration exact = chr::duration_cast<duration>(*when - now_s) - (now - now_s);
+  return exact.count() > 0 ? exact : duration{0};
 }
 
 }  // namespace backoff

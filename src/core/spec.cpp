@@ -18,7 +18,7 @@ bool is_name_char(char c) {
 }
 bool is_blank(char c) { return c == ' ' || c == '\t'; }
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string quoted(std::string_view s) { return quote_for_message(s); }
 
 [[noreturn]] void fail(std::string_view what, std::string_view spec, const std::string& why) {
   throw parse_error("bad " + std::string(what) + " " + quoted(spec) + ": " + why);
@@ -46,12 +46,12 @@ spec_call parse_spec_call(std::string_view text, std::string_view what) {
   call.name = std::string(text.substr(name_start, i - name_start));
   if (call.name.empty()) {
     if (i >= text.size()) fail(what, text, "empty; expected a name such as exponential(...)");
-    fail(what, text, "expected a name" + at(i) + ", found '" + std::string(1, text[i]) + "'");
+    fail(what, text, "expected a name" + at(i) + ", found " + quoted(text.substr(i, 1)));
   }
   skip_blanks();
   if (i == text.size()) return call;
   if (text[i] != '(') {
-    fail(what, text, "unexpected '" + std::string(1, text[i]) + "'" + at(i) + " after " +
+    fail(what, text, "unexpected " + quoted(text.substr(i, 1)) + at(i) + " after " +
                          quoted(call.name) + " (parameters go in parentheses)");
   }
   ++i;
@@ -68,7 +68,7 @@ spec_call parse_spec_call(std::string_view text, std::string_view what) {
       if (key.empty()) {
         if (i >= text.size()) fail(what, text, "missing ')'");
         fail(what, text,
-             "expected a parameter name" + at(i) + ", found '" + std::string(1, text[i]) + "'");
+             "expected a parameter name" + at(i) + ", found " + quoted(text.substr(i, 1)));
       }
       skip_blanks();
       if (i >= text.size() || text[i] != '=') {
@@ -110,7 +110,7 @@ double spec_number(std::string_view spec, const spec_argument& arg, std::string_
   const char* last = first + arg.value.size();
   const auto [end, ec] = std::from_chars(first, last, v);
   if (ec != std::errc{} || end != last || !std::isfinite(v)) {
-    fail(what, spec, arg.key + "=" + arg.value + " is not a number");
+    fail(what, spec, arg.key + "=" + escape_controls(arg.value) + " is not a number");
   }
   return v;
 }
@@ -126,7 +126,7 @@ duration spec_duration(std::string_view spec, const spec_argument& arg, std::str
 bool spec_bool(std::string_view spec, const spec_argument& arg, std::string_view what) {
   if (arg.value == "true") return true;
   if (arg.value == "false") return false;
-  fail(what, spec, arg.key + "=" + arg.value + " must be true or false");
+  fail(what, spec, arg.key + "=" + escape_controls(arg.value) + " must be true or false");
 }
 
 std::string_view to_string(schedule_kind kind) noexcept {
@@ -282,7 +282,7 @@ backoff_policy parse_policy(std::string_view text) {
       } else if (arg.value == "after") {
         p.cap = cap_mode::after;
       } else {
-        fail(what, text, "cap=" + arg.value + " must be before or after");
+        fail(what, text, "cap=" + escape_controls(arg.value) + " must be before or after");
       }
     } else if (k == "grow") {
       if (arg.value == "base") {
@@ -290,7 +290,7 @@ backoff_policy parse_policy(std::string_view text) {
       } else if (arg.value == "previous") {
         p.grow = growth::previous;
       } else {
-        fail(what, text, "grow=" + arg.value + " must be base or previous");
+        fail(what, text, "grow=" + escape_controls(arg.value) + " must be base or previous");
       }
     } else if (k == "jitter_first") {
       p.jitter_first = spec_bool(text, arg, what);
