@@ -2,6 +2,7 @@
 // and spec.hpp (policies as text); presets.hpp lists the named policies.
 #pragma once
 
+#include "backoff/aimd_window.hpp"
 #include "backoff/clock.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
@@ -10,5 +11,7 @@
 #include "backoff/presets.hpp"
 #include "backoff/random.hpp"
 #include "backoff/retry.hpp"
+#include "backoff/retry_budget.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/throttle.hpp"
 #include "backoff/verdict.hpp"

@@ -37,6 +37,8 @@
 #include "backoff/duration.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
+#include "backoff/retry_budget.hpp"
+#include "backoff/throttle.hpp"
 #include "backoff/verdict.hpp"
 
 namespace backoff {
@@ -48,6 +50,8 @@ enum class outcome : std::uint8_t {
   deadline_exceeded,   // max_elapsed reached
   permanent,           // the classifier said the failure is not retryable
   cancelled,           // the stop token was triggered
+  budget_exhausted,    // the retry budget refused the retry
+  throttled,           // the throttle refused the attempt locally
 };
 
 std::string_view to_string(outcome o) noexcept;
@@ -63,18 +67,28 @@ struct retry_policy {
   duration max_elapsed{0};         // 0: no deadline; measured from the first attempt's start
 };
 
+// Shared overload controls consulted by the controller; both optional and not owned. One budget
+// or throttle usually serves every operation of a client (they are thread-safe).
+struct retry_gates {
+  retry_budget* budget = nullptr;  // may refuse a retry (outcome::budget_exhausted)
+  backoff::throttle* throttle = nullptr;  // may refuse an attempt (outcome::throttled) or pace it
+};
+
 // The decisions of one retried operation. Call sequence:
 //
-//   retry_controller c{policy, now()};
+//   retry_controller c{policy, now(), gates};
 //   for (;;) {
-//     c.attempt_started();
+//     auto g = c.before_attempt(now(), rng);    // counts the attempt; asks the throttle
+//     if (!g.send) return g.stop;               // refused locally
+//     wait(g.wait);                             // pacing (adaptive rate); usually 0
 //     verdict v = classify(attempt());
-//     auto d = c.after(v, now(), rng);
-//     if (!d.retry) return d.stop;          // succeeded, permanent, exhausted
-//     wait(d.delay);                        // sleep, timer, or virtual-time event
+//     auto d = c.after(v, now(), rng);          // reports to budget and throttle
+//     if (!d.retry) return d.stop;              // succeeded, permanent, exhausted, budget
+//     wait(d.delay);                            // sleep, timer, or virtual-time event
 //   }
 //
 // `now` is any monotonic time as a duration since that clock's epoch; only differences matter.
+// needs_clock() says whether `now` is read at all (only deadlines and gates need it).
 class retry_controller {
  public:
   struct decision {
@@ -82,20 +96,59 @@ class retry_controller {
     duration delay{0};                  // when retry: how long to wait
     outcome stop = outcome::succeeded;  // when not retry: why it ends
   };
+  struct gate {
+    bool send = true;
+    duration wait{0};                   // when send: wait this long first
+    outcome stop = outcome::succeeded;  // when not send: why it ends
+  };
 
-  retry_controller(const retry_policy& policy, duration start) noexcept
-      : policy_(&policy), backoff_(policy.backoff.start()), start_(start) {}
+  retry_controller(const retry_policy& policy, duration start, retry_gates gates = {}) noexcept
+      : policy_(&policy), backoff_(policy.backoff.start()), start_(start), gates_(gates) {}
 
-  void attempt_started() noexcept {
-    if (attempts_ != UINT32_MAX) ++attempts_;
-  }
   std::uint32_t attempts() const noexcept { return attempts_; }
   bool has_deadline() const noexcept { return policy_->max_elapsed.count() > 0; }
+  bool needs_clock() const noexcept {
+    return has_deadline() || gates_.budget != nullptr || gates_.throttle != nullptr;
+  }
   duration deadline() const noexcept { return start_ + policy_->max_elapsed; }
   const backoff_state& backoff() const noexcept { return backoff_; }
 
   template <bit_generator64 G>
+  gate before_attempt(duration now, G& g) {
+    if (attempts_ != UINT32_MAX) ++attempts_;
+    if (attempts_ == 1 && gates_.budget != nullptr) gates_.budget->on_request(now);
+    if (gates_.throttle == nullptr) return {};
+    const auto d = gates_.throttle->before_send(now, g);
+    if (d.reject) return {false, duration{0}, outcome::throttled};
+    return {true, d.wait, outcome::succeeded};
+  }
+
+  // An attempt that carrier sense skipped: counted, but nothing was sent.
+  void attempt_deferred() noexcept {
+    if (attempts_ != UINT32_MAX) ++attempts_;
+  }
+
+  template <bit_generator64 G>
   decision after(const verdict& v, duration now, G& g) noexcept {
+    if (v.kind != verdict_kind::permanent) {
+      const bool ok = v.kind == verdict_kind::success;
+      if (gates_.budget != nullptr) gates_.budget->on_outcome(now, ok);
+      if (gates_.throttle != nullptr) gates_.throttle->on_response(now, !ok);
+    } else if (gates_.throttle != nullptr) {
+      gates_.throttle->on_response(now, false);  // the server took it: not an overload
+    }
+    return decide(v, now, g);
+  }
+
+  // after() for an attempt that was never sent (carrier sense): no one to report to.
+  template <bit_generator64 G>
+  decision after_deferred(duration now, G& g) noexcept {
+    return decide(verdict::retryable(), now, g);
+  }
+
+ private:
+  template <bit_generator64 G>
+  decision decide(const verdict& v, duration now, G& g) noexcept {
     switch (v.kind) {
       case verdict_kind::success: return {false, duration{0}, outcome::succeeded};
       case verdict_kind::permanent: return {false, duration{0}, outcome::permanent};
@@ -116,13 +169,16 @@ class retry_controller {
         delay = left;
       }
     }
+    if (gates_.budget != nullptr && !gates_.budget->try_retry(now)) {
+      return {false, duration{0}, outcome::budget_exhausted};
+    }
     return {true, delay, outcome::succeeded};
   }
 
- private:
   const retry_policy* policy_;
   backoff_state backoff_;
   duration start_;
+  retry_gates gates_;
   std::uint32_t attempts_ = 0;
 };
 
@@ -132,7 +188,9 @@ bool interruptible_sleep(duration d, std::stop_token stop);
 random_generator& thread_generator();
 }  // namespace detail
 
-// The world a retry loop lives in. Every member has a real-world default.
+// The world a retry loop lives in. Every member has a real-world default. The default `random`
+// refers to the generator of the thread that built the env: use such an env on that thread
+// (system_env() gives each thread its own).
 struct retry_env {
   std::function<duration()> now = detail::steady_now;
   // Waits d; returns false when woken early because `stop` was requested.
@@ -183,7 +241,8 @@ const retry_env& system_env();
 // An exception from `op` or `classify` propagates at once: classify failures as values.
 template <class Op, class Classify = default_classifier, class OnRetry = no_retry_hook>
 auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
-           const retry_env& env = system_env(), OnRetry&& on_retry = {}) {
+           const retry_env& env = system_env(), OnRetry&& on_retry = {},
+           retry_gates gates = {}) {
   constexpr bool takes_attempt = std::is_invocable_v<Op&, std::uint32_t>;
   using R = std::decay_t<
       typename std::conditional_t<takes_attempt, std::invoke_result<Op&, std::uint32_t>,
@@ -192,39 +251,50 @@ auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
 
   retry_result<R> result;
   random_ref rng = env.random;
-  const bool timed = policy.max_elapsed.count() > 0;
-  retry_controller control(policy, timed ? env.now() : duration{0});
+  const bool timed = policy.max_elapsed.count() > 0 || gates.budget || gates.throttle;
+  retry_controller control(policy, timed ? env.now() : duration{0}, gates);
+  const auto now = [&] { return timed ? env.now() : duration{0}; };
+  const auto wait = [&](duration d) {
+    if (!env.sleep(d, env.stop)) return false;  // cancelled: the time was not all spent
+    result.slept += d;
+    return true;
+  };
   for (;;) {
     if (env.stop.stop_requested()) {
       result.why = outcome::cancelled;
       break;
     }
-    control.attempt_started();
-    verdict v;
+    retry_controller::decision d;
     const bool deferred = env.busy && env.busy();
+    verdict v = verdict::retryable();
     if (deferred) {
+      control.attempt_deferred();
       ++result.deferred;
-      v = verdict::retryable();
+      d = control.after_deferred(now(), rng);
     } else {
+      const auto g = control.before_attempt(now(), rng);
+      if (!g.send) {
+        result.why = g.stop;
+        break;
+      }
+      if (g.wait.count() > 0 && !wait(g.wait)) {
+        result.why = outcome::cancelled;
+        break;
+      }
       if constexpr (takes_attempt) {
         result.last.emplace(op(control.attempts()));
       } else {
         result.last.emplace(op());
       }
       v = classify(*result.last);
+      d = control.after(v, now(), rng);
     }
-    if (v.kind == verdict_kind::success) {
-      result.why = outcome::succeeded;
-      break;
-    }
-    const auto d = control.after(v, timed ? env.now() : duration{0}, rng);
     if (!d.retry) {
       result.why = d.stop;
       break;
     }
     on_retry(retry_event<R>{control.attempts(), d.delay, v, deferred ? nullptr : &*result.last});
-    result.slept += d.delay;
-    if (!env.sleep(d.delay, env.stop)) {
+    if (!wait(d.delay)) {
       result.why = outcome::cancelled;
       break;
     }

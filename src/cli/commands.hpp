@@ -13,7 +13,8 @@ namespace backoff::cli {
 
 // Exit statuses shared by the subcommands (docs/EXIT_CODES.md).
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_usage = 2;  // bad flags, bad policy spec, bad duration
+inline constexpr int exit_usage = 2;  // bad flags, bad policy spec, bad duration, bad scenario
+inline constexpr int exit_failure = 1;  // the work itself failed (e.g. an output not writable)
 
 // A whole number >= 0 written with digits only (CLI11 would otherwise accept "-1" for an unsigned
 // option and wrap it around).
@@ -36,5 +37,6 @@ inline CLI::Validator whole_number() {
 // Each setup_* adds its subcommand to `app` and arranges for `status` to receive its result.
 void setup_delays(CLI::App& app, int& status);
 void setup_presets(CLI::App& app, int& status);
+void setup_sim(CLI::App& app, int& status);
 
 }  // namespace backoff::cli

@@ -16,6 +16,8 @@ std::string_view to_string(outcome o) noexcept {
     case outcome::deadline_exceeded: return "deadline_exceeded";
     case outcome::permanent: return "permanent";
     case outcome::cancelled: return "cancelled";
+    case outcome::budget_exhausted: return "budget_exhausted";
+    case outcome::throttled: return "throttled";
   }
   return "?";
 }

@@ -1,0 +1,230 @@
+// Retry budgets: a cap on retries shared by every operation of a client, so that when a server
+// fails, the clients' retries do not multiply its load. A backoff policy spaces the retries of
+// one operation; a budget decides whether the client, as a whole, may retry at all.
+//
+//   backoff::retry_budget budget{backoff::parse_budget("token-bucket(max=10, ratio=0.1)")};
+//   budget.on_request(now());                  // an operation starts (its first attempt)
+//   for (;;) {
+//     const bool ok = attempt();
+//     budget.on_outcome(now(), ok);            // a success or a retryable failure
+//     if (ok) break;
+//     if (!budget.try_retry(now())) break;     // spent: fail now instead of retrying
+//     sleep(state.next_delay(rng));
+//   }
+//
+// Two kinds, each in the style of its source:
+//
+// token_bucket_budget (gRPC retry throttling, grpc/proposal A6 and C-core retry_throttle.cc):
+//   tokens start at max_tokens; each failed attempt takes 1 (not below 0), each success adds
+//   token_ratio (not above max_tokens); a retry is allowed only while tokens > max_tokens / 2.
+//   Like C-core, it counts milli-tokens as integers in one atomic updated by compare-and-swap,
+//   so token_ratio has at most 3 decimals and no rounding ever drifts. With max=10, ratio=0.1,
+//   retries stop once failures outrun successes by about 10 %.
+//
+// ratio_budget (Finagle's RetryBudget, tower's TpsBudget, Envoy's budget_interval):
+//   over a sliding window, retries <= percent / 100 * requests + min_per_s * window,
+//   i.e. retries may be `percent` % of the recent requests, plus a floor of min_per_s retries
+//   per second on average so that a client that sends little can still retry. Defaults are
+//   Finagle's: 20 %, 10 per second, 10 s. The window is 10 slices of window/10 in a lock-free
+//   ring (detail/sliding_counts.hpp): the oldest slice leaves whole, so the counted span is
+//   between 9/10 and 10/10 of the window, as in Finagle and tower. Where Finagle rounds the
+//   cost of a retry to an integer (1000 / percentCanRetry), this compares exactly in integers
+//   (percent is in thousandths). Within one slice a retry's check and its count are one atomic
+//   step, so concurrent retries never overdraw the budget.
+//
+// Time is injected: every call that depends on it takes `now`, the caller's clock reading as a
+// duration since that clock's epoch (steady_clock::now().time_since_epoch(), a manual_clock in
+// tests, the simulator's virtual time). Only differences between readings matter.
+//
+// All budgets are safe to share between threads, lock-free, and allocate nothing. Copying one
+// takes a snapshot of its counts (each read atomically, not all at one instant).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "backoff/detail/sliding_counts.hpp"
+#include "backoff/duration.hpp"
+
+namespace backoff {
+
+// ---------------------------------------------------------------------------------------------
+// Token bucket (gRPC).
+
+struct token_bucket_config {
+  std::uint32_t max_tokens = 10;  // gRPC's maxTokens: in (0, 1000]
+  double token_ratio = 0.1;       // gRPC's tokenRatio: > 0, at most 3 decimals
+
+  // Throws parse_error with one line naming the bad value.
+  void validate() const;
+  // "token-bucket(max=10, ratio=0.1)"; parse_budget(c.to_string()) gives c back.
+  std::string to_string() const;
+
+  friend bool operator==(const token_bucket_config&, const token_bucket_config&) = default;
+};
+
+class token_bucket_budget {
+ public:
+  explicit token_bucket_budget(const token_bucket_config& config = {}) noexcept
+      : config_(config),
+        max_milli_tokens_(static_cast<std::int64_t>(config.max_tokens) * 1000),
+        milli_token_ratio_(std::llround(config.token_ratio * 1000.0)),
+        milli_tokens_(max_milli_tokens_) {}
+
+  token_bucket_budget(const token_bucket_budget& other) noexcept
+      : config_(other.config_),
+        max_milli_tokens_(other.max_milli_tokens_),
+        milli_token_ratio_(other.milli_token_ratio_),
+        milli_tokens_(other.milli_tokens()) {}
+  token_bucket_budget& operator=(const token_bucket_budget& other) noexcept {
+    config_ = other.config_;
+    max_milli_tokens_ = other.max_milli_tokens_;
+    milli_token_ratio_ = other.milli_token_ratio_;
+    milli_tokens_.store(other.milli_tokens(), std::memory_order_relaxed);
+    return *this;
+  }
+
+  // A failed attempt: one token less (not below 0). Returns whether a retry is allowed now,
+  // as gRPC's RecordFailure does.
+  bool on_failure() noexcept {
+    return add_clamped(-1000) > max_milli_tokens_ / 2;
+  }
+  // A successful attempt: token_ratio tokens more (not above max_tokens).
+  void on_success() noexcept { add_clamped(milli_token_ratio_); }
+
+  bool retry_allowed() const noexcept { return milli_tokens() > max_milli_tokens_ / 2; }
+
+  std::int64_t milli_tokens() const noexcept {
+    return milli_tokens_.load(std::memory_order_relaxed);
+  }
+  double tokens() const noexcept { return static_cast<double>(milli_tokens()) / 1000.0; }
+  const token_bucket_config& config() const noexcept { return config_; }
+
+ private:
+  // tokens = clamp(tokens + delta, 0, max) in one compare-and-swap; returns the new value.
+  // A full bucket that gains, or an empty one that loses, is left untouched (no write), which
+  // keeps the common case of a healthy server to one load.
+  std::int64_t add_clamped(std::int64_t delta) noexcept {
+    std::int64_t current = milli_tokens_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::int64_t next = std::clamp(current + delta, std::int64_t{0}, max_milli_tokens_);
+      if (next == current) return current;
+      if (milli_tokens_.compare_exchange_weak(current, next, std::memory_order_relaxed)) {
+        return next;
+      }
+    }
+  }
+
+  token_bucket_config config_;
+  std::int64_t max_milli_tokens_;
+  std::int64_t milli_token_ratio_;
+  std::atomic<std::int64_t> milli_tokens_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Ratio budget (Finagle).
+
+struct ratio_budget_config {
+  double percent = 20.0;                    // retries per 100 requests; [0, 1000], 3 decimals
+  double min_per_s = 10.0;                  // the floor, in retries per second; [0, 1e6]
+  duration window = std::chrono::seconds{10};  // (0, 1 day]
+
+  void validate() const;
+  // "ratio(percent=20, min_per_s=10, window=10s)"; parse_budget(c.to_string()) gives c back.
+  std::string to_string() const;
+
+  friend bool operator==(const ratio_budget_config&, const ratio_budget_config&) = default;
+};
+
+class ratio_budget {
+ public:
+  struct counts {
+    std::uint64_t requests = 0;
+    std::uint64_t retries = 0;
+  };
+
+  explicit ratio_budget(const ratio_budget_config& config = {}) noexcept;
+
+  // An operation's first attempt: the deposit that pays for `percent` % of a retry.
+  void on_request(duration now) noexcept { counts_.add(now, 1, 0); }
+
+  // Takes one retry from the budget if it has one: true when the retry may go ahead.
+  bool try_retry(duration now) noexcept {
+    return counts_.add_if(now, 0, 1, [this](detail::sliding_counts::totals t) {
+      return t.second * retry_cost <= t.first * request_credit_ + reserve_;
+    });
+  }
+
+  // The requests and retries counted in the window that ends at `now`.
+  counts window_counts(duration now) const noexcept {
+    const auto t = counts_.sum(now);
+    return {t.first, t.second};
+  }
+  // How many more retries the budget allows at `now` (fractional; may be 0).
+  double available(duration now) const noexcept;
+
+  const ratio_budget_config& config() const noexcept { return config_; }
+
+ private:
+  // The comparison retries * 100 % <= requests * percent + reserve, in thousandths of a percent.
+  static constexpr std::uint64_t retry_cost = 100'000;
+
+  ratio_budget_config config_;
+  std::uint64_t request_credit_;  // percent * 1000
+  std::uint64_t reserve_;         // min_per_s * window_s * retry_cost
+  detail::sliding_counts counts_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Either budget, as scenario files and the drivers name them.
+
+using budget_config = std::variant<token_bucket_config, ratio_budget_config>;
+
+// Reads "token-bucket(max=10, ratio=0.1)" or "ratio(percent=20, min_per_s=10, window=10s)";
+// every key is optional. Throws parse_error with one line that quotes the spec and names the
+// bad part.
+budget_config parse_budget(std::string_view text);
+std::string to_string(const budget_config& config);
+
+// One interface over both budgets for the retry loops and the simulator. A call that does not
+// concern the chosen budget does nothing: the token bucket ignores on_request and time, the
+// ratio budget ignores outcomes.
+class retry_budget {
+ public:
+  explicit retry_budget(const budget_config& config);
+
+  // An operation's first attempt is about to be sent.
+  void on_request(duration now) noexcept {
+    if (auto* r = std::get_if<ratio_budget>(&budget_)) r->on_request(now);
+  }
+  // An attempt ended in success or in a retryable failure (gRPC counts permanent errors as
+  // neither: do not report them).
+  void on_outcome(duration now, bool succeeded) noexcept {
+    static_cast<void>(now);
+    if (auto* t = std::get_if<token_bucket_budget>(&budget_)) {
+      if (succeeded) {
+        t->on_success();
+      } else {
+        t->on_failure();
+      }
+    }
+  }
+  // Whether the failed operation may retry now; a ratio budget spends one retry if so.
+  bool try_retry(duration now) noexcept {
+    if (auto* t = std::get_if<token_bucket_budget>(&budget_)) return t->retry_allowed();
+    return std::get<ratio_budget>(budget_).try_retry(now);
+  }
+
+  const std::variant<token_bucket_budget, ratio_budget>& get() const noexcept { return budget_; }
+
+ private:
+  std::variant<token_bucket_budget, ratio_budget> budget_;
+};
+
+}  // namespace backoff

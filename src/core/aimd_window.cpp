@@ -1,0 +1,139 @@
+// The AIMD window's cut, its configuration and its spec reader.
+#include "backoff/aimd_window.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "backoff/error.hpp"
+#include "backoff/spec.hpp"
+#include "overload_spec.hpp"
+
+namespace backoff {
+
+std::string_view to_string(aimd_variant v) noexcept {
+  return v == aimd_variant::tahoe ? "tahoe" : "reno";
+}
+
+void aimd_config::validate() const {
+  using detail::spec_number_text;
+  if (!(std::isfinite(initial) && initial >= 1.0)) {
+    throw parse_error("initial=" + spec_number_text(initial) + " must be a number >= 1");
+  }
+  if (!(std::isfinite(ssthresh) && ssthresh > 0.0)) {
+    throw parse_error("ssthresh=" + spec_number_text(ssthresh) + " must be a number > 0");
+  }
+  if (!(decrease > 0.0 && decrease < 1.0)) {
+    throw parse_error("decrease=" + spec_number_text(decrease) + " must be between 0 and 1");
+  }
+}
+
+std::string aimd_config::to_string() const {
+  using detail::spec_number_text;
+  return "aimd(initial=" + spec_number_text(initial) + ", ssthresh=" +
+         spec_number_text(ssthresh) + ", decrease=" + spec_number_text(decrease) +
+         ", variant=" + std::string(backoff::to_string(variant)) + ")";
+}
+
+aimd_config parse_window(std::string_view text) {
+  constexpr std::string_view what = "window";
+  const spec_call call = parse_spec_call(text, what);
+  if (call.name != "aimd") {
+    detail::spec_fail(what, text, "unknown window " + detail::quoted(call.name) + " (known: aimd)");
+  }
+  aimd_config c;
+  for (const spec_argument& arg : call.arguments) {
+    if (arg.key == "initial") {
+      c.initial = spec_number(text, arg, what);
+    } else if (arg.key == "ssthresh") {
+      c.ssthresh = spec_number(text, arg, what);
+    } else if (arg.key == "decrease") {
+      c.decrease = spec_number(text, arg, what);
+    } else if (arg.key == "variant") {
+      if (arg.value == "tahoe") {
+        c.variant = aimd_variant::tahoe;
+      } else if (arg.value == "reno") {
+        c.variant = aimd_variant::reno;
+      } else {
+        detail::spec_fail(what, text, "variant=" + arg.value + " must be tahoe or reno");
+      }
+    } else {
+      detail::unknown_parameter(what, text, arg, "initial, ssthresh, decrease, variant");
+    }
+  }
+  detail::validate_spec(what, text, c);
+  return c;
+}
+
+aimd_window::aimd_window(const aimd_config& config)
+    : config_(config), cwnd_(std::max(config.initial, 1.0)), ssthresh_(config.ssthresh) {
+  // Room for the failures of a few full windows, so that resends do not allocate in the common
+  // case; beyond that the stack grows geometrically and keeps its memory.
+  failed_.reserve(static_cast<std::size_t>(std::min(config_.initial, 1024.0)) * 4);
+}
+
+aimd_window::aimd_window(const aimd_window& other) : config_(other.config_) {
+  std::lock_guard guard{other.lock_};
+  cwnd_ = other.cwnd_;
+  ssthresh_ = other.ssthresh_;
+  flying_ = other.flying_;
+  cuts_ = other.cuts_;
+  ignored_errors_ = other.ignored_errors_;
+  next_id_ = other.next_id_;
+  next_fresh_ = other.next_fresh_;
+  failed_ = other.failed_;
+}
+
+aimd_window& aimd_window::operator=(const aimd_window& other) {
+  if (this == &other) return *this;
+  aimd_window copy{other};  // under other's lock only, so two windows never lock each other
+  std::lock_guard guard{lock_};
+  config_ = copy.config_;
+  cwnd_ = copy.cwnd_;
+  ssthresh_ = copy.ssthresh_;
+  flying_ = copy.flying_;
+  cuts_ = copy.cuts_;
+  ignored_errors_ = copy.ignored_errors_;
+  next_id_ = copy.next_id_;
+  next_fresh_ = copy.next_fresh_;
+  failed_.swap(copy.failed_);
+  return *this;
+}
+
+void aimd_window::on_error(const send_ticket& ticket, requeue again) {
+  // Is the request in `ignored`, the copy of `flying` taken at the last cut (number cuts_)?
+  //
+  // Claim: with cuts numbered 1, 2, ..., C = cuts_ > 0, and S the send now failing, the request
+  // r was in flying at cut C  <=>  S was made before cut C, or an earlier send of r was in
+  // flight at cut C.
+  //   (<=) S is answered only now; made before cut C, it was unanswered at cut C, so r was in
+  //        flying then. The other case is r in flying at cut C by definition.
+  //   (=>) r in flying at cut C means one of its sends was in flight then: S, which was then
+  //        made before cut C, or an earlier one. (A request has at most one send in flight: it
+  //        is queued, in flight, or done.)
+  // "S was made before cut C" is ticket.cuts_before_ < C. For the other case the ticket carries
+  // the last cut at which an earlier send was in flight; cut numbers only grow, so that earlier
+  // send was in flight at cut C iff the carried number equals C. Below, `last_in_flight` is the
+  // same quantity with S included, which is what the next send of r must carry; and when S
+  // makes a cut, r is in that cut's copy of flying (the header says why), so it becomes C + 1.
+  std::lock_guard guard{lock_};
+  std::uint64_t last_in_flight =
+      ticket.cuts_before_ < cuts_ ? cuts_ : ticket.last_cut_in_flight_;
+  const bool ignored = cuts_ > 0 && last_in_flight == cuts_;
+  if (ignored) {
+    ++ignored_errors_;
+  } else {
+    ssthresh_ = cwnd_ * config_.decrease;
+    cwnd_ = std::max(config_.variant == aimd_variant::tahoe ? config_.initial : ssthresh_, 1.0);
+    ++cuts_;
+    last_in_flight = cuts_;
+  }
+  if (flying_ > 0) --flying_;
+  if (again == requeue::yes) failed_.push_back({ticket.request_, last_in_flight});
+}
+
+aimd_window::state aimd_window::snapshot() const noexcept {
+  std::lock_guard guard{lock_};
+  return {cwnd_, ssthresh_, flying_, pending_locked(), cuts_, ignored_errors_};
+}
+
+}  // namespace backoff

@@ -1,0 +1,147 @@
+#include "recorder.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace backoff::sim {
+
+void latency_histogram::add(std::int64_t value) {
+  const auto v = static_cast<std::uint64_t>(std::max<std::int64_t>(value, 0));
+  // Values below 2^sub_bits map to themselves; above, each power of two keeps the top sub_bits
+  // bits: bucket (e, top bits) with e = bit_width - sub_bits.
+  std::size_t index = 0;
+  if (v < (1ULL << sub_bits)) {
+    index = static_cast<std::size_t>(v);
+  } else {
+    const int e = static_cast<int>(std::bit_width(v)) - sub_bits;
+    index = (static_cast<std::size_t>(e) << (sub_bits - 1)) + static_cast<std::size_t>(v >> e);
+  }
+  if (index >= counts_.size()) counts_.resize(index + 1, 0);
+  ++counts_[index];
+  ++count_;
+  max_ = std::max(max_, static_cast<std::int64_t>(v));
+}
+
+std::int64_t latency_histogram::percentile(double q) const {
+  if (count_ == 0) return 0;
+  const auto rank = static_cast<std::uint64_t>(
+      std::max(1.0, std::ceil(q * static_cast<double>(count_))));
+  std::uint64_t seen = 0;
+  for (std::size_t index = 0; index < counts_.size(); ++index) {
+    seen += counts_[index];
+    if (seen < rank) continue;
+    if (index < (1ULL << sub_bits)) return static_cast<std::int64_t>(index);
+    // Invert the mapping: the bucket's range is [top << e, (top + 1) << e); report its middle,
+    // but never more than the largest value seen.
+    const std::size_t half = std::size_t{1} << (sub_bits - 1);
+    const std::size_t e = index / half - 1;
+    const std::uint64_t top = index - e * half;
+    const std::uint64_t low = top << e;
+    const std::uint64_t mid = low + ((std::uint64_t{1} << e) >> 1);
+    return std::min(static_cast<std::int64_t>(mid), max_);
+  }
+  return max_;
+}
+
+recorder::recorder(recorder_options options, std::ostream* clients_csv)
+    : options_(std::move(options)), clients_(clients_csv) {}
+
+bucket& recorder::at(time_ns t) {
+  const auto i = static_cast<std::size_t>(std::max<time_ns>(t, 0) / options_.bucket);
+  if (i >= buckets_.size()) {
+    bucket carried;
+    carried.in_service = load_now_;
+    carried.queued = queued_now_;
+    carried.cwnd = cwnd_now_;
+    carried.ssthresh = ssthresh_now_;
+    buckets_.resize(i + 1, carried);
+  }
+  return buckets_[i];
+}
+
+void recorder::load(time_ns t, std::int64_t in_service, std::int64_t queued) {
+  load_area_ += static_cast<long double>(load_now_) * static_cast<long double>(t - load_since_);
+  load_since_ = t;
+  load_now_ = in_service;
+  queued_now_ = queued;
+  peak_load_ = std::max(peak_load_, in_service);
+  bucket& b = at(t);
+  b.in_service = in_service;
+  b.queued = queued;
+}
+
+void recorder::window(time_ns t, double cwnd, double ssthresh) {
+  has_window_ = true;
+  cwnd_now_ = cwnd;
+  ssthresh_now_ = ssthresh;
+  bucket& b = at(t);
+  b.cwnd = cwnd;
+  b.ssthresh = ssthresh;
+}
+
+void recorder::operation_done(const op_record& r) {
+  const char* status = "completed";
+  switch (r.status) {
+    case op_status::completed:
+      ++completed_;
+      latency_.add(r.done - r.first_attempt);
+      if (r.done >= last_completion_) {
+        last_completion_ = r.done;
+        area_at_last_completion_ =
+            load_area_ + static_cast<long double>(load_now_) *
+                             static_cast<long double>(r.done - load_since_);
+      }
+      break;
+    case op_status::failed:
+      ++gave_up_;
+      status = "failed";
+      break;
+    case op_status::unfinished:
+      ++unfinished_;
+      status = "unfinished";
+      break;
+  }
+  if (clients_ != nullptr) {
+    const double s = options_.seconds_per_unit;
+    row_.clear();
+    fmt::format_to(std::back_inserter(row_), "{},{},{},{},{},{},{}\n", options_.strategy, r.id,
+                   static_cast<double>(r.first_attempt) * s, static_cast<double>(r.done) * s,
+                   r.attempts, static_cast<double>(r.done - r.first_attempt) * s, status);
+    *clients_ << row_;
+  }
+}
+
+strategy_summary recorder::finish(time_ns end, std::uint64_t events) {
+  (void)at(end);  // the series covers the whole run
+  const double s = options_.seconds_per_unit;
+  strategy_summary out;
+  out.name = options_.strategy;
+  out.operations = operations_;
+  out.completed = completed_;
+  out.gave_up = gave_up_;
+  out.unfinished = unfinished_;
+  out.attempts = attempts_;
+  out.attempts_per_operation =
+      operations_ == 0 ? 0.0 : static_cast<double>(attempts_) / static_cast<double>(operations_);
+  out.makespan_s = static_cast<double>(last_completion_) * s;
+  const auto p = [&](double q) { return static_cast<double>(latency_.percentile(q)) * s; };
+  out.latency_s = {p(0.50), p(0.75), p(0.90), p(0.99), p(0.999),
+                   static_cast<double>(latency_.max()) * s};
+  out.goodput_per_s = out.makespan_s > 0 ? static_cast<double>(completed_) / out.makespan_s : 0.0;
+  out.peak_load = peak_load_;
+  out.mean_load = last_completion_ > 0
+                      ? static_cast<double>(area_at_last_completion_ /
+                                            static_cast<long double>(last_completion_))
+                      : 0.0;
+  out.events = events;
+  out.has_window = has_window_;
+  out.seconds_per_unit = s;
+  out.bucket_width = options_.bucket;
+  out.buckets = std::move(buckets_);
+  return out;
+}
+
+}  // namespace backoff::sim

@@ -1,0 +1,303 @@
+#include "scenario.hpp"
+
+#include <toml++/toml.h>
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "backoff/aimd_window.hpp"
+#include "backoff/error.hpp"
+#include "backoff/retry_budget.hpp"
+#include "backoff/spec.hpp"
+#include "backoff/throttle.hpp"
+
+namespace backoff::sim {
+namespace {
+
+std::string position(const toml::source_region& region, const std::string& fallback_path) {
+  const std::string path = region.path ? *region.path : fallback_path;
+  return path + ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column);
+}
+
+std::string type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a number";
+    case toml::node_type::boolean: return "a boolean";
+    default: return "a date or time";
+  }
+}
+
+// Splits "a.b.c" into its parts.
+std::vector<std::string> split_path(std::string_view key) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t dot = key.find('.', start);
+    parts.emplace_back(key.substr(start, dot == std::string_view::npos ? key.npos : dot - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+// Applies one --set key=value to the document.
+void apply_override(toml::table& root, const std::string& assignment) {
+  const std::size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw scenario_error("--set " + assignment + ": expected key=value, e.g. server.max_busy=100");
+  }
+  const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  for (const auto& part : split_path(key)) {
+    if (part.empty()) throw scenario_error("--set " + assignment + ": empty part in key");
+  }
+  toml::table parsed;
+  try {
+    parsed = toml::parse("value = " + text, "--set " + key);
+  } catch (const toml::parse_error&) {
+    parsed = toml::table{};
+    parsed.insert("value", text);  // a bare word: a string
+  }
+  toml::node* value = parsed.get("value");
+  const auto parts = split_path(key);
+  toml::table* at = &root;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    toml::node* next = at->get(parts[i]);
+    if (next == nullptr) {
+      at->insert(parts[i], toml::table{});
+      next = at->get(parts[i]);
+    }
+    if (!next->is_table()) {
+      throw scenario_error("--set " + key + ": " + parts[i] + " is not a table");
+    }
+    at = next->as_table();
+  }
+  at->insert_or_assign(parts.back(), std::move(*value));
+}
+
+std::string number_text(double v) {
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
+}
+
+std::uint32_t to_u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+
+}  // namespace
+
+config_reader::config_reader(std::shared_ptr<toml::table> root, std::string path,
+                             std::set<std::string> overridden)
+    : root_(std::move(root)), path_(std::move(path)), overridden_(std::move(overridden)) {}
+config_reader::~config_reader() = default;
+config_reader::config_reader(config_reader&&) noexcept = default;
+config_reader& config_reader::operator=(config_reader&&) noexcept = default;
+
+const toml::node* config_reader::find(std::string_view key) const {
+  const toml::node* at = root_.get();
+  for (const auto& part : split_path(key)) {
+    if (at == nullptr || !at->is_table()) return nullptr;
+    at = at->as_table()->get(part);
+  }
+  return at;
+}
+
+bool config_reader::has(std::string_view key) const { return find(key) != nullptr; }
+
+std::string config_reader::where(const toml::node* node, std::string_view key) const {
+  if (overridden_.contains(std::string(key))) return "--set " + std::string(key);
+  if (node != nullptr) return position(node->source(), path_);
+  return path_;
+}
+
+std::string config_reader::where(std::string_view key) const { return where(find(key), key); }
+
+void config_reader::fail(std::string_view key, const std::string& message) const {
+  throw scenario_error(where(key) + ": " + std::string(key) + ": " + message);
+}
+
+std::int64_t config_reader::integer(std::string_view key, std::int64_t fallback,
+                                    std::int64_t min, std::int64_t max) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  const auto v = n->value_exact<std::int64_t>();
+  if (!v) fail(key, "expected an integer, found " + type_name(*n));
+  if (*v < min || *v > max) {
+    fail(key, std::to_string(*v) + " is out of range [" + std::to_string(min) + ", " +
+                  std::to_string(max) + "]");
+  }
+  return *v;
+}
+
+double config_reader::number(std::string_view key, double fallback, double min, double max) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  std::optional<double> v;
+  if (n->is_floating_point()) v = n->as_floating_point()->get();
+  if (n->is_integer()) v = static_cast<double>(n->as_integer()->get());
+  if (!v) fail(key, "expected a number, found " + type_name(*n));
+  if (!std::isfinite(*v) || *v < min || *v > max) {
+    fail(key, number_text(*v) + " is out of range [" + number_text(min) + ", " +
+                  number_text(max) + "]");
+  }
+  return *v;
+}
+
+duration config_reader::duration_value(std::string_view key, duration fallback, duration min) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  const auto text = n->value_exact<std::string>();
+  if (!text) {
+    fail(key, "expected a duration string such as \"100ms\", found " + type_name(*n));
+  }
+  duration d{};
+  try {
+    d = parse_duration(*text);
+  } catch (const parse_error& e) {
+    fail(key, e.what());
+  }
+  if (d < min) fail(key, "must be at least " + format_duration(min));
+  return d;
+}
+
+bool config_reader::boolean(std::string_view key, bool fallback) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  const auto v = n->value_exact<bool>();
+  if (!v) fail(key, "expected true or false, found " + type_name(*n));
+  return *v;
+}
+
+std::string config_reader::string(std::string_view key, std::string_view fallback) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return std::string(fallback);
+  const auto v = n->value_exact<std::string>();
+  if (!v) fail(key, "expected a string, found " + type_name(*n));
+  return *v;
+}
+
+void config_reader::consume(std::string_view key) { used_.emplace(key); }
+
+void config_reader::finish() const {
+  // Depth-first in file order; a key is known when it, or a table above it, was read.
+  std::function<void(const toml::table&, const std::string&)> walk =
+      [&](const toml::table& t, const std::string& prefix) {
+        for (const auto& [k, node] : t) {
+          const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+          if (used_.contains(key)) continue;
+          if (node.is_table()) {
+            walk(*node.as_table(), key);
+            continue;
+          }
+          const std::string at = overridden_.contains(key) ? "--set " + key
+                                                            : position(k.source(), path_);
+          throw scenario_error(at + ": unknown key '" + key + "'");
+        }
+      };
+  walk(*root_, "");
+}
+
+scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets) {
+  auto root = std::make_shared<toml::table>();
+  try {
+    *root = toml::parse(source.text, source.path);
+  } catch (const toml::parse_error& e) {
+    std::string message(e.description());
+    throw scenario_error(position(e.source(), source.path) + ": " + message);
+  }
+  std::set<std::string> overridden;
+  for (const auto& s : sets) {
+    apply_override(*root, s);
+    overridden.insert(s.substr(0, s.find('=')));
+  }
+
+  scenario sc{config_reader(root, source.path, overridden)};
+  config_reader& r = sc.config_;
+  sc.name_ = r.string("scenario", "");
+  if (sc.name_.empty()) r.fail("scenario", "missing: every scenario needs a name");
+  sc.model_ = r.string("model", sc.name_);
+  sc.seed_ = static_cast<std::uint64_t>(
+      r.integer("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
+
+  r.consume("strategy");
+  const toml::node* list = root->get("strategy");
+  if (list == nullptr) {
+    throw scenario_error(source.path + ":1:1: no [[strategy]]: a scenario needs at least one");
+  }
+  if (!list->is_array_of_tables()) {
+    throw scenario_error(position(list->source(), source.path) +
+                         ": strategy: expected [[strategy]] tables");
+  }
+  std::set<std::string> names;
+  for (const toml::node& item : *list->as_array()) {
+    const toml::table& t = *item.as_table();
+    const std::string at = position(t.source(), source.path);
+    strategy_spec s;
+    s.where = at;
+    const auto text = [&](std::string_view key, std::string_view fallback) -> std::string {
+      const toml::node* n = t.get(key);
+      if (n == nullptr) return std::string(fallback);
+      const auto v = n->value_exact<std::string>();
+      if (!v) {
+        throw scenario_error(position(n->source(), source.path) + ": strategy." +
+                             std::string(key) + ": expected a string, found " + type_name(*n));
+      }
+      return *v;
+    };
+    const auto check = [&](std::string_view key, auto parse) {
+      const toml::node* n = t.get(key);
+      if (n == nullptr) return;
+      try {
+        parse(*n->value_exact<std::string>());
+      } catch (const parse_error& e) {
+        throw scenario_error(position(n->source(), source.path) + ": strategy." +
+                             std::string(key) + ": " + e.what());
+      }
+    };
+    for (const auto& [k, node] : t) {
+      static const std::set<std::string, std::less<>> known{
+          "name", "policy", "window", "budget", "throttle", "max_attempts"};
+      if (!known.contains(k.str())) {
+        throw scenario_error(position(k.source(), source.path) + ": unknown strategy key '" +
+                             std::string(k.str()) + "' (known: name, policy, window, budget, "
+                             "throttle, max_attempts)");
+      }
+      (void)node;
+    }
+    s.name = text("name", "");
+    if (s.name.empty()) throw scenario_error(at + ": strategy: missing name");
+    if (!names.insert(s.name).second) {
+      throw scenario_error(at + ": strategy: name '" + s.name + "' used twice");
+    }
+    s.policy = text("policy", "none");
+    s.window = text("window", "");
+    s.budget = text("budget", "");
+    s.throttle = text("throttle", "");
+    check("policy", [](const std::string& v) { (void)parse_policy(v); });
+    check("window", [](const std::string& v) { (void)parse_window(v); });
+    check("budget", [](const std::string& v) { (void)parse_budget(v); });
+    check("throttle", [](const std::string& v) { (void)parse_throttle(v); });
+    if (const toml::node* n = t.get("max_attempts")) {
+      const auto v = n->value_exact<std::int64_t>();
+      if (!v || *v < 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
+        throw scenario_error(position(n->source(), source.path) +
+                             ": strategy.max_attempts: expected an integer >= 0 (0 = unlimited)");
+      }
+      s.max_attempts = to_u32(*v);
+    }
+    sc.strategies_.push_back(std::move(s));
+  }
+  return sc;
+}
+
+}  // namespace backoff::sim

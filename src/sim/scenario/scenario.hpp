@@ -1,0 +1,120 @@
+// Scenario files: the TOML that describes one simulated experiment (SPEC 6.2-6.4). This layer
+// reads and checks them; it knows the common keys (scenario, model, seed, [[strategy]]) and hands
+// the rest to the model through a config_reader, which marks each key it reads. Whatever no one
+// read is an unknown key. Every error is one line, `file:line:col: message`.
+//
+//   auto sc = sim::scenario::load({"scenarios/tick-burst.toml", text}, {"server.slots=10"});
+//   sim::config_reader& r = sc.config();
+//   auto clients = r.integer("workload.clients", 800, 1, 10'000'000);
+//   r.finish();                                  // throws on the first key nobody read
+//
+// --set overrides (`key=value`) replace or add keys before anything is read; the value is read as
+// TOML (`100`, `"100ms"`, `[10, 20]`, `true`), and a bare word that is not TOML as a string.
+// Errors about them name the override instead of a file position.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backoff/duration.hpp"
+
+namespace toml {
+inline namespace v3 {
+class table;
+class node;
+}  // namespace v3
+}  // namespace toml
+
+namespace backoff::sim {
+
+class scenario_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct scenario_source {
+  std::string path;  // shown in errors; "builtin/NAME.toml" for the built-in suite
+  std::string text;
+};
+
+// Typed access to a scenario's keys by dotted path, with defaults and bounds.
+class config_reader {
+ public:
+  config_reader(std::shared_ptr<toml::table> root, std::string path,
+                std::set<std::string> overridden);
+  ~config_reader();
+  config_reader(config_reader&&) noexcept;
+  config_reader& operator=(config_reader&&) noexcept;
+
+  bool has(std::string_view key) const;
+  std::int64_t integer(std::string_view key, std::int64_t fallback, std::int64_t min,
+                       std::int64_t max);
+  double number(std::string_view key, double fallback, double min, double max);
+  duration duration_value(std::string_view key, duration fallback, duration min = duration{0});
+  bool boolean(std::string_view key, bool fallback);
+  std::string string(std::string_view key, std::string_view fallback);
+
+  // Marks a whole sub-table as handled (e.g. [[strategy]], read separately).
+  void consume(std::string_view key);
+  // Throws scenario_error at the first key (in file order) that nobody read.
+  void finish() const;
+
+  // "file:line:col" (or "--set key") of a key, for messages of the caller's own.
+  std::string where(std::string_view key) const;
+  [[noreturn]] void fail(std::string_view key, const std::string& message) const;
+
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  const toml::node* find(std::string_view key) const;
+  std::string where(const toml::node* node, std::string_view key) const;
+
+  std::shared_ptr<toml::table> root_;
+  std::string path_;
+  std::set<std::string> overridden_;
+  std::set<std::string, std::less<>> used_;
+};
+
+// One [[strategy]] entry, its specs already checked by the library's parsers.
+struct strategy_spec {
+  std::string where;  // "file:line:col" of its [[strategy]] table, for messages
+  std::string name;
+  std::string policy;    // "none" when absent
+  std::string window;    // empty when absent
+  std::string budget;    // empty when absent
+  std::string throttle;  // empty when absent
+  std::uint32_t max_attempts = 0;
+};
+
+class scenario {
+ public:
+  // Parses and checks the common part; the model's keys are checked by the model (config()).
+  static scenario load(const scenario_source& source, const std::vector<std::string>& sets = {});
+
+  const std::string& name() const noexcept { return name_; }
+  const std::string& model() const noexcept { return model_; }
+  std::uint64_t seed() const noexcept { return seed_; }
+  void set_seed(std::uint64_t seed) noexcept { seed_ = seed; }
+  const std::vector<strategy_spec>& strategies() const noexcept { return strategies_; }
+  config_reader& config() noexcept { return config_; }
+  const std::string& path() const noexcept { return config_.path(); }
+
+ private:
+  explicit scenario(config_reader reader) : config_(std::move(reader)) {}
+
+  config_reader config_;
+  std::string name_;
+  std::string model_;
+  std::uint64_t seed_ = 1;
+  std::vector<strategy_spec> strategies_;
+};
+
+// The built-in suite (scenarios/*.toml compiled into the binary), in a fixed order.
+const std::vector<scenario_source>& builtin_scenarios();
+
+}  // namespace backoff::sim
