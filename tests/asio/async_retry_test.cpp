@@ -17,6 +17,7 @@
 #include "backoff/async_retry.hpp"
 #include "backoff/clock.hpp"
 #include "backoff/http.hpp"
+#include "backoff/retry_budget.hpp"
 #include "backoff/spec.hpp"
 
 namespace {
@@ -202,6 +203,18 @@ TEST(AsyncRetry, CancellationSlotWakesAPendingWait) {
   EXPECT_FALSE(threw);
   ASSERT_TRUE(why.has_value());
   EXPECT_EQ(*why, backoff::outcome::cancelled);
+}
+
+TEST(AsyncRetry, ABudgetStopsItExactlyAsInTheSyncLoop) {
+  recorded world;
+  backoff::retry_budget budget{backoff::parse_budget("token-bucket(max=10, ratio=0.1)")};
+  const backoff::retry_policy policy{backoff::parse_policy("constant(initial=100ms)"), 0, 0s};
+  const auto r = run(backoff::async_retry(scripted{{verdict::retryable()}}, policy,
+                                          backoff::default_classifier{}, world.env(),
+                                          backoff::no_retry_hook{}, {&budget, nullptr}));
+  EXPECT_EQ(r.why, backoff::outcome::budget_exhausted);
+  EXPECT_EQ(r.attempts, 5u);  // as RetryGates.TokenBucketStopsRetryingWhenHalfTheTokensAreGone
+  EXPECT_EQ(world.sleeps.size(), 4u);
 }
 
 TEST(AsyncRetry, StopBeforeStartMakesNoAttempt) {
