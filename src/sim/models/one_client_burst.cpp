@@ -64,6 +64,10 @@ class one_client_burst final : public model_runner, public model {
     engine e;
     engine_ = &e;
     self_ = e.add(*this);
+    // The three constant delays are FIFO lanes; only backoff timers use the heap.
+    connect_lane_ = e.add_lane(connect_);
+    success_lane_ = e.add_lane(success_);
+    error_lane_ = e.add_lane(error_);
     e.schedule_at(0, self_, create);
 
     // Run in slices so the progress bar can move; stop once every operation has finished.
@@ -141,7 +145,7 @@ class one_client_burst final : public model_runner, public model {
 
   void transmit(engine& e, std::uint64_t i) {
     out_->attempt(e.now());
-    e.schedule_after(connect_, self_, arrive, i);
+    e.schedule_in(connect_lane_, self_, arrive, i);
   }
 
   // Sends from the window's queue while it has room.
@@ -165,10 +169,10 @@ class one_client_burst final : public model_runner, public model {
   void on_arrive(engine& e, std::uint64_t i) {
     if (busy_ < max_busy_) {
       ++busy_;
-      e.schedule_after(success_, self_, reply_ok, i);
+      e.schedule_in(success_lane_, self_, reply_ok, i);
     } else {
       if (errors_hold_slot_) ++busy_;
-      e.schedule_after(error_, self_, reply_error, i | error_held(errors_hold_slot_));
+      e.schedule_in(error_lane_, self_, reply_error, i | error_held(errors_hold_slot_));
     }
     out_->load(e.now(), busy_, 0);
   }
@@ -230,6 +234,7 @@ class one_client_burst final : public model_runner, public model {
   std::uint64_t created_ = 0, finished_ = 0;
   engine* engine_ = nullptr;
   handler_id self_ = 0;
+  lane_id connect_lane_ = 0, success_lane_ = 0, error_lane_ = 0;
 };
 
 const model_registration registration{

@@ -25,32 +25,44 @@ void latency_histogram::add(std::int64_t value) {
   max_ = std::max(max_, static_cast<std::int64_t>(v));
 }
 
-std::int64_t latency_histogram::percentile(double q) const {
-  if (count_ == 0) return 0;
-  const auto rank = static_cast<std::uint64_t>(
-      std::max(1.0, std::ceil(q * static_cast<double>(count_))));
-  std::uint64_t seen = 0;
-  for (std::size_t index = 0; index < counts_.size(); ++index) {
-    seen += counts_[index];
-    if (seen < rank) continue;
-    if (index < (1ULL << sub_bits)) return static_cast<std::int64_t>(index);
-    // Invert the mapping: the bucket's range is [top << e, (top + 1) << e); report its middle,
-    // but never more than the largest value seen.
+std::int64_t latency_histogram::percentile(double q) const { return percentiles({q}).front(); }
+
+std::vector<std::int64_t> latency_histogram::percentiles(const std::vector<double>& qs) const {
+  std::vector<std::int64_t> out(qs.size(), 0);
+  if (count_ == 0) return out;
+  // Invert the mapping: an index at or above 2^sub_bits is the range [top << e, (top + 1) << e);
+  // report its middle, but never more than the largest value seen.
+  const auto value_of = [&](std::size_t index) -> std::int64_t {
+    if (index < (std::size_t{1} << sub_bits)) return static_cast<std::int64_t>(index);
     const std::size_t half = std::size_t{1} << (sub_bits - 1);
     const std::size_t e = index / half - 1;
     const std::uint64_t top = index - e * half;
-    const std::uint64_t low = top << e;
-    const std::uint64_t mid = low + ((std::uint64_t{1} << e) >> 1);
+    const std::uint64_t mid = (top << e) + ((std::uint64_t{1} << e) >> 1);
     return std::min(static_cast<std::int64_t>(mid), max_);
+  };
+  std::size_t next = 0;
+  std::uint64_t seen = 0;
+  for (std::size_t index = 0; index < counts_.size() && next < qs.size(); ++index) {
+    seen += counts_[index];
+    while (next < qs.size()) {
+      const auto rank = static_cast<std::uint64_t>(
+          std::max(1.0, std::ceil(qs[next] * static_cast<double>(count_))));
+      if (seen < rank) break;
+      out[next++] = value_of(index);
+    }
   }
-  return max_;
+  for (; next < qs.size(); ++next) out[next] = max_;
+  return out;
 }
 
 recorder::recorder(recorder_options options, std::ostream* clients_csv)
     : options_(std::move(options)), clients_(clients_csv) {}
 
-bucket& recorder::at(time_ns t) {
+bucket& recorder::advance(time_ns t) {
   const auto i = static_cast<std::size_t>(std::max<time_ns>(t, 0) / options_.bucket);
+  current_ = i;
+  current_start_ = static_cast<time_ns>(i) * options_.bucket;
+  current_end_ = current_start_ + options_.bucket;
   if (i >= buckets_.size()) {
     bucket carried;
     carried.in_service = load_now_;
@@ -127,9 +139,9 @@ strategy_summary recorder::finish(time_ns end, std::uint64_t events) {
   out.attempts_per_operation =
       operations_ == 0 ? 0.0 : static_cast<double>(attempts_) / static_cast<double>(operations_);
   out.makespan_s = static_cast<double>(last_completion_) * s;
-  const auto p = [&](double q) { return static_cast<double>(latency_.percentile(q)) * s; };
-  out.latency_s = {p(0.50), p(0.75), p(0.90), p(0.99), p(0.999),
-                   static_cast<double>(latency_.max()) * s};
+  const auto p = latency_.percentiles({0.50, 0.75, 0.90, 0.99, 0.999});
+  const auto sec = [&](std::int64_t v) { return static_cast<double>(v) * s; };
+  out.latency_s = {sec(p[0]), sec(p[1]), sec(p[2]), sec(p[3]), sec(p[4]), sec(latency_.max())};
   out.goodput_per_s = out.makespan_s > 0 ? static_cast<double>(completed_) / out.makespan_s : 0.0;
   out.peak_load = peak_load_;
   out.mean_load = last_completion_ > 0

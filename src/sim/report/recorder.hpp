@@ -43,6 +43,8 @@ class latency_histogram {
   std::int64_t max() const noexcept { return max_; }
   // Nearest-rank percentile, q in (0, 1]; 0 when empty.
   std::int64_t percentile(double q) const;
+  // Several percentiles in one pass; qs ascending.
+  std::vector<std::int64_t> percentiles(const std::vector<double>& qs) const;
 
  private:
   static constexpr int sub_bits = 12;
@@ -103,11 +105,18 @@ class recorder {
   strategy_summary finish(time_ns end, std::uint64_t events);
 
  private:
-  bucket& at(time_ns t);
+  bucket& at(time_ns t) {
+    // Events come in time order, so the current bucket almost always matches.
+    if (t >= current_start_ && t < current_end_) return buckets_[current_];
+    return advance(t);
+  }
+  bucket& advance(time_ns t);
 
   recorder_options options_;
   std::ostream* clients_;
   std::vector<bucket> buckets_;
+  std::size_t current_ = 0;
+  time_ns current_start_ = 0, current_end_ = 0;  // empty until the first event
   latency_histogram latency_;
   std::uint64_t operations_ = 0, completed_ = 0, gave_up_ = 0, unfinished_ = 0, attempts_ = 0;
   time_ns last_completion_ = 0;
