@@ -49,7 +49,10 @@ bench:
 
 demo:
 	$(MAKE) build PRESET=default
-	build/bin/backoff presets
+	build/bin/backoff presets --attempts 8
+	@echo
+	build/bin/backoff sim --out results
+	@echo "demo: the built-in suite's outputs are in results/ (summary.json, timeseries.csv, clients.csv per scenario)"
 
 format:
 	command -v clang-format >/dev/null || { echo "format: clang-format not found" >&2; exit 1; }

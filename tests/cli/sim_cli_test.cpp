@@ -1,0 +1,138 @@
+// `backoff sim` as scripts use it (SPEC 6.2): outputs, determinism, and one-line errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using backoff::test::run_cli;
+using backoff::test::slurp;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("backoff-sim-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+const std::vector<std::string> small{"sim", "one-client-burst", "--set", "workload.operations=200"};
+
+TEST(SimCli, WritesTheThreeFilesWithTheDocumentedSchema) {
+  const fs::path out = fresh_dir("schema");
+  auto args = small;
+  args.insert(args.end(), {"--out", out.string()});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(fs::exists(out / "summary.json"));
+  ASSERT_TRUE(fs::exists(out / "timeseries.csv"));
+  ASSERT_TRUE(fs::exists(out / "clients.csv"));
+  const auto doc = nlohmann::json::parse(slurp(out / "summary.json"));
+  EXPECT_EQ(doc["scenario"], "one-client-burst");
+  EXPECT_EQ(doc["seed"], 1);
+  for (const char* key : {"events", "wall_s", "events_per_s"}) EXPECT_TRUE(doc["run"].contains(key));
+  ASSERT_EQ(doc["strategies"].size(), 8u);
+  const auto& s = doc["strategies"][0];
+  for (const char* key : {"name", "operations", "completed", "failed", "attempts",
+                          "attempts_per_operation", "makespan_s", "latency_s", "goodput_per_s",
+                          "recovery_s"}) {
+    EXPECT_TRUE(s.contains(key)) << key;
+  }
+  for (const char* key : {"p50", "p75", "p90", "p99", "p999", "max"}) {
+    EXPECT_TRUE(s["latency_s"].contains(key)) << key;
+  }
+  EXPECT_TRUE(s["recovery_s"].is_null());
+  EXPECT_EQ(s["operations"], 200);
+  EXPECT_EQ(slurp(out / "timeseries.csv").substr(0, 20), "strategy,t_s,new,att");
+  // One clients.csv row per operation and strategy, after the header.
+  const std::string clients = slurp(out / "clients.csv");
+  EXPECT_EQ(std::count(clients.begin(), clients.end(), '\n'), 1 + 8 * 200);
+  fs::remove_all(out);
+}
+
+TEST(SimCli, SameSeedGivesByteIdenticalOutputsButTheWallClock) {
+  const auto run_to = [&](const std::string& name, const char* seed) {
+    const fs::path out = fresh_dir(name);
+    auto args = small;
+    args.insert(args.end(), {"--out", out.string(), "--seed", seed});
+    EXPECT_EQ(run_cli(args).status, 0);
+    return out;
+  };
+  const fs::path a = run_to("a", "9"), b = run_to("b", "9"), c = run_to("c", "10");
+  for (const char* file : {"timeseries.csv", "clients.csv"}) {
+    EXPECT_EQ(slurp(a / file), slurp(b / file)) << file;
+  }
+  EXPECT_NE(slurp(a / "clients.csv"), slurp(c / "clients.csv"));
+  auto ja = nlohmann::json::parse(slurp(a / "summary.json"));
+  auto jb = nlohmann::json::parse(slurp(b / "summary.json"));
+  for (auto* j : {&ja, &jb}) {
+    (*j)["run"].erase("wall_s");
+    (*j)["run"].erase("events_per_s");
+  }
+  EXPECT_EQ(ja, jb);
+  for (const auto& d : {a, b, c}) fs::remove_all(d);
+}
+
+TEST(SimCli, FormatJsonPrintsTheSummary) {
+  auto args = small;
+  args.insert(args.end(), {"--format", "json"});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["scenario"], "one-client-burst");
+}
+
+TEST(SimCli, TablePrintsEveryStrategy) {
+  const auto r = run_cli(small);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* name : {"exponential-full", "aimd-reno-0.9"}) {
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  }
+}
+
+struct bad_sim {
+  std::vector<std::string> args;
+  std::string file_text;  // written to a file whose path is appended when not empty
+  std::string fragment;
+};
+
+class SimCliRejects : public testing::TestWithParam<bad_sim> {};
+
+TEST_P(SimCliRejects, WithOneLineAndExitTwo) {
+  auto args = GetParam().args;
+  fs::path file;
+  if (!GetParam().file_text.empty()) {
+    file = fresh_dir("bad") += ".toml";
+    std::ofstream(file) << GetParam().file_text;
+    args.push_back(file.string());
+  }
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 2);
+  ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.err.find(GetParam().fragment), std::string::npos) << r.err;
+  if (!file.empty()) {
+    EXPECT_NE(r.err.find(file.string() + ":"), std::string::npos) << r.err;
+    fs::remove(file);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadInput, SimCliRejects,
+    testing::Values(
+        bad_sim{{"sim", "no-such-scenario"}, "", "not a built-in scenario"},
+        bad_sim{{"sim", "one-client-burst", "--set", "server.max_bsy=3"}, "", "unknown key"},
+        bad_sim{{"sim", "one-client-burst", "--set", "workload.operations=0"}, "", "out of range"},
+        bad_sim{{"sim", "one-client-burst", "--seed", "x"}, "", "--seed"},
+        bad_sim{{"sim", "one-client-burst", "--format", "xml"}, "", "--format"},
+        bad_sim{{"sim"}, "scenario = \"x\"\nmodel = \"one-client-burst\"\n[server]\nmax_busy = \"lots\"\n[[strategy]]\nname = \"a\"\n", ":4:12: server.max_busy: expected an integer"},
+        bad_sim{{"sim"}, "scenario = \"x\"\nmodel = \"one-client-burst\"\n[[strategy]]\nname = \"a\"\npolicy = \"expo\"\n", ":5:10: strategy.policy: bad policy"},
+        bad_sim{{"sim"}, "scenario = \"x\"\nmodel = \"one-client-burst\"\n", ":1:1: no [[strategy]]"},
+        bad_sim{{"sim"}, "scenario = \"x\"\nmodel = \"one-client-burst\"\n[[strategy]]\nname = \"w\"\nwindow = \"aimd()\"\npolicy = \"constant\"\n", ":3:1: strategy w: a window resends"},
+        bad_sim{{"sim"}, "this is not toml\n", ":1:"}));
+
+}  // namespace
