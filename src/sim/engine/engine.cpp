@@ -12,8 +12,18 @@ void engine::schedule_at(time_ns at, handler_id target, std::uint32_t kind,
     throw std::logic_error("sim::engine: event scheduled at " + std::to_string(at) +
                            " before now " + std::to_string(now_));
   }
-  heap_.push_back(event{at, next_sequence_++, target, kind, payload});
-  sift_up(heap_.size() - 1);
+  // Sift up from a local copy: re-reading the slot just written would stall on
+  // store-to-load forwarding.
+  const event ev{at, next_sequence_++, target, kind, payload};
+  std::size_t i = heap_.size();
+  heap_.push_back(ev);
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 4;
+    if (!later(heap_[parent], ev)) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = ev;
 }
 
 lane_id engine::add_lane(time_ns delay) {
@@ -34,18 +44,7 @@ void engine::lane::push(const event& ev) {
 }
 
 // A 4-ary heap: half the depth of a binary heap, and the four children of a node share a cache
-// line or two, which makes sift_down (the hot half) cheaper.
-void engine::sift_up(std::size_t i) noexcept {
-  const event moving = heap_[i];
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 4;
-    if (!later(heap_[parent], moving)) break;
-    heap_[i] = heap_[parent];
-    i = parent;
-  }
-  heap_[i] = moving;
-}
-
+// line or two, which makes sift_down (the hot half) cheaper. schedule_at() sifts up.
 void engine::sift_down(std::size_t i) noexcept {
   const std::size_t n = heap_.size();
   const event moving = heap_[i];

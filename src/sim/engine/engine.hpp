@@ -79,9 +79,9 @@ class engine {
 
   // A FIFO lane for events that all come `delay` after they are scheduled.
   lane_id add_lane(time_ns delay);
-  void schedule_in(lane_id lane, handler_id target, std::uint32_t kind,
+  void schedule_in(lane_id in, handler_id target, std::uint32_t kind,
                    std::uint64_t payload = 0) {
-    lanes_[lane].push(event{now_ + lanes_[lane].delay, next_sequence_++, target, kind, payload});
+    lanes_[in].push(event{now_ + lanes_[in].delay, next_sequence_++, target, kind, payload});
   }
 
   // Runs the earliest event; false when none is pending.
@@ -111,7 +111,6 @@ class engine {
   static bool later(const event& a, const event& b) noexcept {
     return a.time != b.time ? a.time > b.time : a.sequence > b.sequence;
   }
-  void sift_up(std::size_t i) noexcept;
   void sift_down(std::size_t i) noexcept;
   event pop_heap() noexcept;
   // The earliest pending event: its source (-1 for the heap, else the lane) and the event.

@@ -40,23 +40,28 @@
 //     idles 5 ticks, URB's U(0, 5) idles 0..5 ticks (0 and 5 with probability 0.1 each, 1..4
 //     with 0.2 each: the mean stays 2.5), EB idles exactly 2, 4, 8, 16, 30, 30, ... ticks, REB
 //     round(U(0, that)). A throttle's pacing wait (if a strategy has a throttle) is converted
-//     the same way.
+//     the same way; an attempt paced past the end of the run counts in the client's attempts
+//     (the controller counted it) but is never sent.
 //   - Admission: a request is admitted (slot or rejection) when it arrives, in arrival order; a
 //     slot freed in tick t is free for arrivals of tick t + 1. A request that arrives in tick t
 //     makes its first progress in tick t (if chosen).
 //   - The seed's "processing more than 25" counts requests in service plus being rejected (the
 //     seed: "outstanding requests that need responses, either successful or failed").
 //   - A retry that would be sent at or after run.ticks is not sent; the client is unfinished.
-//     Responses to requests that finish in the last tick (time run.ticks) are still delivered.
+//     Responses to requests that finish in the last tick (due at time run.ticks) are still
+//     delivered and counted.
 //   - Policy randomness comes from one generator per client (client stream, index = client id).
+//   - The load reported each tick (in service, being rejected = "queued") is the set the server
+//     works on in that tick: sampled after the tick's arrivals, before its progress.
+//   - `run.bucket` (10 ticks) is an added key: the timeseries resolution.
 //
 // Order within one tick t (the engine runs equal-time events in insertion order; the code below
 // schedules them so that this order holds):
 //   1. sends scheduled for t: first requests (scheduled at set-up, in client id order) and
 //      retries whose backoff ended at t (in the order they were scheduled); each is admitted at
 //      once;
-//   2. responses to the requests that finished in tick t - 1 (in the order the server finished
-//      them), each followed at once by its retry when the client waits 0 ticks (NB);
+//   2. responses to the requests that finished in tick t - 1 (in the order of the server's
+//      outstanding list), each followed at once by its retry when the client waits 0 ticks (NB);
 //   3. the server's tick: the load (in service, being rejected) is recorded, the chosen requests
 //      make progress, the finished ones leave and their responses are scheduled for t + 1, and
 //      the tick t + 1 event is scheduled last, after every send or response it must follow.

@@ -75,7 +75,7 @@ bucket& recorder::advance(time_ns t) {
 }
 
 void recorder::load(time_ns t, std::int64_t in_service, std::int64_t queued) {
-  load_area_ += static_cast<long double>(load_now_) * static_cast<long double>(t - load_since_);
+  load_area_ += static_cast<double>(load_now_) * static_cast<double>(t - load_since_);
   load_since_ = t;
   load_now_ = in_service;
   queued_now_ = queued;
@@ -103,8 +103,8 @@ void recorder::operation_done(const op_record& r) {
       if (r.done >= last_completion_) {
         last_completion_ = r.done;
         area_at_last_completion_ =
-            load_area_ + static_cast<long double>(load_now_) *
-                             static_cast<long double>(r.done - load_since_);
+            load_area_ + static_cast<double>(load_now_) *
+                             static_cast<double>(r.done - load_since_);
       }
       break;
     case op_status::failed:
@@ -145,8 +145,7 @@ strategy_summary recorder::finish(time_ns end, std::uint64_t events) {
   out.goodput_per_s = out.makespan_s > 0 ? static_cast<double>(completed_) / out.makespan_s : 0.0;
   out.peak_load = peak_load_;
   out.mean_load = last_completion_ > 0
-                      ? static_cast<double>(area_at_last_completion_ /
-                                            static_cast<long double>(last_completion_))
+                      ? area_at_last_completion_ / static_cast<double>(last_completion_)
                       : 0.0;
   out.events = events;
   out.has_window = has_window_;
