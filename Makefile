@@ -18,7 +18,7 @@ BUILD_DIR := $(call build_dir,$(PRESET))
 
 FORMAT_DIRS := $(wildcard include src tests bench)
 
-.PHONY: deps configure build test test-asan test-tsan bench demo format clean
+.PHONY: deps configure build test test-asan test-tsan bench bench-sim demo format clean
 
 deps:
 	scripts/install-deps.sh
@@ -47,12 +47,20 @@ bench:
 	  echo "bench: build/bin/backoff_bench was not built (no bench/*.cpp?)" >&2; exit 1; fi
 	build/bin/backoff_bench $(BENCH_ARGS)
 
+bench-sim:
+	$(MAKE) build PRESET=default
+	bench/sim_bench.sh build/bin/backoff
+
 demo:
 	$(MAKE) build PRESET=default
 	build/bin/backoff presets --attempts 8
 	@echo
 	build/bin/backoff sim --out results
-	@echo "demo: the built-in suite's outputs are in results/ (summary.json, timeseries.csv, clients.csv per scenario)"
+	@echo "bench-sim:
+	$(MAKE) build PRESET=default
+	bench/sim_bench.sh build/bin/backoff
+
+demo: the built-in suite's outputs are in results/ (summary.json, timeseries.csv, clients.csv per scenario)"
 
 format:
 	command -v clang-format >/dev/null || { echo "format: clang-format not found" >&2; exit 1; }

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Simulator throughput and memory (docs/PERFORMANCE.md): events per second from summary.json's
+# run.events_per_s, peak memory from /usr/bin/time. Usage: bench/sim_bench.sh [path/to/backoff]
+set -euo pipefail
+cli="${1:-build/bin/backoff}"
+[ -x "$cli" ] || { echo "sim_bench: $cli not built (make build)" >&2; exit 1; }
+
+run() {
+  local label="$1"; shift
+  local out
+  out=$(mktemp)
+  /usr/bin/time -f "%M" -o "$out.rss" "$cli" sim "$@" --format json --no-progress >"$out"
+  python3 - "$label" "$out" "$out.rss" <<'PY'
+import json, sys
+label, path, rss = sys.argv[1:4]
+doc = json.load(open(path))
+run = doc["run"]
+ops = sum(s["operations"] for s in doc["strategies"])
+print(f"{label:<44} {run['events']:>12,} events {run['wall_s']:>8.3f} s "
+      f"{run['events_per_s']/1e6:>7.2f} M events/s  {ops:>10,} operations  "
+      f"peak RSS {int(open(rss).read().split()[-1])/1024:>7.1f} MiB")
+PY
+  rm -f "$out" "$out.rss"
+}
+
+run "one-client-burst (seed scale)" one-client-burst
+run "one-client-burst x10 (20k ops, 500 slots)" one-client-burst \
+  --set workload.operations=20000 --set workload.rate_per_s=10000 --set server.max_busy=500
+run "one-client-burst x500 (10^6 ops, 25k slots)" one-client-burst \
+  --set workload.operations=1000000 --set workload.rate_per_s=100000 --set server.max_busy=25000
+run "mm1 (2 h, ~580k customers)" mm1 --set run.duration=2h
+run "mm1 (24 h, ~6.9M customers)" mm1 --set run.duration=24h
+run "tick-burst" tick-burst
