@@ -150,6 +150,9 @@ inline double ns(duration d) noexcept { return static_cast<double>(d.count()); }
 inline duration to_duration(double v) noexcept {
   if (!(v > 0.0)) return duration{0};  // also NaN
   if (v >= base_ceiling_ns) return duration{static_cast<std::int64_t>(base_ceiling_ns)};
+  // Round to nearest. At and above 2^52 every double is already a whole number, and adding 0.5
+  // would round to even (an odd delay would come back 1 ns long).
+  if (v >= 0x1.0p52) return duration{static_cast<std::int64_t>(v)};
   return duration{static_cast<std::int64_t>(v + 0.5)};
 }
 }  // namespace detail
@@ -225,7 +228,13 @@ duration backoff_state::next_delay(G& g) noexcept {
   }
   if (p.cap == cap_mode::after) d = std::min(d, cap);
 
-  const duration result = detail::to_duration(d);
+  duration result = detail::to_duration(d);
+  // Where the policy promises d <= max, hold it to the nanosecond: above 2^53 ns the double
+  // comparison with the cap can round past it.
+  const bool bounded = p.cap == cap_mode::after || p.jitter == jitter_kind::none ||
+                       p.jitter == jitter_kind::full || p.jitter == jitter_kind::equal ||
+                       p.jitter == jitter_kind::decorrelated || (first && !p.jitter_first);
+  if (bounded && result > p.max) result = p.max;
   previous_ = static_cast<double>(result.count());
   if (retries_ != UINT32_MAX) ++retries_;
   return result;
