@@ -81,6 +81,9 @@ auto async_retry(Op op, retry_policy policy, Classify classify = {}, async_retry
         typename detail::awaitable_value<detail::async_op_awaitable_t<Op>>::type>>> {
   using R =
       std::decay_t<typename detail::awaitable_value<detail::async_op_awaitable_t<Op>>::type>;
+  // Cancellation is an outcome here, not an exception: without this, a cancellation that arrives
+  // during an attempt would make the loop's next co_await throw.
+  co_await boost::asio::this_coro::throw_if_cancelled(false);
   retry_result<R> result;
   random_ref rng = env.random;
   const bool timed = policy.max_elapsed.count() > 0 || gates.budget || gates.throttle;

@@ -2,6 +2,7 @@
 // cancellation by stop token and by cancellation slot, deadlines on a manual clock.
 #include <gtest/gtest.h>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -215,6 +216,32 @@ TEST(AsyncRetry, ABudgetStopsItExactlyAsInTheSyncLoop) {
   EXPECT_EQ(r.why, backoff::outcome::budget_exhausted);
   EXPECT_EQ(r.attempts, 5u);  // as RetryGates.TokenBucketStopsRetryingWhenHalfTheTokensAreGone
   EXPECT_EQ(world.sleeps.size(), 4u);
+}
+
+// The cancellation arrives while an attempt is running, not during a wait.
+TEST(AsyncRetry, CancellationDuringAnAttemptIsAnOutcomeNotAnException) {
+  asio::io_context io;
+  asio::cancellation_signal signal;
+  const backoff::retry_policy policy{backoff::parse_policy("constant(initial=1ms)"), 0, 0s};
+  std::optional<backoff::outcome> why;
+  bool threw = false;
+  auto slow_attempt = []() -> asio::awaitable<bool> {
+    asio::steady_timer t(co_await asio::this_coro::executor, 1h);
+    auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_return !ec;
+  };
+  asio::co_spawn(io, backoff::async_retry(slow_attempt, policy),
+                 asio::bind_cancellation_slot(
+                     signal.slot(), [&](std::exception_ptr e, backoff::retry_result<bool> r) {
+                       threw = static_cast<bool>(e);
+                       if (!e) why = r.why;
+                     }));
+  asio::steady_timer later(io, 5ms);
+  later.async_wait([&](auto) { signal.emit(asio::cancellation_type::terminal); });
+  io.run();
+  EXPECT_FALSE(threw);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why, backoff::outcome::cancelled);
 }
 
 TEST(AsyncRetry, StopBeforeStartMakesNoAttempt) {
