@@ -56,11 +56,7 @@ demo:
 	build/bin/backoff presets --attempts 8
 	@echo
 	build/bin/backoff sim --out results
-	@echo "bench-sim:
-	$(MAKE) build PRESET=default
-	bench/sim_bench.sh build/bin/backoff
-
-demo: the built-in suite's outputs are in results/ (summary.json, timeseries.csv, clients.csv per scenario)"
+	@echo "make demo: each scenario's summary.json, timeseries.csv and clients.csv are in results/"
 
 format:
 	command -v clang-format >/dev/null || { echo "format: clang-format not found" >&2; exit 1; }

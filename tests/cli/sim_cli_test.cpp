@@ -78,6 +78,18 @@ TEST(SimCli, SameSeedGivesByteIdenticalOutputsButTheWallClock) {
   for (const auto& d : {a, b, c}) fs::remove_all(d);
 }
 
+// What `make demo` runs: every built-in scenario, one sub-folder each.
+TEST(SimCli, RunsTheWholeBuiltInSuiteIntoOneFolderPerScenario) {
+  const fs::path out = fresh_dir("suite");
+  const auto r = run_cli({"sim", "--out", out.string(), "--no-progress"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* name : {"tick-burst", "one-client-burst", "mm1", "mmc"}) {
+    EXPECT_TRUE(fs::exists(out / name / "summary.json")) << name;
+    EXPECT_NE(r.out.find(std::string(name) + " (model"), std::string::npos) << name;
+  }
+  fs::remove_all(out);
+}
+
 TEST(SimCli, FormatJsonPrintsTheSummary) {
   auto args = small;
   args.insert(args.end(), {"--format", "json"});
