@@ -76,9 +76,9 @@ std::string_view to_string(aimd_variant v) noexcept;
 // The window's configuration; the defaults are the seed's starting values with its first
 // factor (0.5) and TCP Tahoe, the variant its congestion-window figure shows.
 struct aimd_config {
-  double initial = 20.0;      // cwnd at the start and after a Tahoe cut; at least 1
-  double ssthresh = 1024.0;   // the starting slow-start threshold; positive
-  double decrease = 0.5;      // ssthresh = cwnd * decrease on a cut; in (0, 1)
+  double initial = 20.0;     // cwnd at the start and after a Tahoe cut; at least 1
+  double ssthresh = 1024.0;  // the starting slow-start threshold; positive
+  double decrease = 0.5;     // ssthresh = cwnd * decrease on a cut; in (0, 1)
   aimd_variant variant = aimd_variant::tahoe;
 
   // Throws parse_error with one line naming the bad value.
@@ -110,8 +110,9 @@ class send_ticket {
       : request_(request), cuts_before_(cuts_before), last_cut_in_flight_(last_cut_in_flight) {}
 
   request_id request_;
-  std::uint64_t cuts_before_;         // cuts made before this send
-  std::uint64_t last_cut_in_flight_;  // the last cut an earlier send of it was in flight at; 0: none
+  std::uint64_t cuts_before_;  // cuts made before this send
+  std::uint64_t
+      last_cut_in_flight_;  // the last cut an earlier send of it was in flight at; 0: none
 };
 
 class aimd_window {
@@ -120,10 +121,10 @@ class aimd_window {
   struct state {
     double cwnd;
     double ssthresh;
-    std::size_t flying;      // sent, not yet answered
-    std::uint64_t pending;   // queued, not sent
-    std::uint64_t cuts;      // errors that cut the window
-    std::uint64_t ignored;   // errors ignored because their request was in `ignored`
+    std::size_t flying;     // sent, not yet answered
+    std::uint64_t pending;  // queued, not sent
+    std::uint64_t cuts;     // errors that cut the window
+    std::uint64_t ignored;  // errors ignored because their request was in `ignored`
   };
 
   explicit aimd_window(const aimd_config& config = {});

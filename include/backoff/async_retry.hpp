@@ -22,7 +22,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/this_coro.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <stop_token>
@@ -77,10 +76,9 @@ inline boost::asio::awaitable<bool> coroutine_cancelled() {
 template <class Op, class Classify = default_classifier, class OnRetry = no_retry_hook>
 auto async_retry(Op op, retry_policy policy, Classify classify = {}, async_retry_env env = {},
                  OnRetry on_retry = {}, retry_gates gates = {})
-    -> boost::asio::awaitable<retry_result<std::decay_t<
-        typename detail::awaitable_value<detail::async_op_awaitable_t<Op>>::type>>> {
-  using R =
-      std::decay_t<typename detail::awaitable_value<detail::async_op_awaitable_t<Op>>::type>;
+    -> boost::asio::awaitable<retry_result<
+        std::decay_t<typename detail::awaitable_value<detail::async_op_awaitable_t<Op>>::type>>> {
+  using R = std::decay_t<typename detail::awaitable_value<detail::async_op_awaitable_t<Op>>::type>;
   // Cancellation is an outcome here, not an exception: without this, a cancellation that arrives
   // during an attempt would make the loop's next co_await throw.
   co_await boost::asio::this_coro::throw_if_cancelled(false);

@@ -66,7 +66,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -93,20 +92,20 @@ class async_window {
 
   // One turn handed to a lane, as the observer sees it.
   struct send_event {
-    request_id request;          // the request the turn sends
-    bool resend;                 // it was sent before (it comes from the front of the queue)
-    aimd_window::state window;   // just after it was handed out (`flying` counts it)
+    request_id request;         // the request the turn sends
+    bool resend;                // it was sent before (it comes from the front of the queue)
+    aimd_window::state window;  // just after it was handed out (`flying` counts it)
   };
 
   struct stats {
-    std::size_t lanes;         // joined, not yet left
-    std::size_t queued;        // lanes whose request waits in the queue for a turn
-    std::size_t waiting;       // acquires suspended
-    std::uint64_t sends;       // turns handed to lanes, resends included
-    std::uint64_t resends;     // turns for requests sent before
-    std::uint64_t released;    // turns given back to the window unused (lanes that left)
-    std::uint64_t passed;      // turns and places in line passed on from lanes that left
-    std::uint64_t abandoned;   // ids left in the window's queue by lanes that left
+    std::size_t lanes;        // joined, not yet left
+    std::size_t queued;       // lanes whose request waits in the queue for a turn
+    std::size_t waiting;      // acquires suspended
+    std::uint64_t sends;      // turns handed to lanes, resends included
+    std::uint64_t resends;    // turns for requests sent before
+    std::uint64_t released;   // turns given back to the window unused (lanes that left)
+    std::uint64_t passed;     // turns and places in line passed on from lanes that left
+    std::uint64_t abandoned;  // ids left in the window's queue by lanes that left
   };
 
   // One operation's place in the window. Move-only; destroying it gives up (see the header).
@@ -170,8 +169,8 @@ class async_window {
 // What a windowed operation returns to async_retry for one attempt.
 template <class R>
 struct windowed_reply {
-  std::optional<R> reply;               // empty: not sent (the wait for a turn was cancelled)
-  verdict why = verdict::permanent();   // the classifier's verdict on reply
+  std::optional<R> reply;              // empty: not sent (the wait for a turn was cancelled)
+  verdict why = verdict::permanent();  // the classifier's verdict on reply
 };
 
 // async_retry's classifier for windowed operations: the verdict windowed() already reached.
@@ -192,8 +191,8 @@ using async_op_result_t = std::decay_t<typename awaitable_value<async_op_awaitab
 // and a permanent error are reported by success() (the server answered; only retryable errors
 // are overload signals, as retry_controller tells a throttle), a retryable error by failure().
 // If async_retry then stops (attempts, deadline, budget), the lane leaves with its request
-// queued for a resend, which leaves cwnd and ssthresh as they are (see the header). A cancelled acquire gives
-// {nullopt, permanent}, so that async_retry stops without another co_await.
+// queued for a resend, which leaves cwnd and ssthresh as they are (see the header). A cancelled
+// acquire gives {nullopt, permanent}, so that async_retry stops without another co_await.
 template <class Op, class Classify>
 class windowed_op {
  public:
@@ -214,8 +213,12 @@ class windowed_op {
     out.why = classify_(*out.reply);
     switch (out.why.kind) {
       case verdict_kind::success:
-      case verdict_kind::permanent: lane_.success(); break;
-      case verdict_kind::retryable: lane_.failure(); break;
+      case verdict_kind::permanent:
+        lane_.success();
+        break;
+      case verdict_kind::retryable:
+        lane_.failure();
+        break;
     }
     co_return out;
   }
@@ -257,10 +260,10 @@ auto async_retry(async_window& window, Op op, retry_policy policy, Classify clas
                  async_retry_env env = {}, OnRetry on_retry = {}, retry_gates gates = {})
     -> boost::asio::awaitable<retry_result<detail::async_op_result_t<Op>>> {
   using R = detail::async_op_result_t<Op>;
-  retry_result<windowed_reply<R>> inner = co_await async_retry(
-      windowed(window, std::move(op), std::move(classify)), std::move(policy),
-      windowed_classifier{}, std::move(env),
-      detail::windowed_retry_hook<R, OnRetry>{std::move(on_retry)}, gates);
+  retry_result<windowed_reply<R>> inner =
+      co_await async_retry(windowed(window, std::move(op), std::move(classify)), std::move(policy),
+                           windowed_classifier{}, std::move(env),
+                           detail::windowed_retry_hook<R, OnRetry>{std::move(on_retry)}, gates);
   retry_result<R> out;
   out.why = inner.why;
   out.attempts = inner.attempts;

@@ -70,7 +70,7 @@ struct retry_policy {
 // Shared overload controls consulted by the controller; both optional and not owned. One budget
 // or throttle usually serves every operation of a client (they are thread-safe).
 struct retry_gates {
-  retry_budget* budget = nullptr;  // may refuse a retry (outcome::budget_exhausted)
+  retry_budget* budget = nullptr;         // may refuse a retry (outcome::budget_exhausted)
   backoff::throttle* throttle = nullptr;  // may refuse an attempt (outcome::throttled) or pace it
 };
 
@@ -151,14 +151,18 @@ class retry_controller {
   template <bit_generator64 G>
   decision decide(const verdict& v, duration now, G& g) noexcept {
     switch (v.kind) {
-      case verdict_kind::success: return {false, duration{0}, outcome::succeeded};
-      case verdict_kind::permanent: return {false, duration{0}, outcome::permanent};
-      case verdict_kind::retryable: break;
+      case verdict_kind::success:
+        return {false, duration{0}, outcome::succeeded};
+      case verdict_kind::permanent:
+        return {false, duration{0}, outcome::permanent};
+      case verdict_kind::retryable:
+        break;
     }
     if (policy_->max_attempts != 0 && attempts_ >= policy_->max_attempts) {
       return {false, duration{0}, outcome::attempts_exhausted};
     }
-    if (has_deadline() && now >= deadline()) return {false, duration{0}, outcome::deadline_exceeded};
+    if (has_deadline() && now >= deadline())
+      return {false, duration{0}, outcome::deadline_exceeded};
     duration delay = backoff_.next_delay(g);
     if (v.retry_after && *v.retry_after > delay) delay = *v.retry_after;
     if (has_deadline()) {
@@ -242,12 +246,10 @@ const retry_env& system_env();
 // An exception from `op` or `classify` propagates at once: classify failures as values.
 template <class Op, class Classify = default_classifier, class OnRetry = no_retry_hook>
 auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
-           const retry_env& env = system_env(), OnRetry&& on_retry = {},
-           retry_gates gates = {}) {
+           const retry_env& env = system_env(), OnRetry&& on_retry = {}, retry_gates gates = {}) {
   constexpr bool takes_attempt = std::is_invocable_v<Op&, std::uint32_t>;
-  using R = std::decay_t<
-      typename std::conditional_t<takes_attempt, std::invoke_result<Op&, std::uint32_t>,
-                                  std::invoke_result<Op&>>::type>;
+  using R = std::decay_t<typename std::conditional_t<
+      takes_attempt, std::invoke_result<Op&, std::uint32_t>, std::invoke_result<Op&>>::type>;
   static_assert(!std::is_void_v<R>, "the operation must return something to classify");
 
   retry_result<R> result;

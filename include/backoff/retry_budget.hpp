@@ -92,9 +92,7 @@ class token_bucket_budget {
 
   // A failed attempt: one token less (not below 0). Returns whether a retry is allowed now,
   // as gRPC's RecordFailure does.
-  bool on_failure() noexcept {
-    return add_clamped(-1000) > max_milli_tokens_ / 2;
-  }
+  bool on_failure() noexcept { return add_clamped(-1000) > max_milli_tokens_ / 2; }
   // A successful attempt: token_ratio tokens more (not above max_tokens).
   void on_success() noexcept { add_clamped(milli_token_ratio_); }
 
@@ -131,8 +129,8 @@ class token_bucket_budget {
 // Ratio budget (Finagle).
 
 struct ratio_budget_config {
-  double percent = 20.0;                    // retries per 100 requests; [0, 1000], 3 decimals
-  double min_per_s = 10.0;                  // the floor, in retries per second; [0, 1e6]
+  double percent = 20.0;                       // retries per 100 requests; [0, 1000], 3 decimals
+  double min_per_s = 10.0;                     // the floor, in retries per second; [0, 1e6]
   duration window = std::chrono::seconds{10};  // (0, 1 day]
 
   void validate() const;

@@ -79,15 +79,15 @@ namespace backoff {
 // Adaptive throttling (Google SRE).
 
 struct adaptive_throttle_config {
-  double k = 2.0;                                // accepts weigh k requests; (0, 1000]
-  duration window = std::chrono::minutes{2};     // (0, 1d]
+  double k = 2.0;                             // accepts weigh k requests; (0, 1000]
+  duration window = std::chrono::minutes{2};  // (0, 1d]
 
   void validate() const;
   // "sre(k=2, window=2m)"; parse_throttle(c.to_string()) gives c back.
   std::string to_string() const;
 
-  friend bool operator==(const adaptive_throttle_config&, const adaptive_throttle_config&) =
-      default;
+  friend bool operator==(const adaptive_throttle_config&,
+                         const adaptive_throttle_config&) = default;
 };
 
 class adaptive_throttle {
@@ -118,9 +118,7 @@ class adaptive_throttle {
 
   // One request the application attempted; `accepted` when the backend accepted it (false for
   // an overload refusal and for a request should_reject refused).
-  void record(duration now, bool accepted) noexcept {
-    counts_.add(now, 1, accepted ? 1U : 0U);
-  }
+  void record(duration now, bool accepted) noexcept { counts_.add(now, 1, accepted ? 1U : 0U); }
 
   counts window_counts(duration now) const noexcept {
     const auto t = counts_.sum(now);

@@ -31,7 +31,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
 #include <list>
 #include <stdexcept>
 #include <string>
@@ -63,7 +62,7 @@ struct lane_state {
   std::uint64_t ticket_last_cut = 0;           // its L (0: never in flight at a cut)
   bool ticket_resend = false;
   std::optional<request_id> request;
-  asio::steady_timer* waker = nullptr;         // the timer a waiting acquire sleeps on
+  asio::steady_timer* waker = nullptr;  // the timer a waiting acquire sleeps on
 };
 
 struct window_core {
@@ -281,8 +280,10 @@ struct window_core {
   async_window::stats statistics() const noexcept {
     std::size_t stacked_lanes = 0;
     for (const stacked& s : stack) stacked_lanes += s.owner != nullptr ? 1 : 0;
-    return {lanes,   fresh.size() + stacked_lanes, waiting, sends, resends, released, passed,
-            surplus + (stack.size() - stacked_lanes)};
+    return {lanes,   fresh.size() + stacked_lanes,
+            waiting, sends,
+            resends, released,
+            passed,  surplus + (stack.size() - stacked_lanes)};
   }
 };
 
@@ -309,8 +310,7 @@ asio::awaitable<void> wait_for_wake(std::shared_ptr<lane_state> lane) {
   const waker_registration registration{*lane, timer};
   // Ends when the window cancels the timer (a turn, or the lane left) or the coroutine's
   // cancellation slot fires; the caller looks at which.
-  [[maybe_unused]] const auto [ec] =
-      co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+  [[maybe_unused]] const auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
 // The co_awaits are statements of their own: GCC 12.2 miscompiles
@@ -353,11 +353,17 @@ async_window::lane async_window::join() {
   return lane{std::move(state)};
 }
 
-async_window::executor_type async_window::get_executor() const noexcept { return core_->executor; }
+async_window::executor_type async_window::get_executor() const noexcept {
+  return core_->executor;
+}
 
-const aimd_window& async_window::window() const noexcept { return core_->window; }
+const aimd_window& async_window::window() const noexcept {
+  return core_->window;
+}
 
-async_window::stats async_window::statistics() const noexcept { return core_->statistics(); }
+async_window::stats async_window::statistics() const noexcept {
+  return core_->statistics();
+}
 
 void async_window::observe(std::function<void(const send_event&)> observer) {
   core_->observer = std::move(observer);
@@ -371,9 +377,13 @@ async_window::lane& async_window::lane::operator=(lane&& other) noexcept {
   return *this;
 }
 
-async_window::lane::~lane() { give_up(); }
+async_window::lane::~lane() {
+  give_up();
+}
 
-asio::awaitable<bool> async_window::lane::acquire() { return detail::acquire_turn(state_); }
+asio::awaitable<bool> async_window::lane::acquire() {
+  return detail::acquire_turn(state_);
+}
 
 void async_window::lane::success() {
   if (!state_) throw std::logic_error("async_window: success() on an empty lane");

@@ -3,17 +3,16 @@
 // the work and returns the exit status; main.cpp only wires them together.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 namespace backoff::cli {
 
 // Exit statuses shared by the subcommands (docs/EXIT_CODES.md).
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_usage = 2;  // bad flags, bad policy spec, bad duration, bad scenario
+inline constexpr int exit_usage = 2;    // bad flags, bad policy spec, bad duration, bad scenario
 inline constexpr int exit_failure = 1;  // the work itself failed (e.g. an output not writable)
 
 // A whole number >= 0 written with digits only (CLI11 would otherwise accept "-1" for an unsigned

@@ -1,12 +1,12 @@
 // `backoff delays`: prints the delay before each retry for a policy (SPEC 6.1), so a schedule can
 // be seen, compared and plotted before it is used.
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
@@ -68,7 +68,8 @@ int run_delays(const delays_options& o) {
     random_generator rng = run_generator(o.seed, run);
     auto state = policy.start();
     delays[run - 1].reserve(o.attempts);
-    for (std::uint32_t a = 1; a <= o.attempts; ++a) delays[run - 1].push_back(state.next_delay(rng));
+    for (std::uint32_t a = 1; a <= o.attempts; ++a)
+      delays[run - 1].push_back(state.next_delay(rng));
   }
 
   if (o.format == "json") {

@@ -1,9 +1,8 @@
 // The `backoff` command: wires the subcommands (one file each) into one CLI11 app, and turns
 // command-line mistakes into one line on stderr and exit status 2.
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "commands.hpp"
 

@@ -1,8 +1,9 @@
 #include "output.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
-#include <fmt/format.h>
 
 namespace backoff::cli {
 
@@ -17,6 +18,8 @@ std::string human_duration(duration d) {
   return format_duration(duration{rounded});
 }
 
-std::string seconds_text(duration d) { return fmt::format("{}", to_seconds(d)); }
+std::string seconds_text(duration d) {
+  return fmt::format("{}", to_seconds(d));
+}
 
 }  // namespace backoff::cli

@@ -1,13 +1,14 @@
 // `backoff presets`: every named policy side by side, one column per preset, one row per retry,
 // followed by each preset's formula, source and canonical spec.
+#include "backoff/presets.hpp"
+
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "backoff/presets.hpp"
 #include "commands.hpp"
 #include "output.hpp"
 
@@ -26,13 +27,15 @@ int run_presets(const presets_options& o) {
     random_generator rng{derive_seed(o.seed, i)};
     auto state = all[i].policy.start();
     std::vector<std::string> column{std::string(all[i].name)};
-    for (std::uint32_t a = 0; a < o.attempts; ++a) column.push_back(human_duration(state.next_delay(rng)));
+    for (std::uint32_t a = 0; a < o.attempts; ++a)
+      column.push_back(human_duration(state.next_delay(rng)));
     columns.push_back(std::move(column));
   }
 
-  std::cout << fmt::format("Delay before each retry, every preset (seed {}; random presets show "
-                           "one draw)\n\n",
-                           o.seed);
+  std::cout << fmt::format(
+      "Delay before each retry, every preset (seed {}; random presets show "
+      "one draw)\n\n",
+      o.seed);
   const std::size_t rows = o.attempts + 1;
   for (std::size_t r = 0; r < rows; ++r) {
     std::string line = fmt::format("{:>5}", r == 0 ? std::string("retry") : std::to_string(r));

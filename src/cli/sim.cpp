@@ -4,11 +4,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "backoff/error.hpp"
 #include "commands.hpp"
@@ -46,8 +45,8 @@ sim::scenario_source resolve(const std::string& arg) {
     const auto name = std::filesystem::path(s.path).stem().string();
     known += (known.empty() ? "" : ", ") + name;
   }
-  throw sim::scenario_error(arg + ": no such file, and not a built-in scenario (built-in: " +
-                            known + ")");
+  throw sim::scenario_error(
+      arg + ": no such file, and not a built-in scenario (built-in: " + known + ")");
 }
 
 int run_sim(const sim_options& o) {

@@ -29,8 +29,8 @@ void aimd_config::validate() const {
 
 std::string aimd_config::to_string() const {
   using detail::spec_number_text;
-  return "aimd(initial=" + spec_number_text(initial) + ", ssthresh=" +
-         spec_number_text(ssthresh) + ", decrease=" + spec_number_text(decrease) +
+  return "aimd(initial=" + spec_number_text(initial) + ", ssthresh=" + spec_number_text(ssthresh) +
+         ", decrease=" + spec_number_text(decrease) +
          ", variant=" + std::string(backoff::to_string(variant)) + ")";
 }
 
@@ -116,8 +116,7 @@ void aimd_window::on_error(const send_ticket& ticket, requeue again) {
   // same quantity with S included, which is what the next send of r must carry; and when S
   // makes a cut, r is in that cut's copy of flying (the header says why), so it becomes C + 1.
   std::lock_guard guard{lock_};
-  std::uint64_t last_in_flight =
-      ticket.cuts_before_ < cuts_ ? cuts_ : ticket.last_cut_in_flight_;
+  std::uint64_t last_in_flight = ticket.cuts_before_ < cuts_ ? cuts_ : ticket.last_cut_in_flight_;
   const bool ignored = cuts_ > 0 && last_in_flight == cuts_;
   if (ignored) {
     ++ignored_errors_;

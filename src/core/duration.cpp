@@ -34,7 +34,9 @@ constexpr unit units[] = {
   throw parse_error("bad duration " + quote_for_message(text) + ": " + why);
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -99,8 +101,8 @@ duration parse_duration(std::string_view original) {
                          std::to_string(unit_start + 1) + " (use ns, us, ms, s, m, h or d)");
     }
     if (dropped_digit || fraction * found->ns % scale != 0) {
-      fail(original, quote_for_message(text.substr(start, i - start)) +
-                         " is finer than a nanosecond");
+      fail(original,
+           quote_for_message(text.substr(start, i - start)) + " is finer than a nanosecond");
     }
     total += whole * found->ns + fraction * found->ns / scale;
     if (total > limit) fail(original, "too large (the limit is about 292 years)");

@@ -20,7 +20,9 @@ namespace chr = std::chrono;
 using sys_time = chr::system_clock::time_point;
 using sys_secs = chr::sys_seconds;
 
-bool digit(char c) { return c >= '0' && c <= '9'; }
+bool digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Reads exactly n digits at s[i...].
 bool number(std::string_view s, std::size_t& i, int n, int& out) {
@@ -40,12 +42,11 @@ bool literal(std::string_view s, std::size_t& i, std::string_view lit) {
 }
 
 constexpr std::array<std::string_view, 12> month_names = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+                                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 constexpr std::array<std::string_view, 7> day_names = {"Mon", "Tue", "Wed", "Thu",
-                                                  "Fri", "Sat", "Sun"};
-constexpr std::array<std::string_view, 7> long_day_names = {"Monday", "Tuesday",  "Wednesday",
-                                                       "Thursday", "Friday", "Saturday",
-                                                       "Sunday"};
+                                                       "Fri", "Sat", "Sun"};
+constexpr std::array<std::string_view, 7> long_day_names = {
+    "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
 
 bool read_month(std::string_view s, std::size_t& i, int& out) {
   for (std::size_t m = 0; m < month_names.size(); ++m) {
@@ -97,8 +98,7 @@ std::optional<sys_secs> parse_http_date(std::string_view s) {
   i = 0;
   if (one_of(s, i, long_day_names) && literal(s, i, ", ") && number(s, i, 2, d) &&
       literal(s, i, "-") && read_month(s, i, mo) && literal(s, i, "-") && number(s, i, 2, y) &&
-      literal(s, i, " ") && clock_time(s, i, h, m, sec) && literal(s, i, " GMT") &&
-      i == s.size()) {
+      literal(s, i, " ") && clock_time(s, i, h, m, sec) && literal(s, i, " GMT") && i == s.size()) {
     return make_time(y < 70 ? 2000 + y : 1900 + y, mo, d, h, m, sec);
   }
   // asctime: Sun Nov  6 08:49:37 1994

@@ -30,7 +30,9 @@ inline std::string spec_number_text(double v) {
   return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
 }
 
-inline std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+inline std::string quoted(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
 
 [[noreturn]] inline void unknown_parameter(std::string_view what, std::string_view spec,
                                            const spec_argument& arg, std::string_view known) {

@@ -57,8 +57,8 @@ void backoff_policy::validate() const {
   }
   if (schedule == schedule_kind::linear && step.count() < 0) fail("step must not be negative");
   if (schedule != schedule_kind::constant && max < initial) {
-    fail("max (" + format_duration(max) + ") is smaller than initial (" +
-         format_duration(initial) + ")");
+    fail("max (" + format_duration(max) + ") is smaller than initial (" + format_duration(initial) +
+         ")");
   }
   if (grow == growth::previous && schedule != schedule_kind::exponential) {
     fail("grow=previous applies only to the exponential schedule");

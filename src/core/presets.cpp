@@ -41,8 +41,7 @@ std::array<preset, 14> build() {
 
   // Seed 000 (Thain): delay = MIN(R * T * F^N, M), R in [1, 2], F = 2; T and M are the
   // user's (defaults 1 s and 60 s); the cap applies to the randomized value.
-  backoff_policy ethernet =
-      make(expo, 1s, 2.0, 60s, jitter_kind::multiplicative, cap_mode::after);
+  backoff_policy ethernet = make(expo, 1s, 2.0, 60s, jitter_kind::multiplicative, cap_mode::after);
   ethernet.lo = 1.0;
   ethernet.hi = 2.0;
 
@@ -87,8 +86,7 @@ std::array<preset, 14> build() {
       {"constant", "5 units", "seed 001 CB", fixed},
       {"uniform", "U(0, 5) units", "seed 001 URB", uniform},
       {"exponential", "min(2^attempts, 30) units, attempts = n + 1", "seed 001 EB", exponential},
-      {"exponential-random", "U(0, min(2^attempts, 30)) units", "seed 001 REB",
-       exponential_random},
+      {"exponential-random", "U(0, min(2^attempts, 30)) units", "seed 001 REB", exponential_random},
       {"gcp-iot", "min(2^n s + U(0, 1000 ms), 64 s)", "seed 002 (Cloud IoT Core)", gcp_iot},
       {"ethernet", "min(R * 1 s * 2^n, 60 s), R ~ U(1, 2)", "seed 000 (Thain)", ethernet},
       {"ftsh", "min(2^n s, 3600 s) * U(1, 2)", "Fault Tolerant Shell", ftsh},

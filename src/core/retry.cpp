@@ -11,13 +11,20 @@ namespace backoff {
 
 std::string_view to_string(outcome o) noexcept {
   switch (o) {
-    case outcome::succeeded: return "succeeded";
-    case outcome::attempts_exhausted: return "attempts_exhausted";
-    case outcome::deadline_exceeded: return "deadline_exceeded";
-    case outcome::permanent: return "permanent";
-    case outcome::cancelled: return "cancelled";
-    case outcome::budget_exhausted: return "budget_exhausted";
-    case outcome::throttled: return "throttled";
+    case outcome::succeeded:
+      return "succeeded";
+    case outcome::attempts_exhausted:
+      return "attempts_exhausted";
+    case outcome::deadline_exceeded:
+      return "deadline_exceeded";
+    case outcome::permanent:
+      return "permanent";
+    case outcome::cancelled:
+      return "cancelled";
+    case outcome::budget_exhausted:
+      return "budget_exhausted";
+    case outcome::throttled:
+      return "throttled";
   }
   return "?";
 }
@@ -25,8 +32,7 @@ std::string_view to_string(outcome o) noexcept {
 namespace detail {
 
 duration steady_now() {
-  return std::chrono::duration_cast<duration>(
-      std::chrono::steady_clock::now().time_since_epoch());
+  return std::chrono::duration_cast<duration>(std::chrono::steady_clock::now().time_since_epoch());
 }
 
 bool interruptible_sleep(duration d, std::stop_token stop) {

@@ -60,8 +60,8 @@ void ratio_budget_config::validate() const {
 }
 
 std::string ratio_budget_config::to_string() const {
-  return "ratio(percent=" + spec_number_text(percent) + ", min_per_s=" +
-         spec_number_text(min_per_s) + ", window=" + format_duration(window) + ")";
+  return "ratio(percent=" + spec_number_text(percent) +
+         ", min_per_s=" + spec_number_text(min_per_s) + ", window=" + format_duration(window) + ")";
 }
 
 ratio_budget::ratio_budget(const ratio_budget_config& config) noexcept
@@ -73,8 +73,8 @@ ratio_budget::ratio_budget(const ratio_budget_config& config) noexcept
 
 double ratio_budget::available(duration now) const noexcept {
   const counts c = window_counts(now);
-  const double credit =
-      static_cast<double>(c.requests * request_credit_ + reserve_) / static_cast<double>(retry_cost);
+  const double credit = static_cast<double>(c.requests * request_credit_ + reserve_) /
+                        static_cast<double>(retry_cost);
   return std::max(0.0, credit - static_cast<double>(c.retries));
 }
 
@@ -116,8 +116,8 @@ budget_config parse_budget(std::string_view text) {
     detail::validate_spec(what, text, c);
     return c;
   }
-  detail::spec_fail(what, text,
-                    "unknown budget " + detail::quoted(call.name) + " (known: token-bucket, ratio)");
+  detail::spec_fail(
+      what, text, "unknown budget " + detail::quoted(call.name) + " (known: token-bucket, ratio)");
 }
 
 std::string to_string(const budget_config& config) {

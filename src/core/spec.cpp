@@ -16,9 +16,13 @@ bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '-' || c == '.';
 }
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+bool is_blank(char c) {
+  return c == ' ' || c == '\t';
+}
 
-std::string quoted(std::string_view s) { return quote_for_message(s); }
+std::string quoted(std::string_view s) {
+  return quote_for_message(s);
+}
 
 [[noreturn]] void fail(std::string_view what, std::string_view spec, const std::string& why) {
   throw parse_error("bad " + std::string(what) + " " + quoted(spec) + ": " + why);
@@ -51,8 +55,9 @@ spec_call parse_spec_call(std::string_view text, std::string_view what) {
   skip_blanks();
   if (i == text.size()) return call;
   if (text[i] != '(') {
-    fail(what, text, "unexpected " + quoted(text.substr(i, 1)) + at(i) + " after " +
-                         quoted(call.name) + " (parameters go in parentheses)");
+    fail(what, text,
+         "unexpected " + quoted(text.substr(i, 1)) + at(i) + " after " + quoted(call.name) +
+             " (parameters go in parentheses)");
   }
   ++i;
   std::set<std::string, std::less<>> seen;
@@ -131,24 +136,36 @@ bool spec_bool(std::string_view spec, const spec_argument& arg, std::string_view
 
 std::string_view to_string(schedule_kind kind) noexcept {
   switch (kind) {
-    case schedule_kind::constant: return "constant";
-    case schedule_kind::linear: return "linear";
-    case schedule_kind::exponential: return "exponential";
-    case schedule_kind::fibonacci: return "fibonacci";
+    case schedule_kind::constant:
+      return "constant";
+    case schedule_kind::linear:
+      return "linear";
+    case schedule_kind::exponential:
+      return "exponential";
+    case schedule_kind::fibonacci:
+      return "fibonacci";
   }
   return "?";
 }
 
 std::string_view to_string(jitter_kind kind) noexcept {
   switch (kind) {
-    case jitter_kind::none: return "none";
-    case jitter_kind::full: return "full";
-    case jitter_kind::equal: return "equal";
-    case jitter_kind::decorrelated: return "decorrelated";
-    case jitter_kind::additive: return "additive";
-    case jitter_kind::multiplicative: return "multiplicative";
-    case jitter_kind::proportional: return "proportional";
-    case jitter_kind::gaussian: return "gaussian";
+    case jitter_kind::none:
+      return "none";
+    case jitter_kind::full:
+      return "full";
+    case jitter_kind::equal:
+      return "equal";
+    case jitter_kind::decorrelated:
+      return "decorrelated";
+    case jitter_kind::additive:
+      return "additive";
+    case jitter_kind::multiplicative:
+      return "multiplicative";
+    case jitter_kind::proportional:
+      return "proportional";
+    case jitter_kind::gaussian:
+      return "gaussian";
   }
   return "?";
 }
@@ -157,26 +174,32 @@ std::string_view to_string(cap_mode mode) noexcept {
   return mode == cap_mode::before ? "before" : "after";
 }
 
-std::string_view to_string(growth g) noexcept { return g == growth::base ? "base" : "previous"; }
+std::string_view to_string(growth g) noexcept {
+  return g == growth::base ? "base" : "previous";
+}
 
 namespace {
 
 constexpr schedule_kind all_schedules[] = {schedule_kind::constant, schedule_kind::linear,
                                            schedule_kind::exponential, schedule_kind::fibonacci};
-constexpr jitter_kind all_jitters[] = {
-    jitter_kind::none,     jitter_kind::full,           jitter_kind::equal,
-    jitter_kind::decorrelated, jitter_kind::additive,   jitter_kind::multiplicative,
-    jitter_kind::proportional, jitter_kind::gaussian};
+constexpr jitter_kind all_jitters[] = {jitter_kind::none,         jitter_kind::full,
+                                       jitter_kind::equal,        jitter_kind::decorrelated,
+                                       jitter_kind::additive,     jitter_kind::multiplicative,
+                                       jitter_kind::proportional, jitter_kind::gaussian};
 
 // The defaults of each schedule written without a preset. `constant` and `exponential` equal
 // the seed 001 presets of the same names, so the bare name means the same either way.
 backoff_policy schedule_defaults(schedule_kind kind) {
   using namespace std::chrono_literals;
   switch (kind) {
-    case schedule_kind::constant: return backoff_policy::constant(5s);
-    case schedule_kind::linear: return backoff_policy::linear(1s, 1s);
-    case schedule_kind::exponential: return backoff_policy{};
-    case schedule_kind::fibonacci: return backoff_policy::fibonacci(1s, 60s);
+    case schedule_kind::constant:
+      return backoff_policy::constant(5s);
+    case schedule_kind::linear:
+      return backoff_policy::linear(1s, 1s);
+    case schedule_kind::exponential:
+      return backoff_policy{};
+    case schedule_kind::fibonacci:
+      return backoff_policy::fibonacci(1s, 60s);
   }
   return backoff_policy{};
 }
@@ -338,16 +361,21 @@ std::string backoff_policy::to_string() const {
   out += ", max=" + (p.max == duration::max() ? std::string("none") : format_duration(p.max));
   out += ", jitter=" + std::string(backoff::to_string(p.jitter));
   switch (p.jitter) {
-    case jitter_kind::additive: out += ", jitter_max=" + format_duration(p.jitter_max); break;
+    case jitter_kind::additive:
+      out += ", jitter_max=" + format_duration(p.jitter_max);
+      break;
     case jitter_kind::multiplicative:
       out += ", lo=" + format_number(p.lo) + ", hi=" + format_number(p.hi);
       break;
-    case jitter_kind::proportional: out += ", r=" + format_number(p.r); break;
-    case jitter_kind::gaussian:
-      out += p.sd.count() > 0 ? ", sd=" + format_duration(p.sd)
-                              : ", sigma=" + format_number(p.sigma);
+    case jitter_kind::proportional:
+      out += ", r=" + format_number(p.r);
       break;
-    default: break;
+    case jitter_kind::gaussian:
+      out +=
+          p.sd.count() > 0 ? ", sd=" + format_duration(p.sd) : ", sigma=" + format_number(p.sigma);
+      break;
+    default:
+      break;
   }
   if (p.cap == cap_mode::after) out += ", cap=after";
   if (p.grow == growth::previous) out += ", grow=previous";

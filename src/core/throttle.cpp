@@ -122,8 +122,8 @@ void cubic_rate_limiter::refill(std::int64_t now_ns) noexcept {
     return;
   }
   if (now_ns <= last_refill_ns_) return;  // an older reading (another thread's) adds nothing
-  capacity_ = std::min(max_capacity_,
-                       capacity_ + seconds_between(last_refill_ns_, now_ns) * fill_rate_);
+  capacity_ =
+      std::min(max_capacity_, capacity_ + seconds_between(last_refill_ns_, now_ns) * fill_rate_);
   last_refill_ns_ = now_ns;
 }
 

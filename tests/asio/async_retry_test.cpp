@@ -1,5 +1,7 @@
 // async_retry on an io_context: the same decisions as the sync loop, real (short) timers,
 // cancellation by stop token and by cancellation slot, deadlines on a manual clock.
+#include "backoff/async_retry.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -9,13 +11,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
 #include <chrono>
 #include <optional>
 #include <stop_token>
 #include <vector>
 
-#include "backoff/async_retry.hpp"
 #include "backoff/clock.hpp"
 #include "backoff/http.hpp"
 #include "backoff/retry_budget.hpp"
@@ -153,8 +153,8 @@ TEST(AsyncRetry, PassesTheAttemptNumberAndReportsEachRetry) {
 TEST(AsyncRetry, RetriesOnRealTimers) {
   const backoff::retry_policy policy{backoff::parse_policy("constant(initial=1ms)"), 10, 0s};
   int calls = 0;
-  const auto r = run(backoff::async_retry(
-      [&]() -> asio::awaitable<bool> { co_return ++calls == 3; }, policy));
+  const auto r =
+      run(backoff::async_retry([&]() -> asio::awaitable<bool> { co_return ++calls == 3; }, policy));
   EXPECT_EQ(r.why, backoff::outcome::succeeded);
   EXPECT_EQ(r.attempts, 3u);
   EXPECT_EQ(calls, 3);
@@ -168,13 +168,13 @@ TEST(AsyncRetry, StopTokenWakesAPendingWait) {
   env.stop = stop.get_token();
   const backoff::retry_policy policy{backoff::parse_policy("constant(initial=1h)"), 0, 0s};
   std::optional<backoff::retry_result<bool>> result;
-  asio::co_spawn(
-      io, backoff::async_retry([]() -> asio::awaitable<bool> { co_return false; }, policy,
-                               backoff::default_classifier{}, env),
-      [&](std::exception_ptr e, backoff::retry_result<bool> r) {
-        ASSERT_FALSE(e);
-        result = r;
-      });
+  asio::co_spawn(io,
+                 backoff::async_retry([]() -> asio::awaitable<bool> { co_return false; }, policy,
+                                      backoff::default_classifier{}, env),
+                 [&](std::exception_ptr e, backoff::retry_result<bool> r) {
+                   ASSERT_FALSE(e);
+                   result = r;
+                 });
   asio::steady_timer later(io, 5ms);
   later.async_wait([&](auto) { stop.request_stop(); });
   const auto start = std::chrono::steady_clock::now();
@@ -250,10 +250,10 @@ TEST(AsyncRetry, StopBeforeStartMakesNoAttempt) {
   backoff::async_retry_env env;
   env.stop = stop.get_token();
   int calls = 0;
-  const auto r = run(backoff::async_retry(
-      [&]() -> asio::awaitable<bool> { co_return (++calls, true); },
-      backoff::retry_policy{backoff::parse_policy("grpc"), 0, 0s}, backoff::default_classifier{},
-      env));
+  const auto r =
+      run(backoff::async_retry([&]() -> asio::awaitable<bool> { co_return (++calls, true); },
+                               backoff::retry_policy{backoff::parse_policy("grpc"), 0, 0s},
+                               backoff::default_classifier{}, env));
   EXPECT_EQ(r.why, backoff::outcome::cancelled);
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(r.attempts, 0u);

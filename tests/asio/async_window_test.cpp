@@ -3,6 +3,8 @@
 // a randomized run checked against the window after every step, and many operations against a
 // fake server with a fixed capacity, paced by one window through async_retry, compared with the
 // same operations without it. Real timers of 1-3 ms; assertions are on counts and orders only.
+#include "backoff/async_window.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,7 +15,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -26,7 +27,6 @@
 #include <string>
 #include <vector>
 
-#include "backoff/async_window.hpp"
 #include "backoff/http.hpp"
 #include "backoff/random.hpp"
 #include "backoff/spec.hpp"
@@ -55,12 +55,11 @@ struct pending_acquire {
 std::shared_ptr<pending_acquire> spawn_acquire(asio::io_context& io, async_window::lane& lane) {
   auto p = std::make_shared<pending_acquire>();
   asio::co_spawn(io, lane.acquire(),
-                 asio::bind_cancellation_slot(p->signal.slot(),
-                                              [p](std::exception_ptr e, bool r) {
-                                                p->done = true;
-                                                p->threw = static_cast<bool>(e);
-                                                p->result = r;
-                                              }));
+                 asio::bind_cancellation_slot(p->signal.slot(), [p](std::exception_ptr e, bool r) {
+                   p->done = true;
+                   p->threw = static_cast<bool>(e);
+                   p->result = r;
+                 }));
   return p;
 }
 
@@ -549,14 +548,13 @@ run_totals run_without_window() {
   env.random = rng;
   run_totals totals;
   for (std::size_t i = 0; i < kOperations; ++i) {
-    asio::co_spawn(io,
-                   backoff::async_retry(server_call{&server}, policy,
-                                        backoff::default_classifier{}, env),
-                   [&totals](std::exception_ptr e, backoff::retry_result<bool> r) {
-                     EXPECT_FALSE(e);
-                     if (r) ++totals.succeeded;
-                     totals.attempts += r.attempts;
-                   });
+    asio::co_spawn(
+        io, backoff::async_retry(server_call{&server}, policy, backoff::default_classifier{}, env),
+        [&totals](std::exception_ptr e, backoff::retry_result<bool> r) {
+          EXPECT_FALSE(e);
+          if (r) ++totals.succeeded;
+          totals.attempts += r.attempts;
+        });
   }
   io.run();
   totals.requests = server.requests;
@@ -652,13 +650,13 @@ TEST(AsyncWindow, CancellingWaitingOperationsLeavesTheOthersToComplete) {
   std::vector<asio::cancellation_signal> signals(n);
   std::vector<std::optional<backoff::retry_result<bool>>> results(n);
   for (std::size_t i = 0; i < n; ++i) {
-    asio::co_spawn(io, backoff::async_retry(window, server_call{&server}, policy),
-                   asio::bind_cancellation_slot(
-                       signals[i].slot(),
-                       [&results, i](std::exception_ptr e, backoff::retry_result<bool> r) {
-                         EXPECT_FALSE(e);
-                         results[i] = r;
-                       }));
+    asio::co_spawn(
+        io, backoff::async_retry(window, server_call{&server}, policy),
+        asio::bind_cancellation_slot(
+            signals[i].slot(), [&results, i](std::exception_ptr e, backoff::retry_result<bool> r) {
+              EXPECT_FALSE(e);
+              results[i] = r;
+            }));
   }
   std::size_t waiting_when_cancelled = 0;
   asio::post(io, [&] {
@@ -691,10 +689,10 @@ TEST(AsyncWindow, WindowedComposesWithAsyncRetryAndAPermanentErrorIsNoCut) {
   std::optional<backoff::retry_result<backoff::windowed_reply<int>>> result;
   asio::co_spawn(
       io,
-      backoff::async_retry(
-          backoff::windowed(window, []() -> asio::awaitable<int> { co_return 404; },
-                            [](int status) { return backoff::classify_http_status(status); }),
-          policy, backoff::windowed_classifier{}),
+      backoff::async_retry(backoff::windowed(
+                               window, []() -> asio::awaitable<int> { co_return 404; },
+                               [](int status) { return backoff::classify_http_status(status); }),
+                           policy, backoff::windowed_classifier{}),
       [&](std::exception_ptr e, backoff::retry_result<backoff::windowed_reply<int>> r) {
         EXPECT_FALSE(e);
         result = r;

@@ -45,9 +45,9 @@ inline std::string slurp(const std::filesystem::path& p) {
 inline cli_result run_cli(const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
   static int counter = 0;
-  const fs::path dir = fs::temp_directory_path() /
-                       ("backoff-cli-test-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(counter++));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("backoff-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   fs::create_directories(dir);
   std::string command = shell_quote(BACKOFF_CLI_PATH);
   for (const auto& a : args) command += " " + shell_quote(a);

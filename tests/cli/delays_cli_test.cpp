@@ -22,7 +22,7 @@ TEST(DelaysCli, PrintsExactCsvForADeterministicPolicy) {
 
 TEST(DelaysCli, SameSeedSameDelaysOtherSeedOtherDelays) {
   const std::vector<std::string> base{"delays", "--policy", "aws-full", "--attempts", "20",
-                                      "--runs", "3", "--format", "csv"};
+                                      "--runs", "3",        "--format", "csv"};
   auto with_seed = [&](const char* seed) {
     auto args = base;
     args.insert(args.end(), {"--seed", seed});
@@ -46,8 +46,8 @@ TEST(DelaysCli, EachRunHasItsOwnStreamWhateverTheNumberOfRuns) {
 }
 
 TEST(DelaysCli, JsonHasOneArrayPerRunInSeconds) {
-  const auto r = run_cli({"delays", "--policy", "constant", "--attempts", "3", "--runs", "2",
-                          "--format", "json"});
+  const auto r = run_cli(
+      {"delays", "--policy", "constant", "--attempts", "3", "--runs", "2", "--format", "json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["policy"], "constant(initial=5s, max=none, jitter=none)");
@@ -100,8 +100,7 @@ INSTANTIATE_TEST_SUITE_P(
         bad_call{{"delays"}, "--policy"},
         bad_call{{"delays", "--policy", "grpc", "--attempts", "100000", "--runs", "1000"},
                  "use --format csv"},
-        bad_call{{"nonsense"}, "nonsense"},
-        bad_call{{}, "subcommand"}));
+        bad_call{{"nonsense"}, "nonsense"}, bad_call{{}, "subcommand"}));
 
 TEST(PresetsCli, ShowsEveryPresetWithItsCanonicalSpec) {
   const auto r = run_cli({"presets", "--attempts", "5"});

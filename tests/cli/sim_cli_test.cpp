@@ -3,7 +3,6 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -15,8 +14,8 @@ using backoff::test::run_cli;
 using backoff::test::slurp;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("backoff-sim-" + name + "-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("backoff-sim-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   return dir;
 }
@@ -35,12 +34,13 @@ TEST(SimCli, WritesTheThreeFilesWithTheDocumentedSchema) {
   const auto doc = nlohmann::json::parse(slurp(out / "summary.json"));
   EXPECT_EQ(doc["scenario"], "one-client-burst");
   EXPECT_EQ(doc["seed"], 1);
-  for (const char* key : {"events", "wall_s", "events_per_s"}) EXPECT_TRUE(doc["run"].contains(key));
+  for (const char* key : {"events", "wall_s", "events_per_s"})
+    EXPECT_TRUE(doc["run"].contains(key));
   ASSERT_EQ(doc["strategies"].size(), 8u);
   const auto& s = doc["strategies"][0];
-  for (const char* key : {"name", "operations", "completed", "failed", "attempts",
-                          "attempts_per_operation", "makespan_s", "latency_s", "goodput_per_s",
-                          "recovery_s"}) {
+  for (const char* key :
+       {"name", "operations", "completed", "failed", "attempts", "attempts_per_operation",
+        "makespan_s", "latency_s", "goodput_per_s", "recovery_s"}) {
     EXPECT_TRUE(s.contains(key)) << key;
   }
   for (const char* key : {"p50", "p75", "p90", "p99", "p999", "max"}) {
@@ -141,10 +141,20 @@ INSTANTIATE_TEST_SUITE_P(
         bad_sim{{"sim", "one-client-burst", "--set", "workload.operations=0"}, "", "out of range"},
         bad_sim{{"sim", "one-client-burst", "--seed", "x"}, "", "--seed"},
         bad_sim{{"sim", "one-client-burst", "--format", "xml"}, "", "--format"},
-        bad_sim{{"sim"}, "scenario = \"x\"\nmodel = \"one-client-burst\"\n[server]\nmax_busy = \"lots\"\n[[strategy]]\nname = \"a\"\n", ":4:12: server.max_busy: expected an integer"},
-        bad_sim{{"sim"}, "scenario = \"x\"\nmodel = \"one-client-burst\"\n[[strategy]]\nname = \"a\"\npolicy = \"expo\"\n", ":5:10: strategy.policy: bad policy"},
-        bad_sim{{"sim"}, "scenario = \"x\"\nmodel = \"one-client-burst\"\n", ":1:1: no [[strategy]]"},
-        bad_sim{{"sim"}, "scenario = \"x\"\nmodel = \"one-client-burst\"\n[[strategy]]\nname = \"w\"\nwindow = \"aimd()\"\npolicy = \"constant\"\n", ":3:1: strategy w: a window resends"},
+        bad_sim{{"sim"},
+                "scenario = \"x\"\nmodel = \"one-client-burst\"\n[server]\nmax_busy = "
+                "\"lots\"\n[[strategy]]\nname = \"a\"\n",
+                ":4:12: server.max_busy: expected an integer"},
+        bad_sim{{"sim"},
+                "scenario = \"x\"\nmodel = \"one-client-burst\"\n[[strategy]]\nname = "
+                "\"a\"\npolicy = \"expo\"\n",
+                ":5:10: strategy.policy: bad policy"},
+        bad_sim{
+            {"sim"}, "scenario = \"x\"\nmodel = \"one-client-burst\"\n", ":1:1: no [[strategy]]"},
+        bad_sim{{"sim"},
+                "scenario = \"x\"\nmodel = \"one-client-burst\"\n[[strategy]]\nname = "
+                "\"w\"\nwindow = \"aimd()\"\npolicy = \"constant\"\n",
+                ":3:1: strategy w: a window resends"},
         bad_sim{{"sim"}, "this is not toml\n", ":1:"}));
 
 }  // namespace

@@ -3,6 +3,8 @@
 // errors counted once, the floor at 1), the queue order (failed requests back at the front),
 // the readings where seed 003 is silent, a differential run against a literal transcription of
 // the seed with real sets, and the spec reader.
+#include "backoff/aimd_window.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +18,6 @@
 #include <string_view>
 #include <vector>
 
-#include "backoff/aimd_window.hpp"
 #include "backoff/error.hpp"
 #include "backoff/random.hpp"
 
@@ -272,7 +273,8 @@ TEST(AimdWindow, CopiesTakeTheState) {
 
 class literal_seed_window {
  public:
-  explicit literal_seed_window(const aimd_config& c) : c_(c), cwnd_(c.initial), ssthresh_(c.ssthresh) {}
+  explicit literal_seed_window(const aimd_config& c)
+      : c_(c), cwnd_(c.initial), ssthresh_(c.ssthresh) {}
 
   void enqueue(request_id id) { queue_.push_back(id); }
   std::optional<request_id> try_send() {
@@ -367,7 +369,8 @@ TEST(AimdWindow, MatchesTheSeedWithRealSets) {
       config(3, 8, 0.5, aimd_variant::reno), config(2, 4, 0.9, aimd_variant::tahoe)};
   std::uint64_t seed = 1;
   for (const aimd_config& c : configs) {
-    for (const double error_rate : {0.05, 0.3, 0.8}) run_against_literal_seed(c, seed++, error_rate);
+    for (const double error_rate : {0.05, 0.3, 0.8})
+      run_against_literal_seed(c, seed++, error_rate);
   }
 }
 
@@ -388,7 +391,8 @@ void window_should_fail(std::string_view text, std::string_view fragment,
       fail_at("message: " + message + "\nexpected to contain: " + std::string(fragment));
     }
     if (message.find('\n') != std::string::npos) fail_at("not one line: " + message);
-    if (message.find(std::string(text)) == std::string::npos) fail_at("spec not quoted: " + message);
+    if (message.find(std::string(text)) == std::string::npos)
+      fail_at("spec not quoted: " + message);
   }
 }
 
@@ -404,7 +408,8 @@ TEST(WindowSpec, CanonicalTextRoundTrips) {
   const aimd_config c = config(12.5, 64, 0.75, aimd_variant::reno);
   EXPECT_EQ(c.to_string(), "aimd(initial=12.5, ssthresh=64, decrease=0.75, variant=reno)");
   EXPECT_EQ(parse_window(c.to_string()), c);
-  EXPECT_EQ(aimd_config{}.to_string(), "aimd(initial=20, ssthresh=1024, decrease=0.5, variant=tahoe)");
+  EXPECT_EQ(aimd_config{}.to_string(),
+            "aimd(initial=20, ssthresh=1024, decrease=0.5, variant=tahoe)");
 }
 
 TEST(WindowSpec, RejectsBadSpecsWithOneLine) {

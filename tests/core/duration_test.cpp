@@ -1,5 +1,7 @@
 // parse_duration / format_duration (duration.hpp): the accepted forms, exactness, round trips,
 // and one clear error per kind of bad input.
+#include "backoff/duration.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -8,7 +10,6 @@
 #include <string>
 #include <string_view>
 
-#include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 
 namespace {
@@ -87,28 +88,27 @@ TEST_P(ParseDurationRejects, WithAMessageNamingTheBadPart) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    BadInputs, ParseDurationRejects,
-    ::testing::Values(bad_duration{"", "empty"},                       //
-                      bad_duration{"   ", "empty"},                    //
-                      bad_duration{"5x", "unknown unit \"x\""},        //
-                      bad_duration{"3sec", "unknown unit \"sec\""},    //
-                      bad_duration{"1y", "unknown unit \"y\""},        //
-                      bad_duration{"1e3s", "unknown unit \"e\""},      //
-                      bad_duration{"5 s", "unknown unit \" s\""},      //
-                      bad_duration{"5", "missing unit"},               //
-                      bad_duration{"1s5", "missing unit after \"5\""}, //
-                      bad_duration{"1.5", "missing unit"},             //
-                      bad_duration{"-5s", "negative"},                 //
-                      bad_duration{"-0", "negative"},                  //
-                      bad_duration{"300000d", "too large"},            //
-                      bad_duration{"99999999999999999999s", "too large"},
-                      bad_duration{"106751d23h47m16.854775808s", "too large"},
-                      bad_duration{"1..5s", "'.' must be followed by digits"},
-                      bad_duration{"1.s", "'.' must be followed by digits"},
-                      bad_duration{"s", "expected a number at position 1"},
-                      bad_duration{"+1s", "expected a number at position 1"},
-                      bad_duration{"ms250", "expected a number"}));
+INSTANTIATE_TEST_SUITE_P(BadInputs, ParseDurationRejects,
+                         ::testing::Values(bad_duration{"", "empty"},                        //
+                                           bad_duration{"   ", "empty"},                     //
+                                           bad_duration{"5x", "unknown unit \"x\""},         //
+                                           bad_duration{"3sec", "unknown unit \"sec\""},     //
+                                           bad_duration{"1y", "unknown unit \"y\""},         //
+                                           bad_duration{"1e3s", "unknown unit \"e\""},       //
+                                           bad_duration{"5 s", "unknown unit \" s\""},       //
+                                           bad_duration{"5", "missing unit"},                //
+                                           bad_duration{"1s5", "missing unit after \"5\""},  //
+                                           bad_duration{"1.5", "missing unit"},              //
+                                           bad_duration{"-5s", "negative"},                  //
+                                           bad_duration{"-0", "negative"},                   //
+                                           bad_duration{"300000d", "too large"},             //
+                                           bad_duration{"99999999999999999999s", "too large"},
+                                           bad_duration{"106751d23h47m16.854775808s", "too large"},
+                                           bad_duration{"1..5s", "'.' must be followed by digits"},
+                                           bad_duration{"1.s", "'.' must be followed by digits"},
+                                           bad_duration{"s", "expected a number at position 1"},
+                                           bad_duration{"+1s", "expected a number at position 1"},
+                                           bad_duration{"ms250", "expected a number"}));
 
 TEST(ParseDuration, ErrorQuotesTheWholeInput) {
   try {

@@ -1,5 +1,7 @@
 // HTTP conventions (http.hpp): status classification and Retry-After, in its delay-seconds form
 // and the three HTTP-date forms of RFC 9110, all relative to a fixed `now`.
+#include "backoff/http.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -7,7 +9,6 @@
 #include <string_view>
 
 #include "backoff/duration.hpp"
-#include "backoff/http.hpp"
 #include "backoff/verdict.hpp"
 
 namespace {
@@ -125,17 +126,17 @@ TEST(ParseRetryAfter, InvalidValuesAreIgnored) {
            "0x10",
            "5 5",
            "tomorrow",
-           "Sun, 31 Feb 2026 12:00:00 GMT",   // no such day
-           "Sun, 01 Mar 2026 24:00:00 GMT",   // hour 24
-           "Sun, 01 Mar 2026 12:60:00 GMT",   // minute 60
-           "Sun, 1 Mar 2026 12:02:00 GMT",    // IMF-fixdate has two-digit days
-           "Sun, 01 Mar 2026 12:02:00 UTC",   // must be GMT
+           "Sun, 31 Feb 2026 12:00:00 GMT",    // no such day
+           "Sun, 01 Mar 2026 24:00:00 GMT",    // hour 24
+           "Sun, 01 Mar 2026 12:60:00 GMT",    // minute 60
+           "Sun, 1 Mar 2026 12:02:00 GMT",     // IMF-fixdate has two-digit days
+           "Sun, 01 Mar 2026 12:02:00 UTC",    // must be GMT
            "Sun, 01 Mar 2026 12:02:00 GMT x",  // trailing text
-           "sun, 01 mar 2026 12:02:00 GMT",   // names are case-sensitive
+           "sun, 01 mar 2026 12:02:00 GMT",    // names are case-sensitive
            "Sun, 01 Foo 2026 12:02:00 GMT",
            "Sunday, 01-Mar-2026 12:02:00 GMT",  // RFC 850 has a two-digit year
-           "Sun Mar 1 12:02:00 2026",         // asctime pads a one-digit day with a blank
-           "2026-03-01T12:02:00Z",            // ISO 8601 is not an HTTP-date
+           "Sun Mar 1 12:02:00 2026",           // asctime pads a one-digit day with a blank
+           "2026-03-01T12:02:00Z",              // ISO 8601 is not an HTTP-date
        }) {
     EXPECT_EQ(parse_retry_after(bad, now), std::nullopt) << "\"" << bad << "\"";
   }
@@ -167,7 +168,8 @@ TEST(ParseHttpDate, RejectsTextThatIsNotADate) {
 TEST(ParseRetryAfter, DatesBeyondYear2262GiveTheirDelayInsteadOfWrapping) {
   const duration to_2263 = duration_cast<duration>(sys_seconds{sys_days{2263y / January / 1}} -
                                                    time_point_cast<seconds>(now));
-  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 2263 00:00:00 GMT", now), std::optional<duration>{to_2263});
+  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 2263 00:00:00 GMT", now),
+            std::optional<duration>{to_2263});
   const auto far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now);
   ASSERT_TRUE(far.has_value());
   EXPECT_GT(*far, 290 * year);

@@ -58,6 +58,7 @@ class observer {
     thread_.join();
     return violations_.load();
   }
+
  private:
   std::atomic<bool> stop_{false};
   std::atomic<int> violations_{0};

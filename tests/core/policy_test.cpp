@@ -1,6 +1,8 @@
 // backoff_policy / backoff_state (policy.hpp) and the random transforms (random.hpp): exact base
 // sequences, the cap, saturation, growth from the previous delay, each jitter's bounds and
 // distribution (fixed seeds, so every run draws the same numbers), and determinism.
+#include "backoff/policy.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
-#include "backoff/policy.hpp"
 #include "backoff/presets.hpp"
 #include "backoff/random.hpp"
 #include "backoff/spec.hpp"
@@ -41,7 +42,9 @@ delays draw(const backoff_policy& p, std::size_t n, std::uint64_t seed = 1) {
   return out;
 }
 
-double ns(duration d) { return static_cast<double>(d.count()); }
+double ns(duration d) {
+  return static_cast<double>(d.count());
+}
 
 struct sample_stats {
   double mean;
@@ -94,7 +97,9 @@ const double sqrt12 = std::sqrt(12.0);
 // The standard error of the sample standard deviation of n draws of U(0, width): for a uniform
 // distribution mu4 = width^4 / 80 and sigma^4 = width^4 / 144, so Var(s^2) = width^4 / (180 n)
 // and SE(s) = SE(s^2) / (2 sigma).
-double uniform_sd_se(double width) { return width * sqrt12 / (2 * std::sqrt(180.0)) / sqrt_n; }
+double uniform_sd_se(double width) {
+  return width * sqrt12 / (2 * std::sqrt(180.0)) / sqrt_n;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Schedules, jitter none: the exact base sequences.
@@ -104,8 +109,7 @@ TEST(Schedule, ConstantRepeatsTheSameDelay) {
 }
 
 TEST(Schedule, LinearAddsTheStepEachRetry) {
-  EXPECT_EQ(draw(backoff_policy::linear(1s, 500ms), 5),
-            (delays{1s, 1500ms, 2s, 2500ms, 3s}));
+  EXPECT_EQ(draw(backoff_policy::linear(1s, 500ms), 5), (delays{1s, 1500ms, 2s, 2500ms, 3s}));
 }
 
 TEST(Schedule, LinearStopsGrowingAtMax) {
@@ -216,13 +220,14 @@ TEST(Saturation, UncappedExponentialSaturatesFarAboveACenturyAndNeverTurnsNegati
 }
 
 TEST(Saturation, UncappedHugeFactorWithFullJitterNeverNegative) {
-  const auto p = backoff_policy::exponential(1ms, 1e300, duration::max())
-                     .with_jitter(jitter_kind::full);
+  const auto p =
+      backoff_policy::exponential(1ms, 1e300, duration::max()).with_jitter(jitter_kind::full);
   for (duration d : draw(p, 10'000)) ASSERT_GE(d, 0ns);
 }
 
 TEST(Saturation, LinearAndFibonacciSaturateWithoutWrapping) {
-  const auto lin = backoff_policy::linear(1s, duration{std::numeric_limits<std::int64_t>::max() / 4});
+  const auto lin =
+      backoff_policy::linear(1s, duration{std::numeric_limits<std::int64_t>::max() / 4});
   const auto fib = backoff_policy::fibonacci(1h, duration::max());
   for (const auto& p : {lin, fib}) {
     const delays ds = draw(p, 10'000);
@@ -389,7 +394,8 @@ TEST(JitterBounds, GaussianStaysWithinSevenSigmaForThisSeed) {
 }
 
 TEST(JitterBounds, DecorrelatedDrawsBetweenInitialAndThreeTimesThePreviousDelay) {
-  const auto p = backoff_policy::exponential(100ms, 2.0, 10s).with_jitter(jitter_kind::decorrelated);
+  const auto p =
+      backoff_policy::exponential(100ms, 2.0, 10s).with_jitter(jitter_kind::decorrelated);
   const delays ds = draw(p, bound_draws, 5);
   duration previous = 100ms;  // p0 = initial
   bool reached_max = false;
@@ -487,10 +493,10 @@ TEST(JitterDistribution, AdditiveHasMeanBasePlusHalfTheJitterMax) {
 // Determinism.
 
 TEST(Determinism, SameSeedGivesTheSameDelaysForEveryJitter) {
-  for (jitter_kind j : {jitter_kind::none, jitter_kind::full, jitter_kind::equal,
-                        jitter_kind::decorrelated, jitter_kind::additive,
-                        jitter_kind::multiplicative, jitter_kind::proportional,
-                        jitter_kind::gaussian}) {
+  for (jitter_kind j :
+       {jitter_kind::none, jitter_kind::full, jitter_kind::equal, jitter_kind::decorrelated,
+        jitter_kind::additive, jitter_kind::multiplicative, jitter_kind::proportional,
+        jitter_kind::gaussian}) {
     const auto p = backoff_policy::exponential(10ms, 2.0, 5s).with_jitter(j);
     EXPECT_EQ(draw(p, 500, 77), draw(p, 500, 77)) << backoff::to_string(j);
     if (j != jitter_kind::none) {

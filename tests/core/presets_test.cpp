@@ -2,6 +2,8 @@
 // cited in src/core/presets.cpp): exact values where the formula is deterministic, bounds per
 // retry over many runs where it is random, and means where the bounds alone would not tell two
 // readings apart. Seeds are fixed, so every run draws the same numbers.
+#include "backoff/presets.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/policy.hpp"
-#include "backoff/presets.hpp"
 #include "backoff/random.hpp"
 
 namespace {
@@ -51,7 +52,9 @@ std::vector<duration> column(const std::vector<std::vector<duration>>& rs, std::
   return out;
 }
 
-double seconds(duration d) { return backoff::to_seconds(d); }
+double seconds(duration d) {
+  return backoff::to_seconds(d);
+}
 
 double mean_s(const std::vector<duration>& ds) {
   double sum = 0;
@@ -66,13 +69,21 @@ double sd_s(const std::vector<duration>& ds) {
   return std::sqrt(sq / static_cast<double>(ds.size() - 1));
 }
 
-duration min_of(const std::vector<duration>& ds) { return *std::min_element(ds.begin(), ds.end()); }
-duration max_of(const std::vector<duration>& ds) { return *std::max_element(ds.begin(), ds.end()); }
+duration min_of(const std::vector<duration>& ds) {
+  return *std::min_element(ds.begin(), ds.end());
+}
+duration max_of(const std::vector<duration>& ds) {
+  return *std::max_element(ds.begin(), ds.end());
+}
 
-duration secs(double s) { return std::chrono::duration_cast<duration>(std::chrono::duration<double>(s)); }
+duration secs(double s) {
+  return std::chrono::duration_cast<duration>(std::chrono::duration<double>(s));
+}
 
 // 2^n seconds.
-duration pow2_s(std::size_t n) { return duration{1'000'000'000LL << n}; }
+duration pow2_s(std::size_t n) {
+  return duration{1'000'000'000LL << n};
+}
 
 constexpr std::size_t many = 20'000;
 const double sqrt_many = std::sqrt(static_cast<double>(many));
@@ -81,10 +92,20 @@ const double sqrt12 = std::sqrt(12.0);
 // ---------------------------------------------------------------------------------------------
 
 TEST(Presets, AllFourteenOfSpec13ExistInItsOrder) {
-  const std::vector<std::string_view> expected = {
-      "none",     "constant", "uniform",  "exponential", "exponential-random",
-      "gcp-iot",  "ethernet", "ftsh",     "smira",       "smira-go",
-      "aws-full", "aws-equal", "aws-decorrelated", "grpc"};
+  const std::vector<std::string_view> expected = {"none",
+                                                  "constant",
+                                                  "uniform",
+                                                  "exponential",
+                                                  "exponential-random",
+                                                  "gcp-iot",
+                                                  "ethernet",
+                                                  "ftsh",
+                                                  "smira",
+                                                  "smira-go",
+                                                  "aws-full",
+                                                  "aws-equal",
+                                                  "aws-decorrelated",
+                                                  "grpc"};
   std::vector<std::string_view> names;
   for (const auto& p : backoff::presets()) names.push_back(p.name);
   EXPECT_EQ(names, expected);
@@ -104,7 +125,7 @@ TEST(Presets, EachHasAFormulaASourceAndValidParameters) {
 TEST(Presets, FindPresetReturnsNullForAnUnknownName) {
   EXPECT_EQ(backoff::find_preset("nope"), nullptr);
   EXPECT_EQ(backoff::find_preset(""), nullptr);
-  EXPECT_EQ(backoff::find_preset("GRPC"), nullptr);  // names are case-sensitive
+  EXPECT_EQ(backoff::find_preset("GRPC"), nullptr);    // names are case-sensitive
   EXPECT_EQ(backoff::find_preset("linear"), nullptr);  // a schedule, not a preset
 }
 
@@ -286,7 +307,9 @@ TEST(Presets, SmiraGoCapsAtFiveMinutesThenAddsAbsoluteNoise) {
 // ---------------------------------------------------------------------------------------------
 // The AWS Architecture Blog: base 5 ms, cap 2 s, v = min(2 s, 5 ms * 2^(n+1)).
 
-duration aws_v(std::size_t n) { return std::min<duration>(2s, 5ms * (1LL << (n + 1))); }
+duration aws_v(std::size_t n) {
+  return std::min<duration>(2s, 5ms * (1LL << (n + 1)));
+}
 
 TEST(Presets, AwsFullDrawsUniformlyBelowMinOf2sAnd5msTimesTwoToTheNPlusOne) {
   const auto rs = runs(preset("aws-full"), many, 12, 13);

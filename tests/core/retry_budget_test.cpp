@@ -1,6 +1,8 @@
 // Retry budgets (retry_budget.hpp): the gRPC token bucket's milli-token arithmetic step by step
 // (floor, ceiling, the strict "> max/2" threshold), the ratio budget's percentage, floor and
 // sliding window on a manual time line, the common retry_budget interface, and the spec reader.
+#include "backoff/retry_budget.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,7 +14,6 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
-#include "backoff/retry_budget.hpp"
 
 namespace {
 
@@ -62,14 +63,14 @@ TEST(TokenBucketBudget, StartsFull) {
 TEST(TokenBucketBudget, FollowsGrpcsMilliTokenArithmetic) {
   // Max 4 tokens (threshold 2), ratio 1.6, as in gRPC's retry_throttle_test.cc.
   token_bucket_budget b{bucket(4, 1.6)};
-  EXPECT_TRUE(b.on_failure());   // 3.0 > 2
+  EXPECT_TRUE(b.on_failure());  // 3.0 > 2
   EXPECT_EQ(b.milli_tokens(), 3000);
   EXPECT_FALSE(b.on_failure());  // 2.0, not above the threshold
   EXPECT_FALSE(b.on_failure());  // 1.0
   EXPECT_FALSE(b.on_failure());  // 0.0
   EXPECT_FALSE(b.on_failure());  // stays at 0
   EXPECT_EQ(b.milli_tokens(), 0);
-  b.on_success();                // 1.6
+  b.on_success();  // 1.6
   EXPECT_EQ(b.milli_tokens(), 1600);
   EXPECT_FALSE(b.on_failure());  // 0.6
   b.on_success();                // 2.2
@@ -246,7 +247,8 @@ void budget_should_fail(std::string_view text, std::string_view fragment,
       fail_at("message: " + message + "\nexpected to contain: " + std::string(fragment));
     }
     if (message.find('\n') != std::string::npos) fail_at("not one line: " + message);
-    if (message.find(std::string(text)) == std::string::npos) fail_at("spec not quoted: " + message);
+    if (message.find(std::string(text)) == std::string::npos)
+      fail_at("spec not quoted: " + message);
   }
 }
 

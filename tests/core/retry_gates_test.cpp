@@ -40,15 +40,15 @@ TEST(RetryGates, TokenBucketIsSharedAcrossOperationsAndRefilledBySuccesses) {
   const backoff::retry_gates gates{&budget, nullptr};
   // Operation 1 fails once then succeeds: tokens 4 -> 3 -> 4.
   int calls = 0;
-  auto first = backoff::retry([&] { return ++calls == 2; }, constant_policy,
-                              backoff::default_classifier{}, rec.env, backoff::no_retry_hook{},
-                              gates);
+  auto first =
+      backoff::retry([&] { return ++calls == 2; }, constant_policy, backoff::default_classifier{},
+                     rec.env, backoff::no_retry_hook{}, gates);
   EXPECT_EQ(first.why, outcome::succeeded);
   // Operation 2 always fails: 4 -> 3 (retry), 3 -> 2 (2 is not > 2: stop).
   int calls2 = 0;
-  auto second = backoff::retry([&] { return (++calls2, false); }, constant_policy,
-                               backoff::default_classifier{}, rec.env, backoff::no_retry_hook{},
-                               gates);
+  auto second =
+      backoff::retry([&] { return (++calls2, false); }, constant_policy,
+                     backoff::default_classifier{}, rec.env, backoff::no_retry_hook{}, gates);
   EXPECT_EQ(second.why, outcome::budget_exhausted);
   EXPECT_EQ(calls2, 2);
 }
@@ -58,8 +58,8 @@ TEST(RetryGates, PermanentFailuresDoNotSpendTheBudget) {
   backoff::retry_budget budget{backoff::parse_budget("token-bucket(max=2, ratio=0.1)")};
   for (int i = 0; i < 5; ++i) {
     const auto r = backoff::retry([] { return backoff::verdict::permanent(); }, constant_policy,
-                                  backoff::default_classifier{}, rec.env,
-                                  backoff::no_retry_hook{}, {&budget, nullptr});
+                                  backoff::default_classifier{}, rec.env, backoff::no_retry_hook{},
+                                  {&budget, nullptr});
     EXPECT_EQ(r.why, outcome::permanent);
   }
   const auto& bucket = std::get<backoff::token_bucket_budget>(budget.get());
@@ -68,8 +68,7 @@ TEST(RetryGates, PermanentFailuresDoNotSpendTheBudget) {
 
 TEST(RetryGates, RatioBudgetWithoutCreditRefusesTheFirstRetry) {
   backoff::testing::recording_env rec;
-  backoff::retry_budget budget{
-      backoff::parse_budget("ratio(percent=0, min_per_s=0, window=10s)")};
+  backoff::retry_budget budget{backoff::parse_budget("ratio(percent=0, min_per_s=0, window=10s)")};
   int calls = 0;
   const auto r = backoff::retry([&] { return (++calls, false); }, constant_policy,
                                 backoff::default_classifier{}, rec.env, backoff::no_retry_hook{},
@@ -88,8 +87,8 @@ TEST(RetryGates, AnOverloadedSreThrottleRefusesTheAttemptWithoutCallingTheServer
   int refused = 0;
   for (int i = 0; i < 20; ++i) {
     const auto r = backoff::retry([&] { return (++calls, true); }, constant_policy,
-                                  backoff::default_classifier{}, rec.env,
-                                  backoff::no_retry_hook{}, {nullptr, &throttle});
+                                  backoff::default_classifier{}, rec.env, backoff::no_retry_hook{},
+                                  {nullptr, &throttle});
     if (r.why == outcome::throttled) {
       ++refused;
       EXPECT_FALSE(r.last.has_value());
@@ -105,8 +104,8 @@ TEST(RetryGates, AHealthySreThrottleLetsEverythingThrough) {
   int calls = 0;
   for (int i = 0; i < 50; ++i) {
     const auto r = backoff::retry([&] { return (++calls, true); }, constant_policy,
-                                  backoff::default_classifier{}, rec.env,
-                                  backoff::no_retry_hook{}, {nullptr, &throttle});
+                                  backoff::default_classifier{}, rec.env, backoff::no_retry_hook{},
+                                  {nullptr, &throttle});
     EXPECT_EQ(r.why, outcome::succeeded);
   }
   EXPECT_EQ(calls, 50);
@@ -124,8 +123,8 @@ TEST(RetryGates, CubicRateLimiterPacesAttemptsAfterThrottling) {
           sleeps_before_call.push_back(rec.sleeps.size());
           return (++calls, backoff::verdict::retryable());
         },
-        backoff::retry_policy{backoff::parse_policy("none"), 1, 0s},
-        backoff::default_classifier{}, rec.env, backoff::no_retry_hook{}, {nullptr, &throttle});
+        backoff::retry_policy{backoff::parse_policy("none"), 1, 0s}, backoff::default_classifier{},
+        rec.env, backoff::no_retry_hook{}, {nullptr, &throttle});
   }
   EXPECT_EQ(calls, 30);
   EXPECT_FALSE(rec.sleeps.empty());  // some attempt waited for the limiter

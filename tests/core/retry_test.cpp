@@ -1,5 +1,7 @@
 // The sync retry loop and its decision helper (retry.hpp), driven by recording_env: a manual
 // clock, sleeps that are recorded instead of waited, and a fixed seed. Nothing here sleeps.
+#include "backoff/retry.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,7 +15,6 @@
 #include "backoff/http.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
-#include "backoff/retry.hpp"
 #include "backoff/verdict.hpp"
 #include "recording_env.hpp"
 
@@ -112,10 +113,10 @@ TEST(Retry, SucceedsAtOnceWithoutSleeping) {
 
 TEST(Retry, RetryAfterRaisesADelayButNeverLowersIt) {
   recording_env rec;
-  const std::vector<verdict> script = {verdict::retryable(5s),      // raises 1 s to 5 s
-                                       verdict::retryable(100ms),   // below 2 s: ignored
-                                       verdict::retryable(),        // 4 s
-                                       verdict::retryable(4s),      // below 8 s: ignored
+  const std::vector<verdict> script = {verdict::retryable(5s),     // raises 1 s to 5 s
+                                       verdict::retryable(100ms),  // below 2 s: ignored
+                                       verdict::retryable(),       // 4 s
+                                       verdict::retryable(4s),     // below 8 s: ignored
                                        verdict::success()};
   std::size_t i = 0;
   const auto result = backoff::retry([&] { return script.at(i++); }, doubling(), {}, rec.env);
@@ -148,9 +149,8 @@ TEST(Retry, OperationGetsTheAttemptNumberFromOne) {
 
 TEST(Retry, SleptIsTheSumOfTheSleeps) {
   recording_env rec;
-  const retry_policy policy{backoff_policy::exponential(100ms, 2.0, 1s)
-                                .with_jitter(backoff::jitter_kind::full),
-                            12, 0s};
+  const retry_policy policy{
+      backoff_policy::exponential(100ms, 2.0, 1s).with_jitter(backoff::jitter_kind::full), 12, 0s};
   const auto result = backoff::retry([] { return false; }, policy, {}, rec.env);
   ASSERT_EQ(rec.sleeps.size(), 11u);
   EXPECT_EQ(result.slept, rec.total_slept());
@@ -158,9 +158,8 @@ TEST(Retry, SleptIsTheSumOfTheSleeps) {
 }
 
 TEST(Retry, JitteredDelaysComeFromTheEnvsGenerator) {
-  const retry_policy policy{backoff_policy::exponential(100ms, 2.0, 1s)
-                                .with_jitter(backoff::jitter_kind::full),
-                            10, 0s};
+  const retry_policy policy{
+      backoff_policy::exponential(100ms, 2.0, 1s).with_jitter(backoff::jitter_kind::full), 10, 0s};
   recording_env a{7};
   recording_env b{7};
   recording_env c{8};
@@ -328,7 +327,8 @@ TEST(RetryCancel, StopRequestedFromTheOnRetryHookEndsTheLoop) {
         ++calls;
         return false;
       },
-      doubling(), {}, rec.env, [&](const backoff::retry_event<bool>& e) {
+      doubling(), {}, rec.env,
+      [&](const backoff::retry_event<bool>& e) {
         if (e.attempt == 2) rec.stop.request_stop();
       });
   EXPECT_EQ(result.why, outcome::cancelled);
@@ -340,11 +340,10 @@ TEST(RetryCancel, StopRequestedFromTheOnRetryHookEndsTheLoop) {
 // before it began took no time, so it must not be counted.
 TEST(RetryCancel, SleptDoesNotCountASleepThatWasCancelled) {
   recording_env rec;
-  const auto result = backoff::retry(
-      [] { return false; }, doubling(), {}, rec.env,
-      [&](const backoff::retry_event<bool>& e) {
-        if (e.attempt == 3) rec.stop.request_stop();
-      });
+  const auto result = backoff::retry([] { return false; }, doubling(), {}, rec.env,
+                                     [&](const backoff::retry_event<bool>& e) {
+                                       if (e.attempt == 3) rec.stop.request_stop();
+                                     });
   EXPECT_EQ(result.why, outcome::cancelled);
   EXPECT_EQ(rec.sleeps, (delays{1s, 2s}));
   EXPECT_EQ(result.slept, rec.total_slept());  // 3 s, not 3 s + the 4 s never slept
@@ -365,17 +364,17 @@ TEST(RetryHook, SeesAttemptDelayVerdictAndResultBeforeEachWait) {
     duration at;  // when the hook ran
   };
   std::vector<seen> events;
-  const auto result = backoff::retry(
-      [&] { return statuses.at(i++); }, doubling(),
-      [](int status) {
-        return backoff::classify_http_status(status, status == 429 ? std::optional<duration>{7s}
-                                                                   : std::nullopt);
-      },
-      rec.env,
-      [&](const backoff::retry_event<int>& e) {
-        ASSERT_NE(e.result, nullptr);
-        events.push_back({e.attempt, e.delay, e.why, *e.result, since(rec, 0s)});
-      });
+  const auto result =
+      backoff::retry([&] { return statuses.at(i++); }, doubling(),
+                     [](int status) {
+                       return backoff::classify_http_status(
+                           status, status == 429 ? std::optional<duration>{7s} : std::nullopt);
+                     },
+                     rec.env,
+                     [&](const backoff::retry_event<int>& e) {
+                       ASSERT_NE(e.result, nullptr);
+                       events.push_back({e.attempt, e.delay, e.why, *e.result, since(rec, 0s)});
+                     });
   EXPECT_TRUE(result);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].attempt, 1u);
@@ -443,9 +442,9 @@ TEST(RetryCarrierSense, AlwaysBusyExhaustsTheAttemptsWithoutTouchingTheResource)
 // retry_controller, the decision helper every driver shares.
 
 TEST(RetryController, GivesTheSameDecisionsAsTheLoop) {
-  const retry_policy policy{backoff_policy::exponential(100ms, 2.0, 5s)
-                                .with_jitter(backoff::jitter_kind::decorrelated),
-                            0, 20s};
+  const retry_policy policy{
+      backoff_policy::exponential(100ms, 2.0, 5s).with_jitter(backoff::jitter_kind::decorrelated),
+      0, 20s};
   recording_env rec{99};
   const auto result = backoff::retry([] { return false; }, policy, {}, rec.env);
 

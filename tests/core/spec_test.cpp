@@ -1,6 +1,8 @@
 // Policies as text (spec.hpp): the SPEC examples, every preset name, canonical to_string()
 // round trips, the shared call tokenizer, and a table of bad specs, each of which must fail with
 // one line that names the bad part.
+#include "backoff/spec.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,7 +14,6 @@
 #include "backoff/error.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/presets.hpp"
-#include "backoff/spec.hpp"
 
 namespace {
 
@@ -53,7 +54,8 @@ void policy_should_fail(std::string_view text, std::string_view fragment,
 // ---------------------------------------------------------------------------------------------
 
 TEST(ParsePolicy, ReadsTheSpecExponentialExample) {
-  const backoff_policy p = parse_policy("exponential(initial=50ms, factor=2, max=30s, jitter=full)");
+  const backoff_policy p =
+      parse_policy("exponential(initial=50ms, factor=2, max=30s, jitter=full)");
   EXPECT_EQ(p.schedule, schedule_kind::exponential);
   EXPECT_EQ(p.initial, 50ms);
   EXPECT_EQ(p.factor, 2.0);
@@ -148,7 +150,8 @@ TEST(PolicyToString, RoundTripsSpecs) {
            "linear(initial=100ms, step=1.5s, max=1h30m, jitter=equal, cap=after)",
            "fibonacci(initial=10ms, max=2d3h, jitter=decorrelated)",
            "constant(initial=750ns, jitter=additive, jitter_max=12.5us)",
-           "exponential(initial=1.1s, factor=1.0001, max=none, jitter=multiplicative, lo=0.3, hi=7)",
+           "exponential(initial=1.1s, factor=1.0001, max=none, jitter=multiplicative, lo=0.3, "
+           "hi=7)",
            "exponential(factor=3.14159, jitter=proportional, r=0.05, grow=previous)",
            "exponential(jitter=gaussian, sd=271.828ms, jitter_first=false)",
            "smira(max=1m, sigma=0.3333333333333333)",
@@ -203,7 +206,8 @@ TEST(ParsePolicy, RejectsBadSpecsNamingTheBadPart) {
   policy_should_fail("exponential(initial=50ms", "missing ')'");
   policy_should_fail("exponential(initial=50ms, factor=2", "missing ')'");
   policy_should_fail("exponential(initial=)", "parameter \"initial\" has an empty value");
-  policy_should_fail("exponential(initial= , factor=2)", "parameter \"initial\" has an empty value");
+  policy_should_fail("exponential(initial= , factor=2)",
+                     "parameter \"initial\" has an empty value");
   policy_should_fail("exponential(initial)", "parameter \"initial\" at column 13 needs a value");
   policy_should_fail("exponential(,)", "expected a parameter name at column 13");
   policy_should_fail("exponential(initial=1s,)", "expected a parameter name at column 24");
@@ -216,17 +220,25 @@ TEST(ParsePolicy, RejectsBadSpecsNamingTheBadPart) {
   policy_should_fail("exponential(jitter=multiplicative, lo=-1)", "0 <= lo");
   policy_should_fail("exponential(jitter=proportional, r=1.5)", "r=1.5 must be between 0 and 1");
   policy_should_fail("exponential(jitter=proportional, r=-0.1)", "r=-0.1 must be between 0 and 1");
-  policy_should_fail("exponential(jitter=gaussian, sigma=-1)", "sigma=-1 must be a finite number >= 0");
-  policy_should_fail("exponential(jitter=full, sigma=0.1)", "\"sigma\" applies only to jitter=gaussian");
-  policy_should_fail("exponential(jitter=gaussian, sigma=0.1, sd=1s)", "sigma (relative) or sd (absolute), not both");
+  policy_should_fail("exponential(jitter=gaussian, sigma=-1)",
+                     "sigma=-1 must be a finite number >= 0");
+  policy_should_fail("exponential(jitter=full, sigma=0.1)",
+                     "\"sigma\" applies only to jitter=gaussian");
+  policy_should_fail("exponential(jitter=gaussian, sigma=0.1, sd=1s)",
+                     "sigma (relative) or sd (absolute), not both");
   policy_should_fail("exponential(sd=1s)", "\"sd\" applies only to jitter=gaussian");
   policy_should_fail("exponential(step=1s)", "\"step\" applies only to the linear schedule");
   policy_should_fail("linear(factor=2)", "\"factor\" applies only to the exponential schedule");
-  policy_should_fail("constant(grow=previous)", "\"grow\" applies only to the exponential schedule");
-  policy_should_fail("exponential(jitter=none, lo=1)", "\"lo\" applies only to jitter=multiplicative");
-  policy_should_fail("exponential(jitter=full, hi=3)", "\"hi\" applies only to jitter=multiplicative");
-  policy_should_fail("exponential(jitter=full, r=0.1)", "\"r\" applies only to jitter=proportional");
-  policy_should_fail("exponential(jitter_max=1s)", "\"jitter_max\" applies only to jitter=additive");
+  policy_should_fail("constant(grow=previous)",
+                     "\"grow\" applies only to the exponential schedule");
+  policy_should_fail("exponential(jitter=none, lo=1)",
+                     "\"lo\" applies only to jitter=multiplicative");
+  policy_should_fail("exponential(jitter=full, hi=3)",
+                     "\"hi\" applies only to jitter=multiplicative");
+  policy_should_fail("exponential(jitter=full, r=0.1)",
+                     "\"r\" applies only to jitter=proportional");
+  policy_should_fail("exponential(jitter_max=1s)",
+                     "\"jitter_max\" applies only to jitter=additive");
   policy_should_fail("grpc(jitter=full, r=0.1)", "\"r\" applies only to jitter=proportional");
   policy_should_fail("exponential(initial=5x)", "initial: bad duration \"5x\": unknown unit \"x\"");
   policy_should_fail("exponential(initial=5)", "initial: bad duration \"5\": missing unit");
@@ -247,7 +259,8 @@ TEST(ParsePolicy, RejectsBadSpecsNamingTheBadPart) {
 }
 
 TEST(ParsePolicy, ErrorQuotesTheWholeSpec) {
-  policy_should_fail("exponential(initial=50ms, factor=0)", "\"exponential(initial=50ms, factor=0)\"");
+  policy_should_fail("exponential(initial=50ms, factor=0)",
+                     "\"exponential(initial=50ms, factor=0)\"");
 }
 
 // SPEC 1.3 and error.hpp: "a bad spec gives one clear line". A spec may come from a file or a
@@ -260,7 +273,8 @@ TEST(ParsePolicy, ErrorStaysOneLineWhenTheSpecContainsALineBreak) {
 
 TEST(ErrorText, EscapesControlCharactersSoThatMessagesStayOneLine) {
   EXPECT_EQ(backoff::escape_controls("a\nb\tc\rd\x01\x7f"), "a\\nb\\tc\\rd\\x01\\x7f");
-  EXPECT_EQ(backoff::escape_controls("plain 250ms \xC2\xB5s"), "plain 250ms \xC2\xB5s");  // UTF-8 kept
+  EXPECT_EQ(backoff::escape_controls("plain 250ms \xC2\xB5s"),
+            "plain 250ms \xC2\xB5s");  // UTF-8 kept
   EXPECT_EQ(backoff::quote_for_message("x\ny"), "\"x\\ny\"");
 }
 
@@ -268,7 +282,8 @@ TEST(ErrorText, EscapesControlCharactersSoThatMessagesStayOneLine) {
 // The shared tokenizer and helpers, used by the other spec kinds.
 
 TEST(ParseSpecCall, SplitsNameKeysValuesAndColumns) {
-  const backoff::spec_call call = backoff::parse_spec_call("window(kind=aimd, start = 20 )", "window");
+  const backoff::spec_call call =
+      backoff::parse_spec_call("window(kind=aimd, start = 20 )", "window");
   EXPECT_EQ(call.name, "window");
   ASSERT_EQ(call.arguments.size(), 2u);
   EXPECT_EQ(call.arguments[0].key, "kind");

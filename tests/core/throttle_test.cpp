@@ -2,6 +2,8 @@
 // and statistically with a fixed seed, its sliding window; the CUBIC send-rate limiter's
 // arithmetic step by step on a manual time line (measured rate, multiplicative decrease, cubic
 // regrowth, pacing), the common `throttle` interface, and the spec reader.
+#include "backoff/throttle.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,7 +17,6 @@
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "backoff/random.hpp"
-#include "backoff/throttle.hpp"
 
 namespace {
 
@@ -136,9 +137,9 @@ TEST(CubicRateLimiter, FollowsTheSdksArithmeticStepByStep) {
   r.on_response(600ms, false);  // bucket 0.5 s: 2 responses / 0.5 s = 4; 0.8 * 4 = 3.2
   s = r.snapshot();
   EXPECT_NEAR(s.measured_rate, 3.2, eps);
-  EXPECT_NEAR(s.fill_rate, 6.4, eps);     // min(inf, 2 * 3.2)
+  EXPECT_NEAR(s.fill_rate, 6.4, eps);  // min(inf, 2 * 3.2)
   EXPECT_NEAR(s.max_capacity, 6.4, eps);
-  EXPECT_NEAR(s.capacity, 0.3, eps);      // 0.05 + 0.5 s * 0.5, filled at the old rate
+  EXPECT_NEAR(s.capacity, 0.3, eps);  // 0.05 + 0.5 s * 0.5, filled at the old rate
 
   r.on_response(1000ms, true);  // bucket 1 s: 1 / 0.5 s = 2; 0.8 * 2 + 0.2 * 3.2 = 2.24
   s = r.snapshot();
@@ -149,7 +150,7 @@ TEST(CubicRateLimiter, FollowsTheSdksArithmeticStepByStep) {
   EXPECT_NEAR(s.max_capacity, 2.24 * 0.7, eps);
   EXPECT_NEAR(s.capacity, 2.24 * 0.7, eps);  // 0.3 + 0.4 * 6.4 = 2.86, capped
 
-  EXPECT_EQ(r.acquire(1000ms), 0ns);  // 1.568 tokens
+  EXPECT_EQ(r.acquire(1000ms), 0ns);        // 1.568 tokens
   const duration wait = r.acquire(1000ms);  // 0.568 - 1 = -0.432: wait 0.432 / 1.568 s
   EXPECT_EQ(wait.count(), static_cast<std::int64_t>(std::ceil((1.0 - 0.568) / 1.568 * 1e9)));
 
@@ -201,8 +202,8 @@ TEST(CubicRateLimiter, GrowsBackAlongTheCubicCurve) {
     EXPECT_LT(rate, w_max);
     previous = rate;
   }
-  const duration at_k = throttled_at + std::chrono::duration_cast<duration>(
-                                           std::chrono::duration<double>(k_s));
+  const duration at_k =
+      throttled_at + std::chrono::duration_cast<duration>(std::chrono::duration<double>(k_s));
   for (; t < at_k; t += 10ms) r.on_response(t, false);
   r.on_response(at_k, false);
   EXPECT_NEAR(r.snapshot().fill_rate, w_max, 1e-6) << "the plateau at K";
@@ -257,7 +258,8 @@ void throttle_should_fail(std::string_view text, std::string_view fragment,
       fail_at("message: " + message + "\nexpected to contain: " + std::string(fragment));
     }
     if (message.find('\n') != std::string::npos) fail_at("not one line: " + message);
-    if (message.find(std::string(text)) == std::string::npos) fail_at("spec not quoted: " + message);
+    if (message.find(std::string(text)) == std::string::npos)
+      fail_at("spec not quoted: " + message);
   }
 }
 

@@ -48,7 +48,9 @@ double any_number(double lo, double hi) {
   return lo + static_cast<double>(*rc::gen::inRange(0, steps + 1)) / 100'000;
 }
 
-jitter_kind any_jitter() { return static_cast<jitter_kind>(*rc::gen::inRange(0, 8)); }
+jitter_kind any_jitter() {
+  return static_cast<jitter_kind>(*rc::gen::inRange(0, 8));
+}
 
 // An arbitrary valid policy, with every parameter that its schedule and jitter do not use at its
 // default (the form parse_policy gives, so that equality is behaviour). `jitter` and `cap` pin
@@ -73,12 +75,16 @@ backoff_policy any_policy(std::optional<jitter_kind> jitter = std::nullopt,
   }
   p.jitter = jitter ? *jitter : any_jitter();
   switch (p.jitter) {
-    case jitter_kind::additive: p.jitter_max = any_magnitude(10 * second); break;
+    case jitter_kind::additive:
+      p.jitter_max = any_magnitude(10 * second);
+      break;
     case jitter_kind::multiplicative:
       p.lo = any_number(0.0, 3.0);
       p.hi = p.lo + any_number(0.0, 3.0);
       break;
-    case jitter_kind::proportional: p.r = any_number(0.0, 1.0); break;
+    case jitter_kind::proportional:
+      p.r = any_number(0.0, 1.0);
+      break;
     case jitter_kind::gaussian:
       if (*rc::gen::arbitrary<bool>()) {
         p.sd = 1ns + any_magnitude(10 * second) / 2;
@@ -86,7 +92,8 @@ backoff_policy any_policy(std::optional<jitter_kind> jitter = std::nullopt,
         p.sigma = any_number(0.0, 1.0);
       }
       break;
-    default: break;
+    default:
+      break;
   }
   p.cap = cap ? *cap : (*rc::gen::arbitrary<bool>() ? cap_mode::after : cap_mode::before);
   p.jitter_first = *rc::gen::arbitrary<bool>();
@@ -103,8 +110,12 @@ std::vector<duration> draw(const backoff_policy& p, std::size_t n, std::uint64_t
   return out;
 }
 
-std::size_t any_count() { return static_cast<std::size_t>(*rc::gen::inRange(1, 3001)); }
-std::uint64_t any_seed() { return *rc::gen::arbitrary<std::uint64_t>(); }
+std::size_t any_count() {
+  return static_cast<std::size_t>(*rc::gen::inRange(1, 3001));
+}
+std::uint64_t any_seed() {
+  return *rc::gen::arbitrary<std::uint64_t>();
+}
 
 // ---------------------------------------------------------------------------------------------
 

@@ -1,12 +1,13 @@
 // The engine's contract: time order, ties broken by insertion order (across the heap and lanes
 // alike), run_until's bound, and no scheduling into the past.
+#include "engine/engine.hpp"
+
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
 #include "backoff/random.hpp"
-#include "engine/engine.hpp"
 
 namespace {
 
@@ -15,7 +16,9 @@ namespace sim = backoff::sim;
 // Records (time, payload) of every event it handles.
 struct log_model final : sim::model {
   std::vector<std::pair<sim::time_ns, std::uint64_t>> seen;
-  void handle(sim::engine& e, const sim::event& ev) override { seen.emplace_back(e.now(), ev.payload); }
+  void handle(sim::engine& e, const sim::event& ev) override {
+    seen.emplace_back(e.now(), ev.payload);
+  }
 };
 
 TEST(Engine, RunsEventsInTimeOrder) {
@@ -26,7 +29,8 @@ TEST(Engine, RunsEventsInTimeOrder) {
   e.schedule_at(10, id, 0, 1);
   e.schedule_at(20, id, 0, 2);
   e.run();
-  EXPECT_EQ(m.seen, (std::vector<std::pair<sim::time_ns, std::uint64_t>>{{10, 1}, {20, 2}, {30, 3}}));
+  EXPECT_EQ(m.seen,
+            (std::vector<std::pair<sim::time_ns, std::uint64_t>>{{10, 1}, {20, 2}, {30, 3}}));
   EXPECT_EQ(e.events_processed(), 3u);
 }
 

@@ -35,7 +35,9 @@ std::map<std::string, sim::strategy_summary> by_name(const sim::scenario_result&
 
 class OneClientBurst : public testing::Test {
  protected:
-  static void SetUpTestSuite() { result_ = new sim::scenario_result(run_builtin("one-client-burst")); }
+  static void SetUpTestSuite() {
+    result_ = new sim::scenario_result(run_builtin("one-client-burst"));
+  }
   static void TearDownTestSuite() { delete result_; }
   static const sim::strategy_summary& get(const std::string& name) {
     static const auto m = by_name(*result_);

@@ -2,6 +2,8 @@
 // queue must agree with queueing theory (M/M/1: Wq = rho / (mu - lambda); M/M/c: Erlang C)
 // within the run's own 95 % confidence interval (batch means), at several loads, with fixed
 // seeds.
+#include "models/queueing.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "models/queueing.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -67,8 +68,8 @@ TEST_P(QueueingMatchesTheory, MeanWaitWithinTheRunsConfidenceInterval) {
   p.rate_per_s = lambda;
   p.servers = c;
   p.mean_service = 10ms;
-  p.length = std::chrono::duration_cast<backoff::duration>(
-      std::chrono::duration<double>(1.5e6 / lambda));
+  p.length =
+      std::chrono::duration_cast<backoff::duration>(std::chrono::duration<double>(1.5e6 / lambda));
   p.warmup = 60s;
   const sim::queueing_estimate w = sim::simulate_queue(p, seed);
   const double theory = sim::mmc_mean_wait(lambda, mu, c);
@@ -83,11 +84,10 @@ TEST_P(QueueingMatchesTheory, MeanWaitWithinTheRunsConfidenceInterval) {
   EXPECT_GT(w.ci95_half_width_s, 0.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Loads, QueueingMatchesTheory,
-    testing::Values(case_{1, 0.5, 1}, case_{1, 0.8, 1}, case_{1, 0.9, 1}, case_{4, 0.5, 1},
-                    case_{4, 0.8, 1}, case_{4, 0.9, 1}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Loads, QueueingMatchesTheory,
+                         testing::Values(case_{1, 0.5, 1}, case_{1, 0.8, 1}, case_{1, 0.9, 1},
+                                         case_{4, 0.5, 1}, case_{4, 0.8, 1}, case_{4, 0.9, 1}),
+                         case_name);
 
 TEST(Queueing, SameSeedSameEstimate) {
   sim::queueing_params p;

@@ -1,12 +1,13 @@
 // Scenario files as users write them: every mistake is one line `file:line:col: message` (or
 // `--set key: message`), found before anything runs.
+#include "scenario/scenario.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "run/runner.hpp"
-#include "scenario/scenario.hpp"
 
 namespace {
 
@@ -51,36 +52,77 @@ TEST_P(ScenarioRejects, WithOneLineNamingFileLineAndColumn) {
 INSTANTIATE_TEST_SUITE_P(
     BadFiles, ScenarioRejects,
     testing::Values(
-        bad_scenario{valid + "[server]\nmax_bsy = 3\n", {}, "bad.toml:9:1: unknown key 'server.max_bsy'"},
-        bad_scenario{valid + "[server]\nmax_busy = \"50\"\n", {}, "bad.toml:9:12: server.max_busy: expected an integer, found a string"},
-        bad_scenario{valid + "[server]\nconnect = \"-100ms\"\n", {}, "bad.toml:9:11: server.connect: bad duration \"-100ms\": negative"},
-        bad_scenario{valid + "[server]\nconnect = 100\n", {}, "server.connect: expected a duration string"},
+        bad_scenario{
+            valid + "[server]\nmax_bsy = 3\n", {}, "bad.toml:9:1: unknown key 'server.max_bsy'"},
+        bad_scenario{valid + "[server]\nmax_busy = \"50\"\n",
+                     {},
+                     "bad.toml:9:12: server.max_busy: expected an integer, found a string"},
+        bad_scenario{valid + "[server]\nconnect = \"-100ms\"\n",
+                     {},
+                     "bad.toml:9:11: server.connect: bad duration \"-100ms\": negative"},
+        bad_scenario{
+            valid + "[server]\nconnect = 100\n", {}, "server.connect: expected a duration string"},
         bad_scenario{valid + "[server]\nsuccess = \"5 parsecs\"\n", {}, "unknown unit"},
-        bad_scenario{"scenario = \"t\"\nmodel = \"one-client-burst\"\n", {}, "bad.toml:1:1: no [[strategy]]"},
-        bad_scenario{valid + "[[strategy]]\nname = \"b\"\npolicy = \"exponential(fator=2)\"\n", {}, "bad.toml:10:10: strategy.policy: bad policy"},
-        bad_scenario{valid + "[[strategy]]\nname = \"b\"\nwindow = \"aimd(decrease=2)\"\n", {}, "bad.toml:10:10: strategy.window"},
-        bad_scenario{valid + "[[strategy]]\nname = \"b\"\nbudget = \"token-bucket(max=-1)\"\n", {}, "bad.toml:10:10: strategy.budget"},
-        bad_scenario{valid + "[[strategy]]\nname = \"b\"\nthrottle = \"sre(k=banana)\"\n", {}, "bad.toml:10:12: strategy.throttle"},
-        bad_scenario{valid + "[[strategy]]\nname = \"b\"\nmax_attempts = -1\n", {}, "strategy.max_attempts"},
-        bad_scenario{valid + "[[strategy]]\npolicy = \"none\"\n", {}, "bad.toml:8:1: strategy: missing name"},
+        bad_scenario{"scenario = \"t\"\nmodel = \"one-client-burst\"\n",
+                     {},
+                     "bad.toml:1:1: no [[strategy]]"},
+        bad_scenario{valid + "[[strategy]]\nname = \"b\"\npolicy = \"exponential(fator=2)\"\n",
+                     {},
+                     "bad.toml:10:10: strategy.policy: bad policy"},
+        bad_scenario{valid + "[[strategy]]\nname = \"b\"\nwindow = \"aimd(decrease=2)\"\n",
+                     {},
+                     "bad.toml:10:10: strategy.window"},
+        bad_scenario{valid + "[[strategy]]\nname = \"b\"\nbudget = \"token-bucket(max=-1)\"\n",
+                     {},
+                     "bad.toml:10:10: strategy.budget"},
+        bad_scenario{valid + "[[strategy]]\nname = \"b\"\nthrottle = \"sre(k=banana)\"\n",
+                     {},
+                     "bad.toml:10:12: strategy.throttle"},
+        bad_scenario{
+            valid + "[[strategy]]\nname = \"b\"\nmax_attempts = -1\n", {}, "strategy.max_attempts"},
+        bad_scenario{valid + "[[strategy]]\npolicy = \"none\"\n",
+                     {},
+                     "bad.toml:8:1: strategy: missing name"},
         bad_scenario{valid + "[[strategy]]\nname = \"a\"\n", {}, "name 'a' used twice"},
-        bad_scenario{valid + "[[strategy]]\nname = \"b\"\npolcy = \"none\"\n", {}, "bad.toml:10:1: unknown strategy key 'polcy'"},
-        bad_scenario{"model = \"one-client-burst\"\n[[strategy]]\nname = \"a\"\n", {}, "scenario: missing"},
-        bad_scenario{"scenario = \"t\"\nmodel = \"no-such-model\"\n[[strategy]]\nname = \"a\"\n", {}, "bad.toml:2:9: model: unknown model 'no-such-model'"},
+        bad_scenario{valid + "[[strategy]]\nname = \"b\"\npolcy = \"none\"\n",
+                     {},
+                     "bad.toml:10:1: unknown strategy key 'polcy'"},
+        bad_scenario{
+            "model = \"one-client-burst\"\n[[strategy]]\nname = \"a\"\n", {}, "scenario: missing"},
+        bad_scenario{"scenario = \"t\"\nmodel = \"no-such-model\"\n[[strategy]]\nname = \"a\"\n",
+                     {},
+                     "bad.toml:2:9: model: unknown model 'no-such-model'"},
         bad_scenario{"scenario = \"t\"\nmodel = \n", {}, "bad.toml:2:"},
         bad_scenario{valid + "[workload]\n", {}, "bad.toml:"},  // table defined twice
-        bad_scenario{valid.substr(0, valid.find("[[strategy]]")) + "rate_per_s = -5\n[[strategy]]\nname = \"a\"\n", {}, "workload.rate_per_s: -5 is out of range"},
-        bad_scenario{valid.substr(0, valid.find("[[strategy]]")) + "operations = 0\n[[strategy]]\nname = \"a\"\n", {}, ""},  // duplicate key: TOML error
-        bad_scenario{valid + "[server]\nerrors_hold_slot = \"yes\"\n", {}, "server.errors_hold_slot: expected true or false, found a string"},
-        bad_scenario{valid + "seed = -3\n", {}, ""},  // seed after a table belongs to it: unknown key
-        bad_scenario{valid, {"server.max_bsy=100"}, "--set server.max_bsy: unknown key 'server.max_bsy'"},
+        bad_scenario{valid.substr(0, valid.find("[[strategy]]")) +
+                         "rate_per_s = -5\n[[strategy]]\nname = \"a\"\n",
+                     {},
+                     "workload.rate_per_s: -5 is out of range"},
+        bad_scenario{valid.substr(0, valid.find("[[strategy]]")) +
+                         "operations = 0\n[[strategy]]\nname = \"a\"\n",
+                     {},
+                     ""},  // duplicate key: TOML error
+        bad_scenario{valid + "[server]\nerrors_hold_slot = \"yes\"\n",
+                     {},
+                     "server.errors_hold_slot: expected true or false, found a string"},
+        bad_scenario{
+            valid + "seed = -3\n", {}, ""},  // seed after a table belongs to it: unknown key
+        bad_scenario{
+            valid, {"server.max_bsy=100"}, "--set server.max_bsy: unknown key 'server.max_bsy'"},
         bad_scenario{valid, {"server.max_busy"}, "--set server.max_busy: expected key=value"},
-        bad_scenario{valid, {"server.max_busy=-4"}, "--set server.max_busy: server.max_busy: -4 is out of range"},
-        bad_scenario{valid, {"server.connect=fast"}, "--set server.connect: server.connect: bad duration \"fast\""},
-        bad_scenario{valid, {"workload.operations.x=1"}, "--set workload.operations.x: operations is not a table"}));
+        bad_scenario{valid,
+                     {"server.max_busy=-4"},
+                     "--set server.max_busy: server.max_busy: -4 is out of range"},
+        bad_scenario{valid,
+                     {"server.connect=fast"},
+                     "--set server.connect: server.connect: bad duration \"fast\""},
+        bad_scenario{valid,
+                     {"workload.operations.x=1"},
+                     "--set workload.operations.x: operations is not a table"}));
 
 TEST(Scenario, SetOverridesAKeyAndReadsBareWordsAsStrings) {
-  scenario sc = scenario::load({"ok.toml", valid}, {"server.connect=250ms", "workload.operations=7"});
+  scenario sc =
+      scenario::load({"ok.toml", valid}, {"server.connect=250ms", "workload.operations=7"});
   auto& keys = sc.config();
   EXPECT_EQ(keys.duration_value("server.connect", std::chrono::seconds{1}),
             std::chrono::milliseconds{250});

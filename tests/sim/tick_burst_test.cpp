@@ -5,11 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
@@ -109,7 +108,9 @@ window = "aimd(initial=20, ssthresh=1024, decrease=0.5, variant=tahoe)"
 
 class TickBurstSeed001 : public testing::TestWithParam<std::uint64_t> {
  protected:
-  std::map<std::string, sim::strategy_summary> run() const { return by_name(run_tick_burst(GetParam())); }
+  std::map<std::string, sim::strategy_summary> run() const {
+    return by_name(run_tick_burst(GetParam()));
+  }
 };
 
 // "Both exponential backoff and random exponential backoff yield significantly better response

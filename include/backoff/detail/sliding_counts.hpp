@@ -53,15 +53,13 @@ class sliding_counts {
 
   // A snapshot of `other`; safe while other threads use it, but not atomic as a whole.
   sliding_counts(const sliding_counts& other) noexcept
-      : slice_ns_(other.slice_ns_),
-        published_(other.published_.load(std::memory_order_acquire)) {
+      : slice_ns_(other.slice_ns_), published_(other.published_.load(std::memory_order_acquire)) {
     copy_slots(other);
   }
   sliding_counts& operator=(const sliding_counts& other) noexcept {
     if (this != &other) {
       slice_ns_ = other.slice_ns_;
-      published_.store(other.published_.load(std::memory_order_acquire),
-                       std::memory_order_relaxed);
+      published_.store(other.published_.load(std::memory_order_acquire), std::memory_order_relaxed);
       copy_slots(other);
     }
     return *this;
@@ -161,9 +159,9 @@ class sliding_counts {
     }
     const std::int64_t latest = published_.load(std::memory_order_relaxed);
     if (s > latest) {
-      const bool whole_window = latest == never ||
-                                static_cast<std::uint64_t>(s) - static_cast<std::uint64_t>(latest) >=
-                                    static_cast<std::uint64_t>(slices);
+      const bool whole_window =
+          latest == never || static_cast<std::uint64_t>(s) - static_cast<std::uint64_t>(latest) >=
+                                 static_cast<std::uint64_t>(slices);
       const std::int64_t first_skipped = whole_window ? s - slices + 1 : latest + 1;
       for (std::int64_t j = first_skipped; j <= s; ++j) {
         slots_[index(j)].store(0, std::memory_order_relaxed);

@@ -5,8 +5,7 @@
 
 namespace backoff::sim {
 
-void engine::schedule_at(time_ns at, handler_id target, std::uint32_t kind,
-                         std::uint64_t payload) {
+void engine::schedule_at(time_ns at, handler_id target, std::uint32_t kind, std::uint64_t payload) {
   if (at < now_) {
     // A model bug, not bad input: scheduling into the past would break causality.
     throw std::logic_error("sim::engine: event scheduled at " + std::to_string(at) +

@@ -79,8 +79,7 @@ class engine {
 
   // A FIFO lane for events that all come `delay` after they are scheduled.
   lane_id add_lane(time_ns delay);
-  void schedule_in(lane_id in, handler_id target, std::uint32_t kind,
-                   std::uint64_t payload = 0) {
+  void schedule_in(lane_id in, handler_id target, std::uint32_t kind, std::uint64_t payload = 0) {
     lanes_[in].push(event{now_ + lanes_[in].delay, next_sequence_++, target, kind, payload});
   }
 

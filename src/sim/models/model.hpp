@@ -26,8 +26,8 @@
 namespace backoff::sim {
 
 struct run_info {
-  time_ns end = 0;             // the run's last instant, in model units
-  std::uint64_t events = 0;    // events the engine processed
+  time_ns end = 0;           // the run's last instant, in model units
+  std::uint64_t events = 0;  // events the engine processed
 };
 
 // Called between slices of a run with the fraction done, for the progress bar.

@@ -34,11 +34,10 @@ class one_client_burst final : public model_runner, public model {
         success_(keys.duration_value("server.success", std::chrono::milliseconds{500}).count()),
         error_(keys.duration_value("server.error", std::chrono::milliseconds{50}).count()),
         errors_hold_slot_(keys.boolean("server.errors_hold_slot", true)),
-        bucket_(keys.duration_value("run.bucket", std::chrono::seconds{1},
-                                    std::chrono::nanoseconds{1})
-                    .count()),
-        limit_(keys.duration_value("run.limit", std::chrono::hours{24},
-                                   std::chrono::nanoseconds{1})
+        bucket_(
+            keys.duration_value("run.bucket", std::chrono::seconds{1}, std::chrono::nanoseconds{1})
+                .count()),
+        limit_(keys.duration_value("run.limit", std::chrono::hours{24}, std::chrono::nanoseconds{1})
                    .count()) {}
 
   time_ns bucket() const override { return bucket_; }
@@ -91,13 +90,20 @@ class one_client_burst final : public model_runner, public model {
 
   void handle(engine& e, const event& ev) override {
     switch (ev.kind) {
-      case create: return on_create(e);
-      case send: return transmit(e, ev.payload);
-      case arrive: return on_arrive(e, ev.payload);
-      case reply_ok: return on_reply(e, ev.payload, true);
-      case reply_error: return on_reply(e, ev.payload, false);
-      case retry_now: return attempt(e, static_cast<std::size_t>(ev.payload));
-      default: return;
+      case create:
+        return on_create(e);
+      case send:
+        return transmit(e, ev.payload);
+      case arrive:
+        return on_arrive(e, ev.payload);
+      case reply_ok:
+        return on_reply(e, ev.payload, true);
+      case reply_error:
+        return on_reply(e, ev.payload, false);
+      case retry_now:
+        return attempt(e, static_cast<std::size_t>(ev.payload));
+      default:
+        return;
     }
   }
 

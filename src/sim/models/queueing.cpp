@@ -52,7 +52,8 @@ class queue_core final : public model {
       throw std::invalid_argument("queueing: rate_per_s must be > 0");
     }
     if (p.servers < 1) throw std::invalid_argument("queueing: servers must be >= 1");
-    if (p.mean_service.count() <= 0) throw std::invalid_argument("queueing: mean_service must be > 0");
+    if (p.mean_service.count() <= 0)
+      throw std::invalid_argument("queueing: mean_service must be > 0");
     if (p.length.count() <= 0 || p.warmup.count() < 0) {
       throw std::invalid_argument("queueing: duration must be > 0 and warmup >= 0");
     }
@@ -72,7 +73,8 @@ class queue_core final : public model {
     next_id_ = 0;
     chunks_.clear();
     const double expected = static_cast<double>(end_ - warmup_) / mean_interarrival_ns_;
-    chunks_.reserve(static_cast<std::size_t>(expected / static_cast<double>(queueing_chunk) * 1.1) + 16);
+    chunks_.reserve(static_cast<std::size_t>(expected / static_cast<double>(queueing_chunk) * 1.1) +
+                    16);
     chunk_sum_ = 0;
     chunk_count_ = 0;
 
@@ -155,9 +157,7 @@ class queue_core final : public model {
     return static_cast<time_ns>(exponential_variate(g, mean_ns) + 0.5);
   }
 
-  std::int64_t busy() const noexcept {
-    return servers_ - static_cast<std::int64_t>(idle_.size());
-  }
+  std::int64_t busy() const noexcept { return servers_ - static_cast<std::int64_t>(idle_.size()); }
 
   void on_arrival(engine& e) {
     const time_ns now = e.now();
@@ -238,7 +238,7 @@ class queue_core final : public model {
   std::vector<customer> ring_;
   std::size_t head_ = 0, queued_ = 0;
   std::uint64_t next_id_ = 0;
-  std::vector<double> chunks_;       // sums of queueing_chunk consecutive waits, in ns
+  std::vector<double> chunks_;  // sums of queueing_chunk consecutive waits, in ns
   double chunk_sum_ = 0;
   std::uint64_t chunk_count_ = 0;
 };
@@ -248,15 +248,14 @@ class queueing_model final : public model_runner {
   explicit queueing_model(config_reader& keys) {
     params_.rate_per_s = keys.number("workload.rate_per_s", 80.0, 1e-9, 1e12);
     params_.servers = keys.integer("server.servers", 1, 1, 1'000'000);
-    params_.mean_service = keys.duration_value("server.mean_service",
-                                               std::chrono::milliseconds{10},
+    params_.mean_service = keys.duration_value("server.mean_service", std::chrono::milliseconds{10},
                                                std::chrono::nanoseconds{1});
-    params_.length = keys.duration_value("run.duration", std::chrono::hours{4},
-                                         std::chrono::nanoseconds{1});
+    params_.length =
+        keys.duration_value("run.duration", std::chrono::hours{4}, std::chrono::nanoseconds{1});
     params_.warmup = keys.duration_value("run.warmup", std::chrono::seconds{60});
-    bucket_ = keys.duration_value("run.bucket", std::chrono::minutes{1},
-                                  std::chrono::nanoseconds{1})
-                  .count();
+    bucket_ =
+        keys.duration_value("run.bucket", std::chrono::minutes{1}, std::chrono::nanoseconds{1})
+            .count();
     const double load = params_.rate_per_s * to_seconds(params_.mean_service) /
                         static_cast<double>(params_.servers);
     if (!(load < 1.0)) {
@@ -270,8 +269,8 @@ class queueing_model final : public model_runner {
 
   void check(const client_strategy& strategy) const override {
     const auto live = strategy.instantiate();
-    if (strategy.policy().backoff != parse_policy("none") || strategy.has_window() ||
-        live.budget || live.throttle) {
+    if (strategy.policy().backoff != parse_policy("none") || strategy.has_window() || live.budget ||
+        live.throttle) {
       throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
                            ": the queueing models have no failures to retry; use policy "
                            "\"none\" without window, budget or throttle");
@@ -298,9 +297,9 @@ const model_registration registration{
 
 queueing_estimate simulate_queue(const queueing_params& params, std::uint64_t seed) {
   queue_core core(params);
-  recorder rec({"none", std::chrono::duration_cast<duration>(std::chrono::minutes{1}).count(),
-                1e-9},
-               nullptr);
+  recorder rec(
+      {"none", std::chrono::duration_cast<duration>(std::chrono::minutes{1}).count(), 1e-9},
+      nullptr);
   const auto start = std::chrono::steady_clock::now();
   const run_info info = core.run(seed, rec, nullptr);
   (void)rec.finish(info.end, info.events);

@@ -28,11 +28,11 @@
 namespace backoff::sim {
 
 struct queueing_params {
-  double rate_per_s = 80.0;                            // λ, arrivals per second
-  std::int64_t servers = 1;                            // c
+  double rate_per_s = 80.0;                               // λ, arrivals per second
+  std::int64_t servers = 1;                               // c
   duration mean_service = std::chrono::milliseconds{10};  // 1/μ
-  duration length = std::chrono::hours{4};             // run.duration: measured after warm-up
-  duration warmup = std::chrono::seconds{60};          // run.warmup: excluded from Wq
+  duration length = std::chrono::hours{4};                // run.duration: measured after warm-up
+  duration warmup = std::chrono::seconds{60};             // run.warmup: excluded from Wq
 };
 
 struct queueing_estimate {
@@ -41,8 +41,8 @@ struct queueing_estimate {
   std::uint64_t customers = 0;   // waits in the estimate (batches * batch_size)
   std::uint32_t batches = 0;
   std::uint64_t batch_size = 0;
-  std::uint64_t events = 0;      // engine.events_processed()
-  double wall_s = 0;             // the run's wall time (engine and recorder)
+  std::uint64_t events = 0;  // engine.events_processed()
+  double wall_s = 0;         // the run's wall time (engine and recorder)
 };
 
 inline constexpr std::uint32_t queueing_batches = 20;

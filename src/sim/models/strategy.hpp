@@ -38,9 +38,7 @@ class client_strategy {
     std::optional<aimd_window> window;
     std::optional<retry_budget> budget;
     std::optional<backoff::throttle> throttle;
-    retry_gates gates() {
-      return {budget ? &*budget : nullptr, throttle ? &*throttle : nullptr};
-    }
+    retry_gates gates() { return {budget ? &*budget : nullptr, throttle ? &*throttle : nullptr}; }
   };
   live instantiate() const {
     live l;

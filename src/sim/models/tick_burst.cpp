@@ -95,15 +95,15 @@ class tick_burst final : public model_runner, public model {
         bucket_(keys.integer("run.bucket", 10, 1, max_ticks)) {
     // Every client must send its first request within the run.
     if (spike_start_ + spike_width_ > ticks_) {
-      keys.fail("workload.spike_start", "the spike (ticks " + std::to_string(spike_start_) +
-                                            " to " + std::to_string(spike_start_ + spike_width_ - 1) +
-                                            ") must end within run.ticks = " +
-                                            std::to_string(ticks_));
+      keys.fail("workload.spike_start",
+                "the spike (ticks " + std::to_string(spike_start_) + " to " +
+                    std::to_string(spike_start_ + spike_width_ - 1) +
+                    ") must end within run.ticks = " + std::to_string(ticks_));
     }
     if (send_window_ > ticks_) {
-      keys.fail("workload.send_window", "send_window (" + std::to_string(send_window_) +
-                                            ") must not exceed run.ticks = " +
-                                            std::to_string(ticks_));
+      keys.fail("workload.send_window",
+                "send_window (" + std::to_string(send_window_) +
+                    ") must not exceed run.ticks = " + std::to_string(ticks_));
     }
   }
 
@@ -153,12 +153,18 @@ class tick_burst final : public model_runner, public model {
 
   void handle(engine& e, const event& ev) override {
     switch (ev.kind) {
-      case tick: return on_tick(e);
-      case send: return on_send(e, static_cast<std::size_t>(ev.payload));
-      case transmit_now: return transmit(e, static_cast<std::size_t>(ev.payload));
-      case reply_ok: return on_reply(e, static_cast<std::size_t>(ev.payload), true);
-      case reply_error: return on_reply(e, static_cast<std::size_t>(ev.payload), false);
-      default: return;
+      case tick:
+        return on_tick(e);
+      case send:
+        return on_send(e, static_cast<std::size_t>(ev.payload));
+      case transmit_now:
+        return transmit(e, static_cast<std::size_t>(ev.payload));
+      case reply_ok:
+        return on_reply(e, static_cast<std::size_t>(ev.payload), true);
+      case reply_error:
+        return on_reply(e, static_cast<std::size_t>(ev.payload), false);
+      default:
+        return;
     }
   }
 
@@ -200,8 +206,8 @@ class tick_burst final : public model_runner, public model {
 
   void setup(const client_strategy& strategy, std::uint64_t seed) {
     const auto n = static_cast<std::size_t>(clients_count_);
-    const auto spike = static_cast<std::size_t>(
-        std::llround(static_cast<double>(n) * spike_fraction_));
+    const auto spike =
+        static_cast<std::size_t>(std::llround(static_cast<double>(n) * spike_fraction_));
     random_generator workload{stream_seed(seed, stream::workload)};
     server_rng_ = random_generator{stream_seed(seed, stream::server)};
 
@@ -300,12 +306,12 @@ class tick_burst final : public model_runner, public model {
     } else {
       out_->error(now);
     }
-    const auto d = c.control.after(ok ? verdict::success() : verdict::retryable(),
-                                   policy_time(now), c.rng);
+    const auto d =
+        c.control.after(ok ? verdict::success() : verdict::retryable(), policy_time(now), c.rng);
     if (ok) return finish(now, i, op_status::completed);
     if (!d.retry) return finish(now, i, op_status::failed);
     const time_ns wait = idle_ticks(d.delay);
-    if (wait >= ticks_ - now) return;  // the retry would fall after the run: unfinished
+    if (wait >= ticks_ - now) return;     // the retry would fall after the run: unfinished
     if (wait == 0) return on_send(e, i);  // before this tick's server step (step 2)
     e.schedule_at(now + wait, self_, send, i);
   }
@@ -334,9 +340,9 @@ class tick_burst final : public model_runner, public model {
   std::int64_t in_service_ = 0, rejecting_ = 0;
 };
 
-const model_registration registration{
-    "tick-burst",
-    [](config_reader& keys) { return std::unique_ptr<model_runner>(new tick_burst(keys)); }};
+const model_registration registration{"tick-burst", [](config_reader& keys) {
+                                        return std::unique_ptr<model_runner>(new tick_burst(keys));
+                                      }};
 
 }  // namespace
 }  // namespace backoff::sim

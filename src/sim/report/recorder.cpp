@@ -1,10 +1,10 @@
 #include "recorder.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace backoff::sim {
 
@@ -25,7 +25,9 @@ void latency_histogram::add(std::int64_t value) {
   max_ = std::max(max_, static_cast<std::int64_t>(v));
 }
 
-std::int64_t latency_histogram::percentile(double q) const { return percentiles({q}).front(); }
+std::int64_t latency_histogram::percentile(double q) const {
+  return percentiles({q}).front();
+}
 
 std::vector<std::int64_t> latency_histogram::percentiles(const std::vector<double>& qs) const {
   std::vector<std::int64_t> out(qs.size(), 0);
@@ -103,8 +105,7 @@ void recorder::operation_done(const op_record& r) {
       if (r.done >= last_completion_) {
         last_completion_ = r.done;
         area_at_last_completion_ =
-            load_area_ + static_cast<double>(load_now_) *
-                             static_cast<double>(r.done - load_since_);
+            load_area_ + static_cast<double>(load_now_) * static_cast<double>(r.done - load_since_);
       }
       break;
     case op_status::failed:
@@ -144,9 +145,8 @@ strategy_summary recorder::finish(time_ns end, std::uint64_t events) {
   out.latency_s = {sec(p[0]), sec(p[1]), sec(p[2]), sec(p[3]), sec(p[4]), sec(latency_.max())};
   out.goodput_per_s = out.makespan_s > 0 ? static_cast<double>(completed_) / out.makespan_s : 0.0;
   out.peak_load = peak_load_;
-  out.mean_load = last_completion_ > 0
-                      ? area_at_last_completion_ / static_cast<double>(last_completion_)
-                      : 0.0;
+  out.mean_load =
+      last_completion_ > 0 ? area_at_last_completion_ / static_cast<double>(last_completion_) : 0.0;
   out.events = events;
   out.has_window = has_window_;
   out.seconds_per_unit = s;

@@ -92,8 +92,14 @@ class recorder {
   // latency_s,status`.
   recorder(recorder_options options, std::ostream* clients_csv);
 
-  void operation_started(time_ns t) { at(t).new_operations++; ++operations_; }
-  void attempt(time_ns t) { at(t).attempts++; ++attempts_; }
+  void operation_started(time_ns t) {
+    at(t).new_operations++;
+    ++operations_;
+  }
+  void attempt(time_ns t) {
+    at(t).attempts++;
+    ++attempts_;
+  }
   void success(time_ns t) { at(t).successes++; }
   void error(time_ns t) { at(t).errors++; }
   void timeout(time_ns t) { at(t).timeouts++; }

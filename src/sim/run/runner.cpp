@@ -1,13 +1,12 @@
 #include "runner.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "backoff/error.hpp"
@@ -30,7 +29,8 @@ class progress_bar {
     if (elapsed < std::chrono::seconds{1}) return;
     const int width = 30;
     const int filled = static_cast<int>(fraction * width);
-    std::fprintf(stderr, "\r%s [%s%s] %3d%%", label_.c_str(), std::string(static_cast<std::size_t>(filled), '#').c_str(),
+    std::fprintf(stderr, "\r%s [%s%s] %3d%%", label_.c_str(),
+                 std::string(static_cast<std::size_t>(filled), '#').c_str(),
                  std::string(static_cast<std::size_t>(width - filled), '.').c_str(),
                  static_cast<int>(fraction * 100));
     std::fflush(stderr);
@@ -67,7 +67,9 @@ std::unique_ptr<model_runner> make_model(scenario& sc) {
 
 }  // namespace
 
-void check_scenario(scenario& sc) { (void)make_model(sc); }
+void check_scenario(scenario& sc) {
+  (void)make_model(sc);
+}
 
 scenario_result run_scenario(scenario& sc, const run_options& options) {
   std::unique_ptr<model_runner> model = make_model(sc);
@@ -133,8 +135,8 @@ void write_summary_json(const scenario_result& r, std::ostream& out) {
     j["attempts"] = s.attempts;
     j["attempts_per_operation"] = s.attempts_per_operation;
     j["makespan_s"] = s.makespan_s;
-    j["latency_s"] = {{"p50", s.latency_s.p50}, {"p75", s.latency_s.p75},
-                      {"p90", s.latency_s.p90}, {"p99", s.latency_s.p99},
+    j["latency_s"] = {{"p50", s.latency_s.p50},   {"p75", s.latency_s.p75},
+                      {"p90", s.latency_s.p90},   {"p99", s.latency_s.p99},
                       {"p999", s.latency_s.p999}, {"max", s.latency_s.max}};
     j["goodput_per_s"] = s.goodput_per_s;
     j["recovery_s"] = number_or_null(s.recovery_s);
@@ -152,12 +154,12 @@ void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
   for (const auto& s : r.strategies) {
     for (std::size_t i = 0; i < s.buckets.size(); ++i) {
       const bucket& b = s.buckets[i];
-      const double t = static_cast<double>(static_cast<time_ns>(i) * s.bucket_width) *
-                       s.seconds_per_unit;
+      const double t =
+          static_cast<double>(static_cast<time_ns>(i) * s.bucket_width) * s.seconds_per_unit;
       row.clear();
       fmt::format_to(std::back_inserter(row), "{},{},{},{},{},{},{},{},{},", s.name, t,
-                     b.new_operations, b.attempts, b.successes, b.errors, b.timeouts,
-                     b.in_service, b.queued);
+                     b.new_operations, b.attempts, b.successes, b.errors, b.timeouts, b.in_service,
+                     b.queued);
       if (s.has_window) {
         fmt::format_to(std::back_inserter(row), "{},{}\n", b.cwnd, b.ssthresh);
       } else {

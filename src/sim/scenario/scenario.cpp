@@ -23,13 +23,20 @@ std::string position(const toml::source_region& region, const std::string& fallb
 
 std::string type_name(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a number";
-    case toml::node_type::boolean: return "a boolean";
-    default: return "a date or time";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    default:
+      return "a date or time";
   }
 }
 
@@ -87,7 +94,9 @@ std::string number_text(double v) {
   return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
 }
 
-std::uint32_t to_u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+std::uint32_t to_u32(std::int64_t v) {
+  return static_cast<std::uint32_t>(v);
+}
 
 }  // namespace
 
@@ -107,7 +116,9 @@ const toml::node* config_reader::find(std::string_view key) const {
   return at;
 }
 
-bool config_reader::has(std::string_view key) const { return find(key) != nullptr; }
+bool config_reader::has(std::string_view key) const {
+  return find(key) != nullptr;
+}
 
 std::string config_reader::where(const toml::node* node, std::string_view key) const {
   if (overridden_.contains(std::string(key))) return "--set " + std::string(key);
@@ -115,14 +126,16 @@ std::string config_reader::where(const toml::node* node, std::string_view key) c
   return path_;
 }
 
-std::string config_reader::where(std::string_view key) const { return where(find(key), key); }
+std::string config_reader::where(std::string_view key) const {
+  return where(find(key), key);
+}
 
 void config_reader::fail(std::string_view key, const std::string& message) const {
   throw scenario_error(where(key) + ": " + std::string(key) + ": " + message);
 }
 
-std::int64_t config_reader::integer(std::string_view key, std::int64_t fallback,
-                                    std::int64_t min, std::int64_t max) {
+std::int64_t config_reader::integer(std::string_view key, std::int64_t fallback, std::int64_t min,
+                                    std::int64_t max) {
   used_.emplace(key);
   const toml::node* n = find(key);
   if (n == nullptr) return fallback;
@@ -144,8 +157,8 @@ double config_reader::number(std::string_view key, double fallback, double min, 
   if (n->is_integer()) v = static_cast<double>(n->as_integer()->get());
   if (!v) fail(key, "expected a number, found " + type_name(*n));
   if (!std::isfinite(*v) || *v < min || *v > max) {
-    fail(key, number_text(*v) + " is out of range [" + number_text(min) + ", " +
-                  number_text(max) + "]");
+    fail(key,
+         number_text(*v) + " is out of range [" + number_text(min) + ", " + number_text(max) + "]");
   }
   return *v;
 }
@@ -186,21 +199,24 @@ std::string config_reader::string(std::string_view key, std::string_view fallbac
   return *v;
 }
 
-void config_reader::consume(std::string_view key) { used_.emplace(key); }
+void config_reader::consume(std::string_view key) {
+  used_.emplace(key);
+}
 
 void config_reader::finish() const {
   // Depth-first in file order; a key is known when it, or a table above it, was read.
   std::function<void(const toml::table&, const std::string&)> walk =
       [&](const toml::table& t, const std::string& prefix) {
         for (const auto& [k, node] : t) {
-          const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+          const std::string key =
+              prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
           if (used_.contains(key)) continue;
           if (node.is_table()) {
             walk(*node.as_table(), key);
             continue;
           }
-          const std::string at = overridden_.contains(key) ? "--set " + key
-                                                            : position(k.source(), path_);
+          const std::string at =
+              overridden_.contains(key) ? "--set " + key : position(k.source(), path_);
           throw scenario_error(at + ": unknown key '" + key + "'");
         }
       };
@@ -226,8 +242,8 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
   sc.name_ = r.string("scenario", "");
   if (sc.name_.empty()) r.fail("scenario", "missing: every scenario needs a name");
   sc.model_ = r.string("model", sc.name_);
-  sc.seed_ = static_cast<std::uint64_t>(
-      r.integer("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
+  sc.seed_ =
+      static_cast<std::uint64_t>(r.integer("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
 
   r.consume("strategy");
   const toml::node* list = root->get("strategy");
@@ -249,8 +265,8 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
       if (n == nullptr) return std::string(fallback);
       const auto v = n->value_exact<std::string>();
       if (!v) {
-        throw scenario_error(position(n->source(), source.path) + ": strategy." +
-                             std::string(key) + ": expected a string, found " + type_name(*n));
+        throw scenario_error(position(n->source(), source.path) + ": strategy." + std::string(key) +
+                             ": expected a string, found " + type_name(*n));
       }
       return *v;
     };
@@ -260,16 +276,17 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
       try {
         parse(*n->value_exact<std::string>());
       } catch (const parse_error& e) {
-        throw scenario_error(position(n->source(), source.path) + ": strategy." +
-                             std::string(key) + ": " + e.what());
+        throw scenario_error(position(n->source(), source.path) + ": strategy." + std::string(key) +
+                             ": " + e.what());
       }
     };
     for (const auto& [k, node] : t) {
-      static const std::set<std::string, std::less<>> known{
-          "name", "policy", "window", "budget", "throttle", "max_attempts"};
+      static const std::set<std::string, std::less<>> known{"name",   "policy",   "window",
+                                                            "budget", "throttle", "max_attempts"};
       if (!known.contains(k.str())) {
         throw scenario_error(position(k.source(), source.path) + ": unknown strategy key '" +
-                             std::string(k.str()) + "' (known: name, policy, window, budget, "
+                             std::string(k.str()) +
+                             "' (known: name, policy, window, budget, "
                              "throttle, max_attempts)");
       }
       (void)node;
