@@ -13,9 +13,9 @@ namespace {
 using namespace std::chrono_literals;
 
 void report_allocations(benchmark::State& state, std::size_t before) {
-  state.counters["allocs_per_iter"] = benchmark::Counter(
-      static_cast<double>(backoff::bench::allocations() - before) /
-      static_cast<double>(state.iterations()));
+  state.counters["allocs_per_iter"] =
+      benchmark::Counter(static_cast<double>(backoff::bench::allocations() - before) /
+                         static_cast<double>(state.iterations()));
 }
 
 // One next_delay() per iteration. The state is restarted every 64 draws so that the schedule
@@ -69,8 +69,8 @@ void RetryFirstCallSucceeds(benchmark::State& state) {
   const std::size_t before = backoff::bench::allocations();
   for (auto _ : state) {
     benchmark::DoNotOptimize(calls);
-    auto r = backoff::retry([&] { return (++calls, true); }, policy, backoff::default_classifier{},
-                            env);
+    auto r =
+        backoff::retry([&] { return (++calls, true); }, policy, backoff::default_classifier{}, env);
     benchmark::DoNotOptimize(r);
   }
   report_allocations(state, before);
@@ -85,8 +85,8 @@ void RetryFirstCallSucceedsWithDeadline(benchmark::State& state) {
   const std::size_t before = backoff::bench::allocations();
   for (auto _ : state) {
     benchmark::DoNotOptimize(calls);
-    auto r = backoff::retry([&] { return (++calls, true); }, policy, backoff::default_classifier{},
-                            env);
+    auto r =
+        backoff::retry([&] { return (++calls, true); }, policy, backoff::default_classifier{}, env);
     benchmark::DoNotOptimize(r);
   }
   report_allocations(state, before);

@@ -28,11 +28,12 @@
 // | none           | b                              |                                      |
 // | full           | U(0, b)                        | AWS, "Exponential Backoff and Jitter"|
 // | equal          | b/2 + U(0, b/2)                | same                                 |
-// | decorrelated   | min(max, U(initial, 3p))       | same; p = previous delay, p0 = initial; the schedule is not used |
-// | additive       | b + U(0, jitter_max)           | seed 002 (Cloud IoT Core)            |
-// | multiplicative | b * U(lo, hi)                  | seed 000 (R in [1, 2])               |
+// | decorrelated   | min(max, U(initial, 3p))       | same; p = previous delay, p0 = initial; the
+// schedule is not used | | additive       | b + U(0, jitter_max)           | seed 002 (Cloud IoT
+// Core)            | | multiplicative | b * U(lo, hi)                  | seed 000 (R in [1, 2]) |
 // | proportional   | b * U(1 - r, 1 + r)            | gRPC (r = 0.2), cenkalti (0.5)       |
-// | gaussian       | b + N(0, sigma*b) or N(0, sd)  | seed 004 (relative); its Go code (absolute sd) |
+// | gaussian       | b + N(0, sigma*b) or N(0, sd)  | seed 004 (relative); its Go code (absolute
+// sd) |
 //
 // Every step saturates: the base never exceeds about 146 years whatever the attempt count, so no
 // schedule overflows or turns negative (seed 003's author overflowed 64-bit time by doubling).
@@ -71,9 +72,9 @@ class backoff_policy {
  public:
   schedule_kind schedule = schedule_kind::exponential;
   duration initial = std::chrono::seconds{2};
-  double factor = 2.0;                            // exponential
-  duration step{0};                               // linear
-  duration max = std::chrono::seconds{30};        // the cap
+  double factor = 2.0;                      // exponential
+  duration step{0};                         // linear
+  duration max = std::chrono::seconds{30};  // the cap
   jitter_kind jitter = jitter_kind::none;
   duration jitter_max = std::chrono::seconds{1};  // additive
   double lo = 1.0;                                // multiplicative
@@ -83,7 +84,7 @@ class backoff_policy {
   duration sd{0};                                 // gaussian, absolute (used when > 0)
   cap_mode cap = cap_mode::before;
   growth grow = growth::base;
-  bool jitter_first = true;                       // false: the first delay is the bare base
+  bool jitter_first = true;  // false: the first delay is the bare base
 
   // Named constructors for the common shapes; the members can also be set directly.
   static backoff_policy constant(duration delay);
@@ -145,7 +146,9 @@ namespace detail {
 // conversion to int64 nanoseconds could misbehave.
 inline constexpr double base_ceiling_ns = 0x1.0p62;
 
-inline double ns(duration d) noexcept { return static_cast<double>(d.count()); }
+inline double ns(duration d) noexcept {
+  return static_cast<double>(d.count());
+}
 
 inline duration to_duration(double v) noexcept {
   if (!(v > 0.0)) return duration{0};  // also NaN
@@ -157,7 +160,9 @@ inline duration to_duration(double v) noexcept {
 }
 }  // namespace detail
 
-inline backoff_state backoff_policy::start() const noexcept { return backoff_state{*this}; }
+inline backoff_state backoff_policy::start() const noexcept {
+  return backoff_state{*this};
+}
 
 inline backoff_state::backoff_state(const backoff_policy& p) noexcept
     : policy_(&p),

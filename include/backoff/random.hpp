@@ -24,7 +24,7 @@
 namespace backoff {
 
 template <class G>
-concept bit_generator64 = std::uniform_random_bit_generator<G> && (G::min() == 0) &&
+concept bit_generator64 = std::uniform_random_bit_generator<G> &&(G::min() == 0) &&
                           (G::max() == std::numeric_limits<std::uint64_t>::max());
 
 // Uniform on [0, 1): the top 53 bits of one draw, so every double is equally spaced.
@@ -122,8 +122,8 @@ class random_ref {
   using result_type = std::uint64_t;
 
   template <bit_generator64 G>
-    requires(!std::same_as<G, random_ref>)
-  random_ref(G& g) noexcept  // NOLINT(google-explicit-constructor): a reference, like std::ref
+  requires(!std::same_as<G, random_ref>) random_ref(G& g)
+  noexcept  // NOLINT(google-explicit-constructor): a reference, like std::ref
       : object_(std::addressof(g)),
         draw_([](void* o) -> std::uint64_t { return (*static_cast<G*>(o))(); }) {}
 
