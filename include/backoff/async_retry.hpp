@@ -100,7 +100,7 @@ auto async_retry(Op op, retry_policy policy, Classify classify = {}, async_retry
       ++result.deferred;
       d = control.after_deferred(now(), rng);
     } else {
-      const auto g = control.before_attempt(now(), rng);
+      const auto g = control.before_attempt(control.has_gates() ? now() : duration{0}, rng);
       if (!g.send) {
         result.why = g.stop;
         break;

@@ -88,7 +88,8 @@ struct retry_gates {
 //   }
 //
 // `now` is any monotonic time as a duration since that clock's epoch; only differences matter.
-// needs_clock() says whether `now` is read at all (only deadlines and gates need it).
+// needs_clock() says whether `now` matters at all (only deadlines and gates need it), and
+// before_attempt() reads it only when there are gates: the loops pass 0 otherwise.
 class retry_controller {
  public:
   struct decision {
@@ -275,7 +276,7 @@ auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
       ++result.deferred;
       d = control.after_deferred(now(), rng);
     } else {
-      const auto g = control.before_attempt(now(), rng);
+      const auto g = control.before_attempt(control.has_gates() ? now() : duration{0}, rng);
       if (!g.send) {
         result.why = g.stop;
         break;
