@@ -125,6 +125,15 @@ class backoff_state {
   std::uint32_t retries() const noexcept { return retries_; }
   // The delay the last next_delay() returned (0 before the first).
   duration previous() const noexcept { return duration{static_cast<std::int64_t>(previous_)}; }
+  // Makes the next delay grow from `previous` as if next_delay() had returned it: the
+  // growth::previous schedule multiplies it by the factor and decorrelated jitter draws up to 3x
+  // it, even before the first retry. Other schedules ignore it. Seed 004's Go client does this
+  // by accident (its first backoff grows from the think time it waited before the attempt);
+  // the simulator reproduces that quirk with this call.
+  void continue_from(duration previous) noexcept {
+    previous_ = static_cast<double>(std::max(previous, duration{0}).count());
+    continued_ = true;
+  }
   const backoff_policy& policy() const noexcept { return *policy_; }
 
  private:
@@ -136,6 +145,7 @@ class backoff_state {
   double fib_previous_;  // the base before it (fibonacci)
   double previous_ = 0;  // the last delay returned, in ns
   std::uint32_t retries_ = 0;
+  bool continued_ = false;  // continue_from() set previous_ before the first retry
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -174,6 +184,7 @@ duration backoff_state::next_delay(G& g) noexcept {
   const backoff_policy& p = *policy_;
   const double cap = std::min(detail::ns(p.max), detail::base_ceiling_ns);
   const bool first = retries_ == 0;
+  const bool has_previous = !first || continued_;
 
   // 1. The base of this retry, then advance the schedule for the next one.
   double b = base_;
@@ -184,7 +195,7 @@ duration backoff_state::next_delay(G& g) noexcept {
       base_ = std::min(base_ + detail::ns(p.step), detail::base_ceiling_ns);
       break;
     case schedule_kind::exponential:
-      if (p.grow == growth::previous && !first) {
+      if (p.grow == growth::previous && has_previous) {
         b = std::min(previous_ * p.factor, detail::base_ceiling_ns);
       }
       base_ = std::min(base_ * p.factor, detail::base_ceiling_ns);
@@ -212,7 +223,7 @@ duration backoff_state::next_delay(G& g) noexcept {
         break;
       case jitter_kind::decorrelated: {
         const double lo = detail::ns(p.initial);
-        const double prev = first ? lo : previous_;
+        const double prev = has_previous ? previous_ : lo;
         const double hi = std::max(lo, 3.0 * prev);
         d = std::min(cap, lo + (hi - lo) * uniform01(g));
         break;

@@ -114,6 +114,8 @@ class retry_controller {
   }
   duration deadline() const noexcept { return start_ + policy_->max_elapsed; }
   const backoff_state& backoff() const noexcept { return backoff_; }
+  // See backoff_state::continue_from: the next backoff grows from `previous`.
+  void continue_from(duration previous) noexcept { backoff_.continue_from(previous); }
 
   template <bit_generator64 G>
   gate before_attempt(duration now, G& g) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -40,6 +41,8 @@ class model_runner {
   virtual double seconds_per_unit() const { return 1e-9; }
   // The width of a timeseries bucket, in model units.
   virtual time_ns bucket() const = 0;
+  // The server outage, if the model has one: the recorder then measures recovery_s.
+  virtual std::optional<outage_window> outage() const { return std::nullopt; }
   // Rejects (scenario_error) a strategy this model cannot run, before any run starts.
   virtual void check(const client_strategy& strategy) const { (void)strategy; }
   virtual run_info run(const client_strategy& strategy, std::uint64_t seed, recorder& out,

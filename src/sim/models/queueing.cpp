@@ -297,9 +297,10 @@ const model_registration registration{
 
 queueing_estimate simulate_queue(const queueing_params& params, std::uint64_t seed) {
   queue_core core(params);
-  recorder rec(
-      {"none", std::chrono::duration_cast<duration>(std::chrono::minutes{1}).count(), 1e-9},
-      nullptr);
+  recorder_options options;
+  options.strategy = "none";
+  options.bucket = std::chrono::duration_cast<duration>(std::chrono::minutes{1}).count();
+  recorder rec(options, nullptr);
   const auto start = std::chrono::steady_clock::now();
   const run_info info = core.run(seed, rec, nullptr);
   (void)rec.finish(info.end, info.events);

@@ -151,8 +151,37 @@ strategy_summary recorder::finish(time_ns end, std::uint64_t events) {
   out.has_window = has_window_;
   out.seconds_per_unit = s;
   out.bucket_width = options_.bucket;
+  out.recovery_s = recovery(end);
   out.buckets = std::move(buckets_);
   return out;
+}
+
+std::optional<double> recorder::recovery(time_ns end) const {
+  if (!options_.outage) return std::nullopt;
+  const time_ns w = options_.bucket;
+  const auto [down, up] = *options_.outage;
+  // The baseline: whole buckets inside [down - baseline, down).
+  const time_ns from = std::max<time_ns>(0, down - options_.baseline);
+  const std::size_t first = static_cast<std::size_t>((from + w - 1) / w);
+  const std::size_t last = static_cast<std::size_t>(down / w);  // exclusive
+  if (last <= first || last > buckets_.size()) return std::nullopt;
+  double sum = 0;
+  for (std::size_t i = first; i < last; ++i) sum += static_cast<double>(buckets_[i].successes);
+  const double baseline = sum / static_cast<double>(last - first);
+  if (baseline <= 0) return std::nullopt;  // nothing to recover to
+  const double threshold = options_.recovery_fraction * baseline;
+  const auto hold = static_cast<std::size_t>((options_.recovery_hold + w - 1) / w);
+  const std::size_t complete = static_cast<std::size_t>(end / w);  // buckets that ended by `end`
+  std::size_t run = 0;
+  for (std::size_t i = static_cast<std::size_t>((up + w - 1) / w);
+       i < std::min(complete, buckets_.size()); ++i) {
+    run = static_cast<double>(buckets_[i].successes) >= threshold ? run + 1 : 0;
+    if (run == hold) {
+      const time_ns recovered = static_cast<time_ns>(i + 1 - hold) * w;
+      return static_cast<double>(recovered - up) * options_.seconds_per_unit;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace backoff::sim

@@ -80,10 +80,22 @@ struct strategy_summary {
   std::vector<bucket> buckets;
 };
 
+// A server outage, in model units: [start, end).
+struct outage_window {
+  time_ns start = 0, end = 0;
+};
+
 struct recorder_options {
   std::string strategy;
   time_ns bucket = 1'000'000'000;  // timeseries bucket width, in model units
   double seconds_per_unit = 1e-9;
+  // With an outage, finish() computes recovery_s (SPEC 6.2): the time from the outage's end
+  // until goodput (successes per bucket) stays at or above `recovery_fraction` of its level over
+  // the `baseline` before the outage, for `recovery_hold`; null if it never does.
+  std::optional<outage_window> outage;
+  time_ns baseline = 30'000'000'000;
+  time_ns recovery_hold = 5'000'000'000;
+  double recovery_fraction = 0.9;
 };
 
 class recorder {
@@ -117,6 +129,7 @@ class recorder {
     return advance(t);
   }
   bucket& advance(time_ns t);
+  std::optional<double> recovery(time_ns end) const;
 
   recorder_options options_;
   std::ostream* clients_;

@@ -3,11 +3,18 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <boost/math/distributions/students_t.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "backoff/error.hpp"
 #include "models/model.hpp"
@@ -67,14 +74,165 @@ std::unique_ptr<model_runner> make_model(scenario& sc) {
 
 }  // namespace
 
+std::uint64_t replication_seed(std::uint64_t seed, std::uint32_t replication) {
+  return replication == 0 ? seed : derive_seed(seed, 0x7265706cULL + replication);
+}
+
+mean_ci mean_and_ci95(const std::vector<double>& values) {
+  mean_ci out;
+  if (values.empty()) return out;
+  double sum = 0;
+  for (const double v : values) sum += v;
+  const auto n = static_cast<double>(values.size());
+  out.mean = sum / n;
+  if (values.size() < 2) return out;
+  if (std::all_of(values.begin(), values.end(), [&](double v) { return v == values.front(); })) {
+    out.mean = values.front();  // exactly, without the rounding of the sum
+    return out;
+  }
+  double squares = 0;
+  for (const double v : values) squares += (v - out.mean) * (v - out.mean);
+  const double sd = std::sqrt(squares / (n - 1));
+  const boost::math::students_t t(n - 1);
+  out.ci95 = boost::math::quantile(t, 0.975) * sd / std::sqrt(n);
+  return out;
+}
+
+namespace {
+
+recorder_options recorder_for(const model_runner& model, const std::string& strategy) {
+  recorder_options o;
+  o.strategy = strategy;
+  o.bucket = model.bucket();
+  o.seconds_per_unit = model.seconds_per_unit();
+  o.outage = model.outage();
+  o.baseline = static_cast<time_ns>(30.0 / o.seconds_per_unit);
+  o.recovery_hold = static_cast<time_ns>(5.0 / o.seconds_per_unit);
+  return o;
+}
+
+// Runs every point x strategy x replication; tasks are numbered point-major, and each worker
+// builds its own scenario and model for the point it is on (models keep per-run state).
+void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
+               const run_options& options, scenario_result& result) {
+  const std::vector<sweep_point> points = sc.points();
+  // Check every point before running any, so a bad value at the last point fails at once.
+  for (const auto& p : points) {
+    scenario at = sc.at(p);
+    (void)make_model(at);
+  }
+  const std::size_t per_point = strategies.size() * sc.replications();
+  const std::size_t tasks = points.size() * per_point;
+  result.sweep = true;
+  result.replications = sc.replications();
+  for (const auto& axis : sc.axes()) result.sweep_keys.push_back(axis.key);
+  result.points.resize(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    for (const auto& [axis, value] : points[i].params) {
+      result.points[i].params.emplace_back(axis->key, *value);
+    }
+    for (const auto& s : strategies) {
+      result.points[i].strategies.push_back({s.name(), std::vector<strategy_summary>(
+                                                           sc.replications())});
+    }
+  }
+
+  unsigned threads = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
+  threads = std::max(1U, std::min<unsigned>(threads, static_cast<unsigned>(tasks)));
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::atomic<bool> failed{false};
+  std::mutex lock;  // guards the progress bar and the first error
+  std::exception_ptr error;
+  std::size_t error_task = tasks;
+  progress_bar bar(options.progress && ::isatty(STDERR_FILENO) == 1,
+                   fmt::format("{} ({} runs)", sc.name(), tasks));
+
+  const auto worker = [&] {
+    std::size_t point = points.size();
+    std::unique_ptr<model_runner> model;
+    for (;;) {
+      const std::size_t task = next.fetch_add(1);
+      if (task >= tasks || failed.load()) return;
+      try {
+        const std::size_t p = task / per_point;
+        const std::size_t s = (task % per_point) / sc.replications();
+        const auto rep = static_cast<std::uint32_t>(task % sc.replications());
+        if (p != point) {
+          scenario at = sc.at(points[p]);
+          model = make_model(at);
+          point = p;
+        }
+        recorder rec(recorder_for(*model, strategies[s].name()), nullptr);
+        const run_info info =
+            model->run(strategies[s], replication_seed(sc.seed(), rep), rec, [](double) {});
+        strategy_summary summary = rec.finish(info.end, info.events);
+        summary.buckets.clear();
+        summary.buckets.shrink_to_fit();
+        result.points[p].strategies[s].runs[rep] = std::move(summary);
+      } catch (...) {
+        const std::scoped_lock guard(lock);
+        if (task < error_task) {
+          error = std::current_exception();
+          error_task = task;
+        }
+        failed.store(true);
+        return;
+      }
+      const std::size_t finished = done.fetch_add(1) + 1;
+      const std::scoped_lock guard(lock);
+      bar.update(static_cast<double>(finished) / static_cast<double>(tasks));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+  for (const auto& p : result.points) {
+    for (const auto& cell : p.strategies) {
+      for (const auto& run : cell.runs) result.events += run.events;
+    }
+  }
+}
+
+}  // namespace
+
 void check_scenario(scenario& sc) {
   (void)make_model(sc);
+  for (const auto& p : sc.is_sweep() ? sc.points() : std::vector<sweep_point>{}) {
+    scenario at = sc.at(p);
+    (void)make_model(at);
+  }
 }
 
 scenario_result run_scenario(scenario& sc, const run_options& options) {
   std::unique_ptr<model_runner> model = make_model(sc);
   std::vector<client_strategy> strategies;
   for (const auto& spec : sc.strategies()) strategies.emplace_back(spec);
+
+  if (sc.is_sweep()) {
+    scenario_result result;
+    result.scenario = sc.name();
+    result.model = sc.model();
+    result.seed = sc.seed();
+    const auto wall_start = std::chrono::steady_clock::now();
+    result.outage = model->outage().has_value();
+    run_sweep(sc, strategies, options, result);
+    result.wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    if (options.out) {
+      std::filesystem::create_directories(*options.out);
+      std::ofstream summary(*options.out / "summary.json", std::ios::binary);
+      write_summary_json(result, summary);
+      std::ofstream table(*options.out / "sweep.csv", std::ios::binary);
+      write_sweep_csv(result, table);
+      if (!summary || !table) {
+        throw scenario_error(options.out->string() + ": could not write the outputs");
+      }
+    }
+    return result;
+  }
 
   std::ofstream clients;
   if (options.out) {
@@ -88,11 +246,11 @@ scenario_result run_scenario(scenario& sc, const run_options& options) {
   result.scenario = sc.name();
   result.model = sc.model();
   result.seed = sc.seed();
+  result.outage = model->outage().has_value();
   const auto wall_start = std::chrono::steady_clock::now();
   const bool show = options.progress && ::isatty(STDERR_FILENO) == 1;
   for (std::size_t i = 0; i < strategies.size(); ++i) {
-    recorder rec({strategies[i].name(), model->bucket(), model->seconds_per_unit()},
-                 options.out ? &clients : nullptr);
+    recorder rec(recorder_for(*model, strategies[i].name()), options.out ? &clients : nullptr);
     progress_bar bar(show, fmt::format("{} {} ({}/{})", sc.name(), strategies[i].name(), i + 1,
                                        strategies.size()));
     const run_info info =
@@ -115,6 +273,129 @@ scenario_result run_scenario(scenario& sc, const run_options& options) {
   return result;
 }
 
+namespace {
+
+nlohmann::ordered_json strategy_json(const strategy_summary& s) {
+  nlohmann::ordered_json j;
+  j["name"] = s.name;
+  j["operations"] = s.operations;
+  j["completed"] = s.completed;
+  j["failed"] = s.operations - s.completed;
+  j["gave_up"] = s.gave_up;
+  j["unfinished"] = s.unfinished;
+  j["attempts"] = s.attempts;
+  j["attempts_per_operation"] = s.attempts_per_operation;
+  j["makespan_s"] = s.makespan_s;
+  j["latency_s"] = {{"p50", s.latency_s.p50},   {"p75", s.latency_s.p75},
+                    {"p90", s.latency_s.p90},   {"p99", s.latency_s.p99},
+                    {"p999", s.latency_s.p999}, {"max", s.latency_s.max}};
+  j["goodput_per_s"] = s.goodput_per_s;
+  j["recovery_s"] = number_or_null(s.recovery_s);
+  j["peak_load"] = s.peak_load;
+  j["mean_load"] = s.mean_load;
+  j["events"] = s.events;
+  return j;
+}
+
+// The metrics averaged over replications, by their summary.json path.
+struct metric {
+  const char* name;
+  double (*get)(const strategy_summary&);
+};
+const std::vector<metric>& metrics() {
+  static const std::vector<metric> all{
+      {"operations", [](const strategy_summary& s) { return static_cast<double>(s.operations); }},
+      {"completed", [](const strategy_summary& s) { return static_cast<double>(s.completed); }},
+      {"failed",
+       [](const strategy_summary& s) { return static_cast<double>(s.operations - s.completed); }},
+      {"gave_up", [](const strategy_summary& s) { return static_cast<double>(s.gave_up); }},
+      {"unfinished", [](const strategy_summary& s) { return static_cast<double>(s.unfinished); }},
+      {"attempts", [](const strategy_summary& s) { return static_cast<double>(s.attempts); }},
+      {"attempts_per_operation", [](const strategy_summary& s) { return s.attempts_per_operation; }},
+      {"makespan_s", [](const strategy_summary& s) { return s.makespan_s; }},
+      {"latency_s.p50", [](const strategy_summary& s) { return s.latency_s.p50; }},
+      {"latency_s.p75", [](const strategy_summary& s) { return s.latency_s.p75; }},
+      {"latency_s.p90", [](const strategy_summary& s) { return s.latency_s.p90; }},
+      {"latency_s.p99", [](const strategy_summary& s) { return s.latency_s.p99; }},
+      {"latency_s.p999", [](const strategy_summary& s) { return s.latency_s.p999; }},
+      {"latency_s.max", [](const strategy_summary& s) { return s.latency_s.max; }},
+      {"goodput_per_s", [](const strategy_summary& s) { return s.goodput_per_s; }},
+      {"peak_load", [](const strategy_summary& s) { return static_cast<double>(s.peak_load); }},
+      {"mean_load", [](const strategy_summary& s) { return s.mean_load; }},
+      {"events", [](const strategy_summary& s) { return static_cast<double>(s.events); }},
+  };
+  return all;
+}
+
+mean_ci metric_of(const sweep_cell& cell, const metric& m) {
+  std::vector<double> v;
+  v.reserve(cell.runs.size());
+  for (const auto& run : cell.runs) v.push_back(m.get(run));
+  return mean_and_ci95(v);
+}
+
+// recovery_s over the runs that recovered; their count beside it.
+std::pair<std::optional<mean_ci>, std::size_t> recovery_of(const sweep_cell& cell) {
+  std::vector<double> v;
+  for (const auto& run : cell.runs) {
+    if (run.recovery_s) v.push_back(*run.recovery_s);
+  }
+  if (v.empty()) return {std::nullopt, 0};
+  return {mean_and_ci95(v), v.size()};
+}
+
+// Sets j["a.b"] as j["a"]["b"].
+void put(nlohmann::ordered_json& j, const std::string& path, double value) {
+  const auto dot = path.find('.');
+  if (dot == std::string::npos) {
+    j[path] = value;
+  } else {
+    j[path.substr(0, dot)][path.substr(dot + 1)] = value;
+  }
+}
+
+nlohmann::ordered_json cell_json(const sweep_cell& cell) {
+  if (cell.runs.size() == 1) return strategy_json(cell.runs.front());
+  nlohmann::ordered_json j, ci;
+  j["name"] = cell.name;
+  j["replications"] = cell.runs.size();
+  for (const auto& m : metrics()) {
+    const mean_ci v = metric_of(cell, m);
+    put(j, m.name, v.mean);
+    put(ci, m.name, v.ci95);
+  }
+  const auto [recovery, recovered] = recovery_of(cell);
+  j["recovery_s"] = recovery ? nlohmann::ordered_json(recovery->mean) : nullptr;
+  j["recovered_runs"] = recovered;
+  ci["recovery_s"] = recovery ? nlohmann::ordered_json(recovery->ci95) : nullptr;
+  j["ci95"] = std::move(ci);
+  return j;
+}
+
+nlohmann::ordered_json param_json(const sweep_value& v) {
+  switch (v.type) {
+    case sweep_value::kind::integer:
+      return std::stoll(v.text);
+    case sweep_value::kind::number:
+      return std::stod(v.text);
+    case sweep_value::kind::boolean:
+      return v.text == "true";
+    case sweep_value::kind::string:
+      break;
+  }
+  return v.text;
+}
+
+// A CSV field, quoted when it needs to be.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
 void write_summary_json(const scenario_result& r, std::ostream& out) {
   nlohmann::ordered_json doc;
   doc["scenario"] = r.scenario;
@@ -123,29 +404,55 @@ void write_summary_json(const scenario_result& r, std::ostream& out) {
   doc["run"] = {{"events", r.events},
                 {"wall_s", r.wall_s},
                 {"events_per_s", r.wall_s > 0 ? static_cast<double>(r.events) / r.wall_s : 0.0}};
-  auto& list = doc["strategies"] = nlohmann::ordered_json::array();
-  for (const auto& s : r.strategies) {
-    nlohmann::ordered_json j;
-    j["name"] = s.name;
-    j["operations"] = s.operations;
-    j["completed"] = s.completed;
-    j["failed"] = s.operations - s.completed;
-    j["gave_up"] = s.gave_up;
-    j["unfinished"] = s.unfinished;
-    j["attempts"] = s.attempts;
-    j["attempts_per_operation"] = s.attempts_per_operation;
-    j["makespan_s"] = s.makespan_s;
-    j["latency_s"] = {{"p50", s.latency_s.p50},   {"p75", s.latency_s.p75},
-                      {"p90", s.latency_s.p90},   {"p99", s.latency_s.p99},
-                      {"p999", s.latency_s.p999}, {"max", s.latency_s.max}};
-    j["goodput_per_s"] = s.goodput_per_s;
-    j["recovery_s"] = number_or_null(s.recovery_s);
-    j["peak_load"] = s.peak_load;
-    j["mean_load"] = s.mean_load;
-    j["events"] = s.events;
-    list.push_back(std::move(j));
+  if (r.sweep) {
+    doc["replications"] = r.replications;
+    auto& points = doc["points"] = nlohmann::ordered_json::array();
+    for (const auto& p : r.points) {
+      nlohmann::ordered_json point;
+      point["params"] = nlohmann::ordered_json::object();
+      for (const auto& [key, value] : p.params) point["params"][key] = param_json(value);
+      auto& list = point["strategies"] = nlohmann::ordered_json::array();
+      for (const auto& cell : p.strategies) list.push_back(cell_json(cell));
+      points.push_back(std::move(point));
+    }
+  } else {
+    auto& list = doc["strategies"] = nlohmann::ordered_json::array();
+    for (const auto& s : r.strategies) list.push_back(strategy_json(s));
   }
   out << doc.dump(2) << '\n';
+}
+
+void write_sweep_csv(const scenario_result& r, std::ostream& out) {
+  std::string header;
+  for (const auto& key : r.sweep_keys) header += csv_field(key) + ",";
+  header += "strategy,replications";
+  for (const auto& m : metrics()) {
+    std::string name = m.name;
+    std::replace(name.begin(), name.end(), '.', '_');
+    header += "," + name + "," + name + "_ci95";
+  }
+  header += ",recovery_s,recovery_s_ci95,recovered_runs\n";
+  out << header;
+  std::string row;
+  for (const auto& p : r.points) {
+    for (const auto& cell : p.strategies) {
+      row.clear();
+      for (const auto& [key, value] : p.params) row += csv_field(value.text) + ",";
+      row += csv_field(cell.name) + "," + std::to_string(cell.runs.size());
+      for (const auto& m : metrics()) {
+        const mean_ci v = metric_of(cell, m);
+        fmt::format_to(std::back_inserter(row), ",{},{}", v.mean, v.ci95);
+      }
+      const auto [recovery, recovered] = recovery_of(cell);
+      if (recovery) {
+        fmt::format_to(std::back_inserter(row), ",{},{},{}\n", recovery->mean, recovery->ci95,
+                       recovered);
+      } else {
+        fmt::format_to(std::back_inserter(row), ",,,0\n");
+      }
+      out << row;
+    }
+  }
 }
 
 void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
@@ -154,8 +461,10 @@ void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
   for (const auto& s : r.strategies) {
     for (std::size_t i = 0; i < s.buckets.size(); ++i) {
       const bucket& b = s.buckets[i];
-      const double t =
-          static_cast<double>(static_cast<time_ns>(i) * s.bucket_width) * s.seconds_per_unit;
+      // Divide by whole units per second where there are (1e9 ns): 58 s, not 58.00000000000001.
+      const double start = static_cast<double>(static_cast<time_ns>(i) * s.bucket_width);
+      const double t = s.seconds_per_unit < 1 ? start / std::round(1 / s.seconds_per_unit)
+                                              : start * s.seconds_per_unit;
       row.clear();
       fmt::format_to(std::back_inserter(row), "{},{},{},{},{},{},{},{},{},", s.name, t,
                      b.new_operations, b.attempts, b.successes, b.errors, b.timeouts, b.in_service,
@@ -172,27 +481,76 @@ void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
 
 std::string comparison_table(const scenario_result& r) {
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"strategy", "ops", "done", "failed", "attempts", "att/op", "makespan_s", "p50",
-                  "p75", "p99", "max", "goodput/s", "peak"});
-  for (const auto& s : r.strategies) {
-    rows.push_back({s.name, std::to_string(s.operations), std::to_string(s.completed),
-                    std::to_string(s.operations - s.completed), std::to_string(s.attempts),
-                    fmt::format("{:.2f}", s.attempts_per_operation),
-                    fmt::format("{:.4g}", s.makespan_s), fmt::format("{:.4g}", s.latency_s.p50),
-                    fmt::format("{:.4g}", s.latency_s.p75), fmt::format("{:.4g}", s.latency_s.p99),
-                    fmt::format("{:.4g}", s.latency_s.max), fmt::format("{:.4g}", s.goodput_per_s),
-                    std::to_string(s.peak_load)});
+  std::vector<std::string> header = r.sweep_keys;
+  for (const char* h : {"strategy", "ops", "done", "failed", "attempts", "att/op", "makespan_s",
+                        "p50", "p75", "p99", "max", "goodput/s", "peak"}) {
+    header.emplace_back(h);
+  }
+  if (r.outage) header.emplace_back("recovery_s");
+  rows.push_back(header);
+  const auto num = [](double v) { return fmt::format("{:.4g}", v); };
+  const auto add = [&](std::vector<std::string> row, const strategy_summary& s) {
+    for (auto v : {std::to_string(s.operations), std::to_string(s.completed),
+                   std::to_string(s.operations - s.completed), std::to_string(s.attempts),
+                   fmt::format("{:.2f}", s.attempts_per_operation), num(s.makespan_s),
+                   num(s.latency_s.p50), num(s.latency_s.p75), num(s.latency_s.p99),
+                   num(s.latency_s.max), num(s.goodput_per_s), std::to_string(s.peak_load)}) {
+      row.push_back(std::move(v));
+    }
+    if (r.outage) row.push_back(s.recovery_s ? num(*s.recovery_s) : "never");
+    rows.push_back(std::move(row));
+  };
+  for (const auto& s : r.strategies) add({s.name}, s);
+  for (const auto& p : r.points) {
+    for (const auto& cell : p.strategies) {
+      std::vector<std::string> row;
+      for (const auto& [key, value] : p.params) row.push_back(value.text);
+      row.push_back(cell.name);
+      if (cell.runs.size() == 1) {
+        add(std::move(row), cell.runs.front());
+        continue;
+      }
+      // Means over the replications (counts rounded for display).
+      const auto mean = [&](const char* name) {
+        for (const auto& m : metrics()) {
+          if (std::string_view(m.name) == name) return metric_of(cell, m).mean;
+        }
+        return 0.0;
+      };
+      for (const char* name : {"operations", "completed", "failed", "attempts"}) {
+        row.push_back(fmt::format("{:.1f}", mean(name)));
+      }
+      row.push_back(fmt::format("{:.2f}", mean("attempts_per_operation")));
+      for (const char* name : {"makespan_s", "latency_s.p50", "latency_s.p75", "latency_s.p99",
+                               "latency_s.max", "goodput_per_s", "peak_load"}) {
+        row.push_back(num(mean(name)));
+      }
+      if (r.outage) {
+        const auto [recovery, recovered] = recovery_of(cell);
+        row.push_back(recovery ? fmt::format("{} ({}/{})", num(recovery->mean), recovered,
+                                             cell.runs.size())
+                               : "never");
+      }
+      rows.push_back(std::move(row));
+    }
   }
   std::vector<std::size_t> width(rows.front().size(), 0);
   for (const auto& row : rows) {
     for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
   }
-  std::string out = fmt::format("{} (model {}, seed {})\n", r.scenario, r.model, r.seed);
+  std::string out = fmt::format("{} (model {}, seed {}", r.scenario, r.model, r.seed);
+  if (r.sweep && r.replications > 1) {
+    out += fmt::format(", means over {} replications", r.replications);
+  }
+  out += ")\n";
+  const std::size_t text_columns = r.sweep_keys.size() + 1;  // left-aligned
   for (const auto& row : rows) {
     for (std::size_t c = 0; c < row.size(); ++c) {
-      out += c == 0 ? fmt::format("{:<{}}", row[c], width[c])
-                    : fmt::format("  {:>{}}", row[c], width[c]);
+      const std::string sep = c == 0 ? "" : "  ";
+      out += c < text_columns ? fmt::format("{}{:<{}}", sep, row[c], width[c])
+                              : fmt::format("{}{:>{}}", sep, row[c], width[c]);
     }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
     out += '\n';
   }
   return out;

@@ -4,6 +4,14 @@
 //   sim::scenario sc = sim::scenario::load(source, sets);
 //   sim::scenario_result r = sim::run_scenario(sc, {.out = "results/tick-burst"});
 //   std::cout << sim::comparison_table(r);
+//
+// A sweep (scenario::is_sweep) runs every point x strategy x replication as an independent task
+// on `threads` threads; replication r runs with replication_seed(seed, r), the same at every
+// point (common random numbers), and results are gathered by task index, so the outputs are the
+// same whatever the thread count. It writes summary.json (with "points") and sweep.csv: per point
+// and strategy, the mean of each metric and the half-width of its 95 % confidence interval
+// (Student's t over the replications). Per-run series (timeseries.csv, clients.csv) are not
+// written for sweeps: run one point with --set to get them.
 #pragma once
 
 #include <cstdint>
@@ -21,16 +29,43 @@ namespace backoff::sim {
 struct run_options {
   std::optional<std::filesystem::path> out;  // where to write the files; none: no files
   bool progress = false;                     // draw a progress bar on stderr
+  unsigned threads = 0;                      // sweeps: worker threads (0: one per core)
+};
+
+// The seed of replication r: r = 0 keeps the scenario's seed, so a one-replication run of a
+// point is the plain run of that point.
+std::uint64_t replication_seed(std::uint64_t seed, std::uint32_t replication);
+
+// One strategy at one sweep point: every replication's summary (without time series).
+struct sweep_cell {
+  std::string name;
+  std::vector<strategy_summary> runs;
+};
+
+struct point_result {
+  std::vector<std::pair<std::string, sweep_value>> params;  // key and value, in axis order
+  std::vector<sweep_cell> strategies;
 };
 
 struct scenario_result {
   std::string scenario;
   std::string model;
   std::uint64_t seed = 0;
-  std::vector<strategy_summary> strategies;
+  std::vector<strategy_summary> strategies;  // a plain run
+  bool outage = false;  // the model has an outage: recovery_s is meaningful
+  bool sweep = false;
+  std::uint32_t replications = 1;
+  std::vector<std::string> sweep_keys;  // the swept keys, in axis order
+  std::vector<point_result> points;     // a sweep
   std::uint64_t events = 0;
   double wall_s = 0;
 };
+
+// Mean and 95 % confidence half-width (Student's t; 0 for fewer than two values).
+struct mean_ci {
+  double mean = 0, ci95 = 0;
+};
+mean_ci mean_and_ci95(const std::vector<double>& values);
 
 // Checks the model's keys and the strategies without running anything (scenario_error on the
 // first bad one).
@@ -42,6 +77,8 @@ scenario_result run_scenario(scenario& sc, const run_options& options);
 // summary.json exactly as SPEC 6.2 shows it (plus added fields).
 void write_summary_json(const scenario_result& r, std::ostream& out);
 void write_timeseries_csv(const scenario_result& r, std::ostream& out);
+// Sweeps: one row per point and strategy (SPEC 2.4).
+void write_sweep_csv(const scenario_result& r, std::ostream& out);
 std::string comparison_table(const scenario_result& r);
 
 }  // namespace backoff::sim

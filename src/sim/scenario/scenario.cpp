@@ -2,7 +2,9 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -61,6 +63,9 @@ void apply_override(toml::table& root, const std::string& assignment) {
   }
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
+  if (text.find_first_of("\n\r") != std::string::npos) {
+    throw scenario_error("--set " + key + ": the value must be on one line");
+  }
   for (const auto& part : split_path(key)) {
     if (part.empty()) throw scenario_error("--set " + assignment + ": empty part in key");
   }
@@ -101,7 +106,7 @@ std::uint32_t to_u32(std::int64_t v) {
 }  // namespace
 
 config_reader::config_reader(std::shared_ptr<toml::table> root, std::string path,
-                             std::set<std::string> overridden)
+                             std::map<std::string, std::string, std::less<>> overridden)
     : root_(std::move(root)), path_(std::move(path)), overridden_(std::move(overridden)) {}
 config_reader::~config_reader() = default;
 config_reader::config_reader(config_reader&&) noexcept = default;
@@ -121,7 +126,7 @@ bool config_reader::has(std::string_view key) const {
 }
 
 std::string config_reader::where(const toml::node* node, std::string_view key) const {
-  if (overridden_.contains(std::string(key))) return "--set " + std::string(key);
+  if (const auto it = overridden_.find(key); it != overridden_.end()) return it->second;
   if (node != nullptr) return position(node->source(), path_);
   return path_;
 }
@@ -215,8 +220,8 @@ void config_reader::finish() const {
             walk(*node.as_table(), key);
             continue;
           }
-          const std::string at =
-              overridden_.contains(key) ? "--set " + key : position(k.source(), path_);
+          const auto it = overridden_.find(key);
+          const std::string at = it != overridden_.end() ? it->second : position(k.source(), path_);
           throw scenario_error(at + ": unknown key '" + key + "'");
         }
       };
@@ -224,6 +229,11 @@ void config_reader::finish() const {
 }
 
 scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets) {
+  return load(source, sets, {});
+}
+
+scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets,
+                        const std::vector<std::pair<std::string, std::string>>& extra) {
   auto root = std::make_shared<toml::table>();
   try {
     *root = toml::parse(source.text, source.path);
@@ -231,14 +241,23 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
     std::string message(e.description());
     throw scenario_error(position(e.source(), source.path) + ": " + message);
   }
-  std::set<std::string> overridden;
+  std::map<std::string, std::string, std::less<>> overridden;
   for (const auto& s : sets) {
     apply_override(*root, s);
-    overridden.insert(s.substr(0, s.find('=')));
+    const std::string key = s.substr(0, s.find('='));
+    overridden[key] = "--set " + key;
+  }
+  // A sweep point's values: named in messages by the sweep entry that set them.
+  for (const auto& [assignment, label] : extra) {
+    apply_override(*root, assignment);
+    overridden[assignment.substr(0, assignment.find('='))] = label;
   }
 
   scenario sc{config_reader(root, source.path, overridden)};
+  sc.source_ = source;
+  sc.sets_ = sets;
   config_reader& r = sc.config_;
+  sc.read_sweep(*root);
   sc.name_ = r.string("scenario", "");
   if (sc.name_.empty()) r.fail("scenario", "missing: every scenario needs a name");
   sc.model_ = r.string("model", sc.name_);
@@ -314,6 +333,225 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
     }
     sc.strategies_.push_back(std::move(s));
   }
+  return sc;
+}
+
+
+namespace {
+
+// A TOML basic string holding `text`.
+std::string toml_quote(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+sweep_value value_of(const toml::node& n, const std::string& at, const std::string& key) {
+  sweep_value v;
+  if (const auto i = n.value_exact<std::int64_t>()) {
+    v.type = sweep_value::kind::integer;
+    v.text = v.toml = std::to_string(*i);
+  } else if (n.is_floating_point()) {
+    const double d = n.as_floating_point()->get();
+    if (!std::isfinite(d)) throw scenario_error(at + ": sweep." + key + ": values must be finite");
+    v.type = sweep_value::kind::number;
+    v.text = v.toml = number_text(d);
+  } else if (const auto b = n.value_exact<bool>()) {
+    v.type = sweep_value::kind::boolean;
+    v.text = v.toml = *b ? "true" : "false";
+  } else if (const auto t = n.value_exact<std::string>()) {
+    v.type = sweep_value::kind::string;
+    v.text = *t;
+    v.toml = toml_quote(*t);
+  } else {
+    throw scenario_error(at + ": sweep." + key + ": values must be integers, numbers, strings or " +
+                         "booleans, found " + type_name(n));
+  }
+  return v;
+}
+
+constexpr std::size_t max_axis_values = 100'000;
+
+// { start, stop, step }: integers, numbers, or duration strings; stop included when on the grid.
+std::vector<sweep_value> range_values(const toml::table& t, const std::string& at,
+                                      const std::string& key) {
+  for (const auto& [k, node] : t) {
+    if (k.str() != "start" && k.str() != "stop" && k.str() != "step") {
+      throw scenario_error(position(k.source(), at) + ": sweep." + key + ": unknown range key '" +
+                           std::string(k.str()) + "' (known: start, stop, step)");
+    }
+    (void)node;
+  }
+  const toml::node* start = t.get("start");
+  const toml::node* stop = t.get("stop");
+  const toml::node* step = t.get("step");
+  if (start == nullptr || stop == nullptr || step == nullptr) {
+    throw scenario_error(at + ": sweep." + key + ": a range needs start, stop and step");
+  }
+  const auto fail = [&](const std::string& why) -> void {
+    throw scenario_error(at + ": sweep." + key + ": " + why);
+  };
+  std::vector<sweep_value> out;
+  const auto count_of = [&](long double first, long double last, long double by) {
+    if (!(by > 0)) fail("step must be greater than 0");
+    if (last < first) fail("stop must not be less than start");
+    const long double n = std::floor((last - first) / by * (1 + 1e-12L)) + 1;
+    if (n > static_cast<long double>(max_axis_values)) {
+      fail("more than " + std::to_string(max_axis_values) + " values");
+    }
+    return static_cast<std::size_t>(n);
+  };
+  const auto s0 = start->value_exact<std::string>();
+  if (s0) {
+    const auto s1 = stop->value_exact<std::string>();
+    const auto s2 = step->value_exact<std::string>();
+    if (!s1 || !s2) fail("start, stop and step must all be durations (strings) or all numbers");
+    duration a{}, b{}, c{};
+    try {
+      a = parse_duration(*s0);
+      b = parse_duration(*s1);
+      c = parse_duration(*s2);
+    } catch (const parse_error& e) {
+      fail(e.what());
+    }
+    const std::size_t n = count_of(a.count(), b.count(), c.count());
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string text = format_duration(a + c * static_cast<std::int64_t>(i));
+      out.push_back({toml_quote(text), text, sweep_value::kind::string});
+    }
+    return out;
+  }
+  const auto i0 = start->value_exact<std::int64_t>();
+  const auto i1 = stop->value_exact<std::int64_t>();
+  const auto i2 = step->value_exact<std::int64_t>();
+  if (i0 && i1 && i2) {
+    const std::size_t n = count_of(*i0, *i1, *i2);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string text = std::to_string(*i0 + *i2 * static_cast<std::int64_t>(i));
+      out.push_back({text, text, sweep_value::kind::integer});
+    }
+    return out;
+  }
+  const auto num = [&](const toml::node* n) -> double {
+    if (n->is_integer()) return static_cast<double>(n->as_integer()->get());
+    if (n->is_floating_point() && std::isfinite(n->as_floating_point()->get())) {
+      return n->as_floating_point()->get();
+    }
+    fail("start, stop and step must all be durations (strings) or all numbers");
+    return 0;
+  };
+  const double a = num(start), b = num(stop), c = num(step);
+  const std::size_t n = count_of(a, b, c);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string text = number_text(a + c * static_cast<double>(i));
+    out.push_back({text, text, sweep_value::kind::number});
+  }
+  return out;
+}
+
+}  // namespace
+
+void scenario::read_sweep(const toml::table& root) {
+  replications_ = static_cast<std::uint32_t>(config_.integer("replications", 1, 1, 1'000'000));
+  const toml::node* sweep = root.get("sweep");
+  if (sweep == nullptr) return;
+  config_.consume("sweep");
+  if (!sweep->is_table()) config_.fail("sweep", "expected a table of keys and their values");
+  struct found {
+    sweep_axis axis;
+    toml::source_position at;
+  };
+  std::vector<found> all;
+  std::function<void(const toml::table&, const std::string&)> walk = [&](const toml::table& t,
+                                                                        const std::string& prefix) {
+    for (const auto& [k, node] : t) {
+      const std::string key =
+          prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+      const std::string at = position(k.source(), source_.path);
+      sweep_axis axis{key, at, {}};
+      if (const toml::array* list = node.as_array()) {
+        if (list->empty()) throw scenario_error(at + ": sweep." + key + ": the list is empty");
+        if (list->size() > max_axis_values) {
+          throw scenario_error(at + ": sweep." + key + ": more than " +
+                               std::to_string(max_axis_values) + " values");
+        }
+        for (const toml::node& item : *list) axis.values.push_back(value_of(item, at, key));
+      } else if (const toml::table* sub = node.as_table()) {
+        if (sub->contains("start") || sub->contains("stop") || sub->contains("step")) {
+          axis.values = range_values(*sub, at, key);
+        } else {
+          walk(*sub, key);
+          continue;
+        }
+      } else {
+        throw scenario_error(at + ": sweep." + key +
+                             ": expected a list of values or { start, stop, step }, found " +
+                             type_name(node));
+      }
+      all.push_back({std::move(axis), k.source().begin});
+    }
+  };
+  walk(*sweep->as_table(), "");
+  std::stable_sort(all.begin(), all.end(), [](const found& a, const found& b) {
+    return a.at.line != b.at.line ? a.at.line < b.at.line : a.at.column < b.at.column;
+  });
+  for (auto& f : all) {
+    // A --set of the swept key itself pins it: the axis goes.
+    const bool pinned = std::any_of(sets_.begin(), sets_.end(), [&](const std::string& s) {
+      return s.substr(0, s.find('=')) == f.axis.key;
+    });
+    if (pinned) continue;
+    if (f.axis.key == "seed" || f.axis.key == "scenario" || f.axis.key == "model" ||
+        f.axis.key == "replications" || f.axis.key.starts_with("strategy") ||
+        f.axis.key.starts_with("sweep")) {
+      throw scenario_error(f.axis.where + ": sweep." + f.axis.key +
+                           ": cannot be swept (use replications for seeds)");
+    }
+    axes_.push_back(std::move(f.axis));
+  }
+}
+
+std::vector<sweep_point> scenario::points() const {
+  std::vector<sweep_point> out;
+  std::size_t total = 1;
+  for (const auto& a : axes_) total *= a.values.size();
+  out.reserve(total);
+  for (std::size_t i = 0; i < total; ++i) {
+    sweep_point p;
+    p.index = i;
+    std::size_t rest = i;
+    p.params.resize(axes_.size());
+    for (std::size_t k = axes_.size(); k-- > 0;) {  // the last axis varies fastest
+      const auto n = axes_[k].values.size();
+      p.params[k] = {&axes_[k], &axes_[k].values[rest % n]};
+      rest /= n;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+scenario scenario::at(const sweep_point& point) const {
+  std::vector<std::pair<std::string, std::string>> extra;
+  for (const auto& [axis, value] : point.params) {
+    extra.emplace_back(axis->key + "=" + value->toml,
+                       axis->where + " (sweep " + axis->key + "=" + value->text + ")");
+  }
+  scenario sc = load(source_, sets_, extra);
+  sc.seed_ = seed_;
+  sc.axes_.clear();  // a point of a sweep is a plain run
+  sc.replications_ = 1;
   return sc;
 }
 

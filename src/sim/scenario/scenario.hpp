@@ -11,9 +11,23 @@
 // --set overrides (`key=value`) replace or add keys before anything is read; the value is read as
 // TOML (`100`, `"100ms"`, `[10, 20]`, `true`), and a bare word that is not TOML as a string.
 // Errors about them name the override instead of a file position.
+//
+// Sweeps (SPEC 2.4): a `[sweep]` table names keys and the values each takes, as a list or as a
+// range `{ start = .., stop = .., step = .. }` (integers, numbers, or duration strings), and a
+// top-level `replications = N` repeats every point with N seeds. Nested tables name dotted keys:
+//
+//   replications = 10
+//   [sweep]
+//   clients = [25, 50, 100]                                  # sets the top-level key `clients`
+//   outage.duration = { start = "2s", stop = "20s", step = "2s" }    # sets outage.duration
+//
+// The grid is the product of the axes in file order (the first axis varies slowest). A --set of
+// a swept key pins it: that axis is dropped. points() lists the grid; at(point) gives the
+// scenario of one point, whose errors name the sweep entry that set the bad value.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -45,8 +59,9 @@ struct scenario_source {
 // Typed access to a scenario's keys by dotted path, with defaults and bounds.
 class config_reader {
  public:
+  // `overridden`: keys set from outside the file, each with how to name it in messages.
   config_reader(std::shared_ptr<toml::table> root, std::string path,
-                std::set<std::string> overridden);
+                std::map<std::string, std::string, std::less<>> overridden);
   ~config_reader();
   config_reader(config_reader&&) noexcept;
   config_reader& operator=(config_reader&&) noexcept;
@@ -76,7 +91,7 @@ class config_reader {
 
   std::shared_ptr<toml::table> root_;
   std::string path_;
-  std::set<std::string> overridden_;
+  std::map<std::string, std::string, std::less<>> overridden_;
   std::set<std::string, std::less<>> used_;
 };
 
@@ -91,10 +106,40 @@ struct strategy_spec {
   std::uint32_t max_attempts = 0;
 };
 
+// One value of a swept key: its TOML text (`25`, `"10s"`) and how to show it.
+struct sweep_value {
+  enum class kind : std::uint8_t { integer, number, string, boolean };
+  std::string toml;
+  std::string text;  // `25`, `10s`: the value without TOML quoting
+  kind type = kind::integer;
+};
+
+struct sweep_axis {
+  std::string key;    // dotted scenario key, e.g. "clients" or "outage.duration"
+  std::string where;  // "file:line:col" of its declaration
+  std::vector<sweep_value> values;
+};
+
+// One point of the grid: a value for each axis, in axis order.
+struct sweep_point {
+  std::size_t index = 0;  // position in points()
+  std::vector<std::pair<const sweep_axis*, const sweep_value*>> params;
+};
+
 class scenario {
  public:
   // Parses and checks the common part; the model's keys are checked by the model (config()).
   static scenario load(const scenario_source& source, const std::vector<std::string>& sets = {});
+
+  // A sweep: at least one axis, or more than one replication.
+  bool is_sweep() const noexcept { return !axes_.empty() || replications_ > 1; }
+  const std::vector<sweep_axis>& axes() const noexcept { return axes_; }
+  std::uint32_t replications() const noexcept { return replications_; }
+  // The grid (one empty point when there are no axes). Points refer into axes().
+  std::vector<sweep_point> points() const;
+  // The scenario of one point: the same file and --set overrides, plus the point's values; it
+  // keeps this scenario's seed and is not itself a sweep.
+  scenario at(const sweep_point& point) const;
 
   const std::string& name() const noexcept { return name_; }
   const std::string& model() const noexcept { return model_; }
@@ -106,7 +151,14 @@ class scenario {
 
  private:
   explicit scenario(config_reader reader) : config_(std::move(reader)) {}
+  static scenario load(const scenario_source& source, const std::vector<std::string>& sets,
+                       const std::vector<std::pair<std::string, std::string>>& extra);
+  void read_sweep(const toml::table& root);
 
+  scenario_source source_;
+  std::vector<std::string> sets_;
+  std::vector<sweep_axis> axes_;
+  std::uint32_t replications_ = 1;
   config_reader config_;
   std::string name_;
   std::string model_;
