@@ -1,6 +1,6 @@
 // `backoff sim`: runs scenarios (files, built-in names, or the whole built-in suite) and prints
 // the strategies side by side; with --out, writes summary.json, timeseries.csv and clients.csv
-// (SPEC 6.2).
+// (SPEC 6.2), or for a sweep summary.json and sweep.csv.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,6 +24,7 @@ struct sim_options {
   std::vector<std::string> sets;
   std::string format = "table";
   bool progress = true;
+  unsigned threads = 0;  // 0: one per core
 };
 
 // A file path, or the name of a built-in scenario ("tick-burst").
@@ -71,6 +72,7 @@ int run_sim(const sim_options& o) {
                                      : std::filesystem::path(o.out) / sc.name();
       }
       run.progress = o.progress;
+      run.threads = o.threads;
       const sim::scenario_result r = sim::run_scenario(sc, run);
       if (o.format == "json") {
         std::ostringstream text;
@@ -116,6 +118,10 @@ void setup_sim(CLI::App& app, int& status) {
   cmd->add_option("-f,--format", options->format, "Output on stdout")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
+  cmd->add_option("-j,--threads", options->threads,
+                  "Worker threads for sweeps (default: one per core); the results do not depend "
+                  "on it")
+      ->check(CLI::Range(1U, 4096U));
   cmd->add_flag("!--no-progress", options->progress,
                 "Do not draw a progress bar (it is drawn only on a terminal, after 1 s)");
   cmd->callback([options, &status] { status = run_sim(*options); });
