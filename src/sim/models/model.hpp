@@ -45,6 +45,10 @@ class model_runner {
   virtual std::optional<outage_window> outage() const { return std::nullopt; }
   // Rejects (scenario_error) a strategy this model cannot run, before any run starts.
   virtual void check(const client_strategy& strategy) const { (void)strategy; }
+  // Checks the scenario's strategies together (e.g. that names the model's keys refer to exist).
+  virtual void check_all(const std::vector<client_strategy>& all) const {
+    for (const auto& s : all) check(s);
+  }
   virtual run_info run(const client_strategy& strategy, std::uint64_t seed, recorder& out,
                        const progress_fn& progress) = 0;
 };

@@ -68,7 +68,9 @@ std::unique_ptr<model_runner> make_model(scenario& sc) {
   }
   std::unique_ptr<model_runner> model = (*factory)(sc.config());
   sc.config().finish();
-  for (const auto& spec : sc.strategies()) model->check(client_strategy(spec));
+  std::vector<client_strategy> strategies;
+  for (const auto& spec : sc.strategies()) strategies.emplace_back(spec);
+  model->check_all(strategies);
   return model;
 }
 

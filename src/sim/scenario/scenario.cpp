@@ -204,6 +204,22 @@ std::string config_reader::string(std::string_view key, std::string_view fallbac
   return *v;
 }
 
+std::vector<std::string> config_reader::strings(std::string_view key,
+                                               const std::vector<std::string>& fallback) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  const toml::array* list = n->as_array();
+  if (list == nullptr) fail(key, "expected an array of strings, found " + type_name(*n));
+  std::vector<std::string> out;
+  for (const toml::node& item : *list) {
+    const auto v = item.value_exact<std::string>();
+    if (!v) fail(key, "expected an array of strings, found " + type_name(item) + " in it");
+    out.push_back(*v);
+  }
+  return out;
+}
+
 void config_reader::consume(std::string_view key) {
   used_.emplace(key);
 }

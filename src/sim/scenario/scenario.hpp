@@ -73,6 +73,8 @@ class config_reader {
   duration duration_value(std::string_view key, duration fallback, duration min = duration{0});
   bool boolean(std::string_view key, bool fallback);
   std::string string(std::string_view key, std::string_view fallback);
+  // An array of strings.
+  std::vector<std::string> strings(std::string_view key, const std::vector<std::string>& fallback);
 
   // Marks a whole sub-table as handled (e.g. [[strategy]], read separately).
   void consume(std::string_view key);
