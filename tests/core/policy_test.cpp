@@ -289,6 +289,48 @@ TEST(Growth, PreviousMultipliesTheLastActualDelay) {
   EXPECT_EQ(draw(p, 3), (delays{150ms, 450ms, 1350ms}));  // 1.5 * 2 * previous
 }
 
+TEST(Growth, ContinueFromGrowsTheFirstRetryFromTheGivenDelay) {
+  // Seed 004's Go client: the first backoff is the think time just waited times the factor.
+  auto p = backoff_policy::exponential(100ms, 2.0, 1h);
+  p.grow = backoff::growth::previous;
+  random_generator g{1};
+  auto s = p.start();
+  s.continue_from(7s);
+  EXPECT_EQ(s.next_delay(g), 14s);
+  EXPECT_EQ(s.next_delay(g), 28s);
+  EXPECT_EQ(s.retries(), 2U);
+  auto capped = p.start();
+  capped.continue_from(40min);
+  EXPECT_EQ(capped.next_delay(g), 1h);
+  auto negative = p.start();
+  negative.continue_from(-5s);  // treated as 0: the growth restarts from nothing
+  EXPECT_EQ(negative.next_delay(g), 0s);
+}
+
+TEST(Growth, ContinueFromLeavesBaseGrowthAlone) {
+  const auto p = backoff_policy::exponential(100ms, 2.0, 1h);
+  random_generator g{1};
+  auto s = p.start();
+  s.continue_from(7s);
+  EXPECT_EQ(s.next_delay(g), 100ms);
+  EXPECT_EQ(s.next_delay(g), 200ms);
+}
+
+TEST(Growth, ContinueFromWidensTheFirstDecorrelatedDraw) {
+  const auto p = backoff_policy::exponential(10ms, 2.0, 1h).with_jitter(jitter_kind::decorrelated);
+  random_generator g{3};
+  bool above_plain_range = false;
+  for (int i = 0; i < 200; ++i) {
+    auto s = p.start();
+    s.continue_from(1s);
+    const duration d = s.next_delay(g);
+    ASSERT_GE(d, 10ms);
+    ASSERT_LE(d, 3s);
+    above_plain_range = above_plain_range || d > 30ms;  // 3 x initial without continue_from
+  }
+  EXPECT_TRUE(above_plain_range);
+}
+
 TEST(Growth, PreviousIsCappedBeforeTheJitter) {
   auto p = backoff_policy::exponential(1s, 10.0, 5s).with_jitter(jitter_kind::multiplicative);
   p.lo = 1.5;
