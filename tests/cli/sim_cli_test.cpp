@@ -1,6 +1,7 @@
 // `backoff sim` as scripts use it (SPEC 6.2): outputs, determinism, and one-line errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -78,16 +79,66 @@ TEST(SimCli, SameSeedGivesByteIdenticalOutputsButTheWallClock) {
   for (const auto& d : {a, b, c}) fs::remove_all(d);
 }
 
-// What `make demo` runs: every built-in scenario, one sub-folder each.
+// What `make demo` runs: every built-in scenario, one sub-folder each (here the sweeps at one
+// replication, to keep the sanitizer builds quick; `replications` is a key of every scenario).
 TEST(SimCli, RunsTheWholeBuiltInSuiteIntoOneFolderPerScenario) {
   const fs::path out = fresh_dir("suite");
-  const auto r = run_cli({"sim", "--out", out.string(), "--no-progress"});
+  const auto r =
+      run_cli({"sim", "--out", out.string(), "--no-progress", "--set", "replications=1"});
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* name : {"tick-burst", "one-client-burst", "mm1", "mmc"}) {
+  for (const char* name : {"tick-burst", "one-client-burst", "mm1", "mmc", "outage-recovery",
+                           "ethernet-clients", "aws-occ", "outage-tipping"}) {
     EXPECT_TRUE(fs::exists(out / name / "summary.json")) << name;
     EXPECT_NE(r.out.find(std::string(name) + " (model"), std::string::npos) << name;
   }
+  for (const char* sweep : {"ethernet-clients", "aws-occ", "outage-tipping"}) {
+    EXPECT_TRUE(fs::exists(out / sweep / "sweep.csv")) << sweep;
+    const auto doc = nlohmann::json::parse(slurp(out / sweep / "summary.json"));
+    EXPECT_GT(doc["points"].size(), 1U) << sweep;
+  }
   fs::remove_all(out);
+}
+
+// Sweeps run on all cores; the thread count changes the wall time, not one byte of the results.
+TEST(SimCli, SweepOutputsDoNotDependOnTheThreadCount) {
+  const auto run_to = [](const std::string& name, const std::string& threads) {
+    const fs::path out = fresh_dir(name);
+    const auto r = run_cli({"sim", "outage-tipping", "--out", out.string(), "--threads", threads,
+                            "--set", "replications=2", "--set", "run.duration=\"150s\"", "--set",
+                            "sweep.outage.duration=[\"3s\", \"6s\", \"20s\"]"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return out;
+  };
+  const fs::path one = run_to("t1", "1"), three = run_to("t3", "3");
+  EXPECT_EQ(slurp(one / "sweep.csv"), slurp(three / "sweep.csv"));
+  auto a = nlohmann::json::parse(slurp(one / "summary.json"));
+  auto b = nlohmann::json::parse(slurp(three / "summary.json"));
+  for (auto* j : {&a, &b}) {
+    (*j)["run"].erase("wall_s");
+    (*j)["run"].erase("events_per_s");
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a["points"].size(), 3U);
+  EXPECT_EQ(a["points"][1]["params"]["outage.duration"], "6s");
+  fs::remove_all(one);
+  fs::remove_all(three);
+}
+
+TEST(SimCli, ABadSweepValueIsOneLineNamingTheSweepEntry) {
+  const auto r = run_cli({"sim", "outage-tipping", "--set", "sweep.outage.duration=[\"2s\", 5]"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("(sweep outage.duration=5): outage.duration: expected a duration string"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(SimCli, ThreadsMustBeAPositiveCount) {
+  for (const char* bad : {"0", "-1", "two"}) {
+    const auto r = run_cli({"sim", "outage-tipping", "--threads", bad});
+    EXPECT_EQ(r.status, 2) << bad;
+    EXPECT_NE(r.err.find("--threads"), std::string::npos) << r.err;
+  }
 }
 
 TEST(SimCli, FormatJsonPrintsTheSummary) {

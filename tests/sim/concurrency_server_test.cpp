@@ -48,8 +48,7 @@ std::vector<time_ns> per_tick_reference(const sim::concurrency_server::params& p
                                         const scenario_case& c) {
   const auto service = [&](std::int64_t n) {
     const auto base = static_cast<double>(p.base_delay);
-    return n <= p.limit ? base
-                        : base * std::pow(p.factor, static_cast<double>(n - p.limit) / p.k);
+    return n <= p.limit ? base : base * std::pow(p.factor, static_cast<double>(n - p.limit) / p.k);
   };
   // (time, class, order, request): class 0 = pause, resume and arrivals, in `order` of
   // scheduling; class 1 = checks, `order` = (start, request) packed as start * 2^20 + request.
@@ -166,8 +165,7 @@ class driver final : public sim::model, public sim::concurrency_server::listener
 
 // Compares every finish time; returns the longest time a request spent on the server, so that
 // a case can show it reached the regime it is meant to test.
-time_ns expect_same_finish_times(const sim::concurrency_server::params& p,
-                                 const scenario_case& c) {
+time_ns expect_same_finish_times(const sim::concurrency_server::params& p, const scenario_case& c) {
   const auto expected = per_tick_reference(p, c);
   const auto got = driver(p).run(c);
   EXPECT_EQ(got.size(), expected.size());

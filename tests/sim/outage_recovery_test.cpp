@@ -45,7 +45,9 @@ double goodput(const sim::strategy_summary& s, int from_s, int to_s) {
 
 class OutageRecovery : public testing::Test {
  protected:
-  static void SetUpTestSuite() { result_ = new sim::scenario_result(run_builtin("outage-recovery")); }
+  static void SetUpTestSuite() {
+    result_ = new sim::scenario_result(run_builtin("outage-recovery"));
+  }
   static void TearDownTestSuite() { delete result_; }
   static const sim::strategy_summary& get(const std::string& name) {
     return strategy(*result_, name);
@@ -102,7 +104,8 @@ TEST_F(OutageRecovery, RequestsSentDuringThePauseStartTogetherOnResume) {
 
 TEST(OutageRecoveryRuns, AShortPauseTimesNothingOutAndLeavesBothAlike) {
   // A 1 s pause is shorter than the 2 s timeout: no retries, so no difference between them.
-  const auto r = run_builtin("outage-recovery", {"outage.duration=\"1s\"", "run.duration=\"120s\""});
+  const auto r =
+      run_builtin("outage-recovery", {"outage.duration=\"1s\"", "run.duration=\"120s\""});
   const auto& fixed = strategy(r, "fixed");
   const auto& exponential = strategy(r, "exponential");
   EXPECT_EQ(fixed.attempts, fixed.operations);
@@ -177,9 +180,8 @@ window = "aimd(initial=20, ssthresh=1024, decrease=0.5, variant=tahoe)"
 TEST(OutageTipping, FixedTipsOverBetweenShortAndLongPausesAndExponentialHolds) {
   for (const auto& source : sim::builtin_scenarios()) {
     if (source.path != "builtin/outage-tipping.toml") continue;
-    sim::scenario sc = sim::scenario::load(
-        source, {"sweep.outage.duration=[\"2s\", \"10s\"]", "replications=3",
-                 "run.duration=\"160s\""});
+    sim::scenario sc = sim::scenario::load(source, {"sweep.outage.duration=[\"2s\", \"10s\"]",
+                                                    "replications=3", "run.duration=\"160s\""});
     const auto r = sim::run_scenario(sc, {.out = std::nullopt, .progress = false, .threads = 2});
     ASSERT_EQ(r.points.size(), 2U);
     const auto recovered = [&](std::size_t point, const std::string& name) {

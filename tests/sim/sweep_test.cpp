@@ -64,21 +64,21 @@ server.connect = { start = "50ms", stop = "150ms", step = "50ms" }
   EXPECT_TRUE(sc.is_sweep());
   EXPECT_EQ(sc.replications(), 2U);
   EXPECT_EQ(point_texts(sc),
-            (std::vector<std::string>{
-                "workload.operations=10 server.connect=50ms",
-                "workload.operations=10 server.connect=100ms",
-                "workload.operations=10 server.connect=150ms",
-                "workload.operations=20 server.connect=50ms",
-                "workload.operations=20 server.connect=100ms",
-                "workload.operations=20 server.connect=150ms"}));
+            (std::vector<std::string>{"workload.operations=10 server.connect=50ms",
+                                      "workload.operations=10 server.connect=100ms",
+                                      "workload.operations=10 server.connect=150ms",
+                                      "workload.operations=20 server.connect=50ms",
+                                      "workload.operations=20 server.connect=100ms",
+                                      "workload.operations=20 server.connect=150ms"}));
 }
 
 TEST(SweepAxes, NumericRangesIncludeTheStopWhenOnTheGrid) {
   const auto ints = load("[sweep]\nworkload.operations = { start = 10, stop = 40, step = 15 }\n");
-  EXPECT_EQ(point_texts(ints), (std::vector<std::string>{"workload.operations=10",
-                                                         "workload.operations=25",
-                                                         "workload.operations=40"}));
-  const auto reals = load("[sweep]\nworkload.rate_per_s = { start = 0.1, stop = 0.3, step = 0.1 }\n");
+  EXPECT_EQ(point_texts(ints),
+            (std::vector<std::string>{"workload.operations=10", "workload.operations=25",
+                                      "workload.operations=40"}));
+  const auto reals =
+      load("[sweep]\nworkload.rate_per_s = { start = 0.1, stop = 0.3, step = 0.1 }\n");
   EXPECT_EQ(point_texts(reals).size(), 3U);  // 0.1 + 2 * 0.1 rounds to 0.30000000000000004
 }
 
@@ -213,13 +213,14 @@ TEST(SweepRuns, SweepCsvHasOneRowPerPointAndStrategy) {
   std::istringstream lines(csv.str());
   std::string header, row;
   std::getline(lines, header);
-  EXPECT_EQ(header.rfind("workload.operations,strategy,replications,operations,operations_ci95,", 0),
-            0U)
+  EXPECT_EQ(
+      header.rfind("workload.operations,strategy,replications,operations,operations_ci95,", 0), 0U)
       << header;
   int rows = 0;
   while (std::getline(lines, row)) {
     ++rows;
-    EXPECT_EQ(std::count(row.begin(), row.end(), ','), std::count(header.begin(), header.end(), ','))
+    EXPECT_EQ(std::count(row.begin(), row.end(), ','),
+              std::count(header.begin(), header.end(), ','))
         << row;
   }
   EXPECT_EQ(rows, 6);

@@ -41,17 +41,17 @@ class outage_recovery final : public model_runner,
                                      std::chrono::nanoseconds{1})
                      .count()),
         quirks_(keys.boolean("quirks", true)),
-        server_({.limit = keys.integer("server.limit", 30, 0, 1'000'000'000),
-                 .factor = keys.number("server.factor", 1.05, 1.0, 1e6),
-                 .k = keys.number("server.k", 15.0, 1e-9, 1e12),
-                 .base_delay = keys.duration_value("server.base_delay",
-                                                   std::chrono::milliseconds{100},
-                                                   std::chrono::nanoseconds{1})
-                                   .count(),
-                 .tick = keys.duration_value("server.tick", std::chrono::milliseconds{50},
-                                             std::chrono::nanoseconds{1})
-                             .count()},
-                *this),
+        server_(
+            {.limit = keys.integer("server.limit", 30, 0, 1'000'000'000),
+             .factor = keys.number("server.factor", 1.05, 1.0, 1e6),
+             .k = keys.number("server.k", 15.0, 1e-9, 1e12),
+             .base_delay = keys.duration_value("server.base_delay", std::chrono::milliseconds{100},
+                                               std::chrono::nanoseconds{1})
+                               .count(),
+             .tick = keys.duration_value("server.tick", std::chrono::milliseconds{50},
+                                         std::chrono::nanoseconds{1})
+                         .count()},
+            *this),
         outage_start_(keys.duration_value("outage.start", std::chrono::seconds{60}).count()),
         outage_length_(keys.duration_value("outage.duration", std::chrono::seconds{10}).count()),
         duration_(keys.duration_value("run.duration", std::chrono::seconds{400},
@@ -102,8 +102,8 @@ class outage_recovery final : public model_runner,
     for (std::size_t c = 0; c < clients_.size(); ++c) {
       client& cl = clients_[c];
       if (cl.control) {
-        out.operation_done(
-            {cl.operation, cl.first_attempt, duration_, cl.control->attempts(), op_status::unfinished});
+        out.operation_done({cl.operation, cl.first_attempt, duration_, cl.control->attempts(),
+                            op_status::unfinished});
       }
     }
     return {duration_, e.events_processed()};
@@ -135,9 +135,9 @@ class outage_recovery final : public model_runner,
     std::optional<retry_controller> control;  // the operation in progress, if any
     std::uint64_t operation = 0;
     time_ns first_attempt = 0;
-    time_ns waited = 0;          // the think time before this operation
-    std::uint32_t attempt = 0;   // generation of the attempt in flight (stale replies ignored)
-    bool awaiting = false;       // an attempt is in flight
+    time_ns waited = 0;         // the think time before this operation
+    std::uint32_t attempt = 0;  // generation of the attempt in flight (stale replies ignored)
+    bool awaiting = false;      // an attempt is in flight
   };
 
   static std::uint64_t pack(std::uint32_t index, std::uint32_t generation) {
@@ -183,7 +183,8 @@ class outage_recovery final : public model_runner,
     out_->attempt(e.now());
     ++cl.attempt;
     cl.awaiting = true;
-    e.schedule_in(timeout_lane_, self_, client_timeout, pack(static_cast<std::uint32_t>(c), cl.attempt));
+    e.schedule_in(timeout_lane_, self_, client_timeout,
+                  pack(static_cast<std::uint32_t>(c), cl.attempt));
     server_.arrive(e, pack(static_cast<std::uint32_t>(c), cl.attempt));
     record_load(e);
   }

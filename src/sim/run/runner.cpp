@@ -134,8 +134,8 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
       result.points[i].params.emplace_back(axis->key, *value);
     }
     for (const auto& s : strategies) {
-      result.points[i].strategies.push_back({s.name(), std::vector<strategy_summary>(
-                                                           sc.replications())});
+      result.points[i].strategies.push_back(
+          {s.name(), std::vector<strategy_summary>(sc.replications())});
     }
   }
 
@@ -288,9 +288,8 @@ nlohmann::ordered_json strategy_json(const strategy_summary& s) {
   j["attempts"] = s.attempts;
   j["attempts_per_operation"] = s.attempts_per_operation;
   j["makespan_s"] = s.makespan_s;
-  j["latency_s"] = {{"p50", s.latency_s.p50},   {"p75", s.latency_s.p75},
-                    {"p90", s.latency_s.p90},   {"p99", s.latency_s.p99},
-                    {"p999", s.latency_s.p999}, {"max", s.latency_s.max}};
+  j["latency_s"] = {{"p50", s.latency_s.p50}, {"p75", s.latency_s.p75},   {"p90", s.latency_s.p90},
+                    {"p99", s.latency_s.p99}, {"p999", s.latency_s.p999}, {"max", s.latency_s.max}};
   j["goodput_per_s"] = s.goodput_per_s;
   j["recovery_s"] = number_or_null(s.recovery_s);
   j["peak_load"] = s.peak_load;
@@ -313,7 +312,8 @@ const std::vector<metric>& metrics() {
       {"gave_up", [](const strategy_summary& s) { return static_cast<double>(s.gave_up); }},
       {"unfinished", [](const strategy_summary& s) { return static_cast<double>(s.unfinished); }},
       {"attempts", [](const strategy_summary& s) { return static_cast<double>(s.attempts); }},
-      {"attempts_per_operation", [](const strategy_summary& s) { return s.attempts_per_operation; }},
+      {"attempts_per_operation",
+       [](const strategy_summary& s) { return s.attempts_per_operation; }},
       {"makespan_s", [](const strategy_summary& s) { return s.makespan_s; }},
       {"latency_s.p50", [](const strategy_summary& s) { return s.latency_s.p50; }},
       {"latency_s.p75", [](const strategy_summary& s) { return s.latency_s.p75; }},
@@ -529,9 +529,9 @@ std::string comparison_table(const scenario_result& r) {
       }
       if (r.outage) {
         const auto [recovery, recovered] = recovery_of(cell);
-        row.push_back(recovery ? fmt::format("{} ({}/{})", num(recovery->mean), recovered,
-                                             cell.runs.size())
-                               : "never");
+        row.push_back(
+            recovery ? fmt::format("{} ({}/{})", num(recovery->mean), recovered, cell.runs.size())
+                     : "never");
       }
       rows.push_back(std::move(row));
     }

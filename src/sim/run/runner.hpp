@@ -52,7 +52,7 @@ struct scenario_result {
   std::string model;
   std::uint64_t seed = 0;
   std::vector<strategy_summary> strategies;  // a plain run
-  bool outage = false;  // the model has an outage: recovery_s is meaningful
+  bool outage = false;                       // the model has an outage: recovery_s is meaningful
   bool sweep = false;
   std::uint32_t replications = 1;
   std::vector<std::string> sweep_keys;  // the swept keys, in axis order

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 
@@ -205,7 +205,7 @@ std::string config_reader::string(std::string_view key, std::string_view fallbac
 }
 
 std::vector<std::string> config_reader::strings(std::string_view key,
-                                               const std::vector<std::string>& fallback) {
+                                                const std::vector<std::string>& fallback) {
   used_.emplace(key);
   const toml::node* n = find(key);
   if (n == nullptr) return fallback;
@@ -352,7 +352,6 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
   return sc;
 }
 
-
 namespace {
 
 // A TOML basic string holding `text`.
@@ -489,35 +488,35 @@ void scenario::read_sweep(const toml::table& root) {
     toml::source_position at;
   };
   std::vector<found> all;
-  std::function<void(const toml::table&, const std::string&)> walk = [&](const toml::table& t,
-                                                                        const std::string& prefix) {
-    for (const auto& [k, node] : t) {
-      const std::string key =
-          prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
-      const std::string at = position(k.source(), source_.path);
-      sweep_axis axis{key, at, {}};
-      if (const toml::array* list = node.as_array()) {
-        if (list->empty()) throw scenario_error(at + ": sweep." + key + ": the list is empty");
-        if (list->size() > max_axis_values) {
-          throw scenario_error(at + ": sweep." + key + ": more than " +
-                               std::to_string(max_axis_values) + " values");
+  std::function<void(const toml::table&, const std::string&)> walk =
+      [&](const toml::table& t, const std::string& prefix) {
+        for (const auto& [k, node] : t) {
+          const std::string key =
+              prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+          const std::string at = position(k.source(), source_.path);
+          sweep_axis axis{key, at, {}};
+          if (const toml::array* list = node.as_array()) {
+            if (list->empty()) throw scenario_error(at + ": sweep." + key + ": the list is empty");
+            if (list->size() > max_axis_values) {
+              throw scenario_error(at + ": sweep." + key + ": more than " +
+                                   std::to_string(max_axis_values) + " values");
+            }
+            for (const toml::node& item : *list) axis.values.push_back(value_of(item, at, key));
+          } else if (const toml::table* sub = node.as_table()) {
+            if (sub->contains("start") || sub->contains("stop") || sub->contains("step")) {
+              axis.values = range_values(*sub, at, key);
+            } else {
+              walk(*sub, key);
+              continue;
+            }
+          } else {
+            throw scenario_error(at + ": sweep." + key +
+                                 ": expected a list of values or { start, stop, step }, found " +
+                                 type_name(node));
+          }
+          all.push_back({std::move(axis), k.source().begin});
         }
-        for (const toml::node& item : *list) axis.values.push_back(value_of(item, at, key));
-      } else if (const toml::table* sub = node.as_table()) {
-        if (sub->contains("start") || sub->contains("stop") || sub->contains("step")) {
-          axis.values = range_values(*sub, at, key);
-        } else {
-          walk(*sub, key);
-          continue;
-        }
-      } else {
-        throw scenario_error(at + ": sweep." + key +
-                             ": expected a list of values or { start, stop, step }, found " +
-                             type_name(node));
-      }
-      all.push_back({std::move(axis), k.source().begin});
-    }
-  };
+      };
   walk(*sweep->as_table(), "");
   std::stable_sort(all.begin(), all.end(), [](const found& a, const found& b) {
     return a.at.line != b.at.line ? a.at.line < b.at.line : a.at.column < b.at.column;
