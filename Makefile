@@ -56,7 +56,7 @@ demo:
 	build/bin/backoff presets --attempts 8
 	@echo
 	build/bin/backoff sim --out results
-	@echo "make demo: each scenario's summary.json, timeseries.csv and clients.csv are in results/"
+	@echo "make demo: each scenario's summary.json (and timeseries.csv, clients.csv, or for a sweep sweep.csv) is in results/"
 
 format:
 	command -v clang-format >/dev/null || { echo "format: clang-format not found" >&2; exit 1; }

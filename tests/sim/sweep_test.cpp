@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(
     BadSweeps, SweepRejects,
     testing::Values(
         bad_sweep{"[sweep]\nworkload.operations = []\n",
-                  "s.toml:4:1: sweep.workload.operations: the list is empty"},
+                  "s.toml:4:10: sweep.workload.operations: the list is empty"},
         bad_sweep{"[sweep]\nworkload.operations = 10\n",
                   "sweep.workload.operations: expected a list of values or { start, stop, step }"},
         bad_sweep{"[sweep]\nworkload.operations = [[1], [2]]\n",
@@ -138,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(
         bad_sweep{"replications = 0\n", "replications: 0 is out of range"},
         // A bad value is found before anything runs, and named by the sweep entry that set it.
         bad_sweep{"[sweep]\nworkload.operations = [10, 0]\n",
-                  "s.toml:4:1 (sweep workload.operations=0): workload.operations: 0 is out of "
+                  "s.toml:4:10 (sweep workload.operations=0): workload.operations: 0 is out of "
                   "range"},
         bad_sweep{"[sweep]\nworkload.operatons = [10]\n", "unknown key 'workload.operatons'"}));
 
