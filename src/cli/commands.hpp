@@ -37,5 +37,6 @@ inline CLI::Validator whole_number() {
 void setup_delays(CLI::App& app, int& status);
 void setup_presets(CLI::App& app, int& status);
 void setup_sim(CLI::App& app, int& status);
+void setup_sweep(CLI::App& app, int& status);
 
 }  // namespace backoff::cli

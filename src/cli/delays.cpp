@@ -1,5 +1,6 @@
 // `backoff delays`: prints the delay before each retry for a policy (SPEC 6.1), so a schedule can
-// be seen, compared and plotted before it is used.
+// be seen, compared and plotted before it is used. --plot PREFIX also draws it with gnuplot
+// (PREFIX.png/.svg and PREFIX-log.png/.svg), after printing as usual.
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "backoff/spec.hpp"
 #include "commands.hpp"
 #include "output.hpp"
+#include "report/plots.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -22,6 +24,7 @@ struct delays_options {
   std::uint32_t runs = 1;
   std::uint64_t seed = 1;
   std::string format = "table";
+  std::string plot;  // file prefix; empty: no charts
 };
 
 // Run r's generator: independent of the other runs and of --runs.
@@ -29,15 +32,7 @@ random_generator run_generator(std::uint64_t seed, std::uint32_t run) {
   return random_generator{derive_seed(seed, run)};
 }
 
-int run_delays(const delays_options& o) {
-  backoff_policy policy;
-  try {
-    policy = parse_policy(o.policy);
-  } catch (const parse_error& e) {
-    std::cerr << "backoff delays: " << e.what() << '\n';
-    return exit_usage;
-  }
-
+int print_delays(const delays_options& o, const backoff_policy& policy) {
   if (o.format == "csv") {
     std::string out = "run,attempt,delay_s\n";
     for (std::uint32_t run = 1; run <= o.runs; ++run) {
@@ -124,6 +119,46 @@ int run_delays(const delays_options& o) {
   return exit_ok;
 }
 
+// The same delays as printed (each run's generator is independent of the output format).
+int plot_delays(const delays_options& o, const backoff_policy& policy) {
+  std::vector<std::vector<double>> delays(o.runs);
+  for (std::uint32_t run = 1; run <= o.runs; ++run) {
+    random_generator rng = run_generator(o.seed, run);
+    auto state = policy.start();
+    for (std::uint32_t a = 1; a <= o.attempts; ++a) {
+      delays[run - 1].push_back(to_seconds(state.next_delay(rng)));
+    }
+  }
+  try {
+    sim::write_delay_plots(delays, policy.to_string(), o.plot);
+  } catch (const sim::plot_error& e) {
+    std::cerr << "backoff delays: " << e.what() << '\n';
+    return exit_failure;
+  }
+  return exit_ok;
+}
+
+int run_delays(const delays_options& o) {
+  backoff_policy policy;
+  try {
+    policy = parse_policy(o.policy);
+  } catch (const parse_error& e) {
+    std::cerr << "backoff delays: " << e.what() << '\n';
+    return exit_usage;
+  }
+  // A chart of more points than this is a black smear, and gnuplot takes long to draw it.
+  constexpr std::uint64_t max_plotted = 100'000;
+  if (!o.plot.empty() && std::uint64_t{o.attempts} * o.runs > max_plotted) {
+    std::cerr << "backoff delays: --plot draws at most " << max_plotted
+              << " delays (--attempts x --runs); got " << std::uint64_t{o.attempts} * o.runs
+              << '\n';
+    return exit_usage;
+  }
+  const int status = print_delays(o, policy);
+  if (status != exit_ok || o.plot.empty()) return status;
+  return plot_delays(o, policy);
+}
+
 }  // namespace
 
 void setup_delays(CLI::App& app, int& status) {
@@ -147,6 +182,10 @@ void setup_delays(CLI::App& app, int& status) {
   cmd->add_option("-f,--format", options->format, "Output format")
       ->check(CLI::IsMember({"table", "csv", "json"}))
       ->capture_default_str();
+  cmd->add_option("--plot", options->plot,
+                  "Also draw delay vs retry number with gnuplot: PREFIX.png and PREFIX.svg "
+                  "(linear), PREFIX-log.png and PREFIX-log.svg (log scale)")
+      ->type_name("PREFIX");
   cmd->callback([options, &status] { status = run_delays(*options); });
 }
 

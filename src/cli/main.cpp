@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   backoff::cli::setup_delays(app, status);
   backoff::cli::setup_presets(app, status);
   backoff::cli::setup_sim(app, status);
+  backoff::cli::setup_sweep(app, status);
 
   // CLI11 reports an unknown command as a missing one; name it instead.
   const auto all = app.get_subcommands([](const CLI::App*) { return true; });

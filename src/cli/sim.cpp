@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
+#include "scenario_files.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -27,36 +28,13 @@ struct sim_options {
   unsigned threads = 0;  // 0: one per core
 };
 
-// A file path, or the name of a built-in scenario ("tick-burst").
-sim::scenario_source resolve(const std::string& arg) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_regular_file(arg, ec)) {
-    std::ifstream in(arg, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) throw sim::scenario_error(arg + ": cannot read");
-    return {arg, text.str()};
-  }
-  for (const auto& s : sim::builtin_scenarios()) {
-    if (s.path == "builtin/" + arg + ".toml" || s.path == "builtin/" + arg) return s;
-  }
-  std::string known;
-  for (const auto& s : sim::builtin_scenarios()) {
-    const auto name = std::filesystem::path(s.path).stem().string();
-    known += (known.empty() ? "" : ", ") + name;
-  }
-  throw sim::scenario_error(
-      arg + ": no such file, and not a built-in scenario (built-in: " + known + ")");
-}
-
 int run_sim(const sim_options& o) {
   try {
     std::vector<sim::scenario_source> sources;
     if (o.scenarios.empty()) {
       sources = sim::builtin_scenarios();
     } else {
-      for (const auto& s : o.scenarios) sources.push_back(resolve(s));
+      for (const auto& s : o.scenarios) sources.push_back(resolve_scenario(s));
     }
     // Check every scenario before running any, so a typo in the last fails at once.
     std::vector<sim::scenario> loaded;

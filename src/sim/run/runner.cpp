@@ -16,13 +16,15 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "models/model.hpp"
 
 namespace backoff::sim {
 namespace {
 
-// A one-line progress bar on stderr, drawn only after the run has taken a second.
+// A one-line progress bar on stderr, drawn only after the run has taken a second, with the
+// time left estimated from the pace so far.
 class progress_bar {
  public:
   progress_bar(bool enabled, std::string label)
@@ -32,14 +34,22 @@ class progress_bar {
   }
   void update(double fraction) {
     if (!enabled_) return;
-    const auto elapsed = std::chrono::steady_clock::now() - start_;
-    if (elapsed < std::chrono::seconds{1}) return;
+    const auto now = std::chrono::steady_clock::now();
+    const std::chrono::duration<double> elapsed = now - start_;
+    if (elapsed < std::chrono::seconds{1} || now - last_ < std::chrono::milliseconds{100}) return;
+    last_ = now;
+    fraction = std::clamp(fraction, 0.0, 1.0);
     const int width = 30;
     const int filled = static_cast<int>(fraction * width);
-    std::fprintf(stderr, "\r%s [%s%s] %3d%%", label_.c_str(),
+    std::string eta = "--";
+    if (fraction > 0) {
+      const double left = elapsed.count() * (1 - fraction) / fraction;
+      eta = format_duration(std::chrono::seconds{static_cast<std::int64_t>(std::ceil(left))});
+    }
+    std::fprintf(stderr, "\r\033[K%s [%s%s] %3d%% ETA %s", label_.c_str(),
                  std::string(static_cast<std::size_t>(filled), '#').c_str(),
                  std::string(static_cast<std::size_t>(width - filled), '.').c_str(),
-                 static_cast<int>(fraction * 100));
+                 static_cast<int>(fraction * 100), eta.c_str());
     std::fflush(stderr);
     drawn_ = true;
   }
@@ -48,6 +58,7 @@ class progress_bar {
   bool enabled_;
   std::string label_;
   std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_{};
   bool drawn_ = false;
 };
 
@@ -124,7 +135,13 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
     (void)make_model(at);
   }
   const std::size_t per_point = strategies.size() * sc.replications();
-  const std::size_t tasks = points.size() * per_point;
+  const std::size_t all_tasks = points.size() * per_point;
+  // This shard's tasks: every count-th from index - 1 (round robin spreads the costly points).
+  const shard_spec part = options.shard.value_or(shard_spec{});
+  std::vector<std::size_t> mine;
+  for (std::size_t t = part.index - 1; t < all_tasks; t += part.count) mine.push_back(t);
+  const std::size_t tasks = mine.size();
+  result.shard = options.shard;
   result.sweep = true;
   result.replications = sc.replications();
   for (const auto& axis : sc.axes()) result.sweep_keys.push_back(axis.key);
@@ -134,13 +151,15 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
       result.points[i].params.emplace_back(axis->key, *value);
     }
     for (const auto& s : strategies) {
-      result.points[i].strategies.push_back(
-          {s.name(), std::vector<strategy_summary>(sc.replications())});
+      result.points[i].strategies.push_back({s.name(),
+                                             std::vector<strategy_summary>(sc.replications()),
+                                             std::vector<std::uint8_t>(sc.replications(), 0)});
     }
   }
 
   unsigned threads = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
-  threads = std::max(1U, std::min<unsigned>(threads, static_cast<unsigned>(tasks)));
+  threads = std::max(
+      1U, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(tasks, 1))));
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
   std::atomic<bool> failed{false};
@@ -154,8 +173,9 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
     std::size_t point = points.size();
     std::unique_ptr<model_runner> model;
     for (;;) {
-      const std::size_t task = next.fetch_add(1);
-      if (task >= tasks || failed.load()) return;
+      const std::size_t slot = next.fetch_add(1);
+      if (slot >= tasks || failed.load()) return;
+      const std::size_t task = mine[slot];
       try {
         const std::size_t p = task / per_point;
         const std::size_t s = (task % per_point) / sc.replications();
@@ -172,6 +192,7 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
         summary.buckets.clear();
         summary.buckets.shrink_to_fit();
         result.points[p].strategies[s].runs[rep] = std::move(summary);
+        result.points[p].strategies[s].ran[rep] = 1;
       } catch (...) {
         const std::scoped_lock guard(lock);
         if (task < error_task) {
@@ -196,6 +217,7 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
       for (const auto& run : cell.runs) result.events += run.events;
     }
   }
+  result.fingerprint = sc.fingerprint();
 }
 
 }  // namespace
@@ -223,17 +245,20 @@ scenario_result run_scenario(scenario& sc, const run_options& options) {
     run_sweep(sc, strategies, options, result);
     result.wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    if (options.out) {
+    if (options.out && options.shard) {
       std::filesystem::create_directories(*options.out);
-      std::ofstream summary(*options.out / "summary.json", std::ios::binary);
-      write_summary_json(result, summary);
-      std::ofstream table(*options.out / "sweep.csv", std::ios::binary);
-      write_sweep_csv(result, table);
-      if (!summary || !table) {
-        throw scenario_error(options.out->string() + ": could not write the outputs");
-      }
+      const auto file = *options.out / shard_file_name(*options.shard);
+      std::ofstream shard(file, std::ios::binary);
+      write_shard_json(result, shard);
+      if (!shard) throw scenario_error(file.string() + ": could not write");
+    } else if (options.out) {
+      write_sweep_outputs(result, *options.out);
     }
     return result;
+  }
+  if (options.shard) {
+    throw scenario_error(sc.path() + ": not a sweep (no [sweep] and one replication): nothing to " +
+                         "split into shards");
   }
 
   std::ofstream clients;
@@ -422,6 +447,15 @@ void write_summary_json(const scenario_result& r, std::ostream& out) {
     for (const auto& s : r.strategies) list.push_back(strategy_json(s));
   }
   out << doc.dump(2) << '\n';
+}
+
+void write_sweep_outputs(const scenario_result& r, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  std::ofstream summary(dir / "summary.json", std::ios::binary);
+  write_summary_json(r, summary);
+  std::ofstream table(dir / "sweep.csv", std::ios::binary);
+  write_sweep_csv(r, table);
+  if (!summary || !table) throw scenario_error(dir.string() + ": could not write the outputs");
 }
 
 void write_sweep_csv(const scenario_result& r, std::ostream& out) {

@@ -26,10 +26,17 @@
 
 namespace backoff::sim {
 
+// The index-th of `count` slices of a sweep's runs (index from 1), for splitting a sweep across
+// machines: run i gets every count-th run from i - 1. merge_shards() puts them back together.
+struct shard_spec {
+  std::uint32_t index = 1, count = 1;
+};
+
 struct run_options {
   std::optional<std::filesystem::path> out;  // where to write the files; none: no files
   bool progress = false;                     // draw a progress bar on stderr
   unsigned threads = 0;                      // sweeps: worker threads (0: one per core)
+  std::optional<shard_spec> shard;  // sweeps: run only this slice; writes shard-I-of-N.json
 };
 
 // The seed of replication r: r = 0 keeps the scenario's seed, so a one-replication run of a
@@ -40,6 +47,7 @@ std::uint64_t replication_seed(std::uint64_t seed, std::uint32_t replication);
 struct sweep_cell {
   std::string name;
   std::vector<strategy_summary> runs;
+  std::vector<std::uint8_t> ran;  // 1 where runs[r] was run (a shard runs some of them)
 };
 
 struct point_result {
@@ -57,6 +65,8 @@ struct scenario_result {
   std::uint32_t replications = 1;
   std::vector<std::string> sweep_keys;  // the swept keys, in axis order
   std::vector<point_result> points;     // a sweep
+  std::optional<shard_spec> shard;      // a slice of the sweep only
+  std::string fingerprint;              // the scenario's (shards of one sweep share it)
   std::uint64_t events = 0;
   double wall_s = 0;
 };
@@ -79,6 +89,15 @@ void write_summary_json(const scenario_result& r, std::ostream& out);
 void write_timeseries_csv(const scenario_result& r, std::ostream& out);
 // Sweeps: one row per point and strategy (SPEC 2.4).
 void write_sweep_csv(const scenario_result& r, std::ostream& out);
+// summary.json and sweep.csv into `dir`.
+void write_sweep_outputs(const scenario_result& r, const std::filesystem::path& dir);
+
+// A shard's runs, every number exact, for merge_shards (`shard-I-of-N.json`).
+void write_shard_json(const scenario_result& r, std::ostream& out);
+std::string shard_file_name(const shard_spec& shard);
+// Joins the shards of one sweep (files, or folders holding shard-*-of-*.json) into the result
+// the unsharded run gives; scenario_error when one is missing, repeated, or of another sweep.
+scenario_result merge_shards(const std::vector<std::filesystem::path>& inputs);
 std::string comparison_table(const scenario_result& r);
 
 }  // namespace backoff::sim

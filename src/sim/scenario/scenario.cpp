@@ -537,6 +537,25 @@ void scenario::read_sweep(const toml::table& root) {
   }
 }
 
+std::string scenario::fingerprint() const {
+  // FNV-1a, 64 bits: stable across platforms and runs, unlike std::hash.
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  const auto mix = [&](std::string_view bytes) {
+    for (const char c : bytes) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 0x100000001b3ULL;
+    }
+    h ^= 0xff;  // a separator no text can fake
+    h *= 0x100000001b3ULL;
+  };
+  mix(source_.text);
+  for (const auto& s : sets_) mix(s);
+  mix(std::to_string(seed_));
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
 std::vector<sweep_point> scenario::points() const {
   std::vector<sweep_point> out;
   std::size_t total = 1;

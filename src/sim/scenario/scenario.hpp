@@ -147,6 +147,9 @@ class scenario {
   const std::string& model() const noexcept { return model_; }
   std::uint64_t seed() const noexcept { return seed_; }
   void set_seed(std::uint64_t seed) noexcept { seed_ = seed; }
+  // Identifies what a run computes: the file's text, the --set overrides and the seed (not the
+  // file's path), as 16 hex digits. Shards of one sweep must share it to be merged.
+  std::string fingerprint() const;
   const std::vector<strategy_spec>& strategies() const noexcept { return strategies_; }
   config_reader& config() noexcept { return config_; }
   const std::string& path() const noexcept { return config_.path(); }

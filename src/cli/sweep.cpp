@@ -1,0 +1,166 @@
+// `backoff sweep`: runs a sweep scenario's grid (every point x strategy x replication) on all
+// cores and writes summary.json and sweep.csv (SPEC 2.4); `--shard I/N` runs one slice of it and
+// writes shard-I-of-N.json, and `--merge DIR...` joins the slices into the outputs the whole
+// sweep gives. docs/SIMULATOR.md shows the shards as a Slurm job array and under GNU parallel.
+#include <charconv>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backoff/error.hpp"
+#include "commands.hpp"
+#include "run/runner.hpp"
+#include "scenario/scenario.hpp"
+#include "scenario_files.hpp"
+
+namespace backoff::cli {
+namespace {
+
+struct sweep_options {
+  std::string scenario;
+  std::string out;
+  std::string seed;
+  std::vector<std::string> sets;
+  std::string shard;
+  std::vector<std::string> merge;
+  std::string format = "table";
+  unsigned threads = 0;
+  bool progress = true;
+};
+
+// "I/N" with 1 <= I <= N.
+std::optional<sim::shard_spec> parse_shard(const std::string& text, std::string& error) {
+  const auto slash = text.find('/');
+  const auto number = [](std::string_view digits, std::uint32_t& v) {
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+      return false;
+    }
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    return ec == std::errc{} && end == digits.data() + digits.size();
+  };
+  sim::shard_spec s;
+  if (slash == std::string::npos || !number(std::string_view(text).substr(0, slash), s.index) ||
+      !number(std::string_view(text).substr(slash + 1), s.count)) {
+    error = "--shard: expected I/N such as 2/8, got '" + text + "'";
+    return std::nullopt;
+  }
+  if (s.count == 0 || s.index == 0 || s.index > s.count) {
+    error = "--shard " + text + ": I must be between 1 and N";
+    return std::nullopt;
+  }
+  return s;
+}
+
+void print(const sim::scenario_result& r, const std::string& format) {
+  if (format == "json") {
+    sim::write_summary_json(r, std::cout);
+  } else {
+    std::cout << sim::comparison_table(r) << std::flush;
+  }
+}
+
+int run_sweep(const sweep_options& o) {
+  try {
+    if (!o.merge.empty()) {
+      if (!o.scenario.empty() || !o.shard.empty() || !o.sets.empty() || !o.seed.empty()) {
+        std::cerr << "backoff sweep: --merge takes shard folders only (no scenario, --shard, "
+                     "--set or --seed)\n";
+        return exit_usage;
+      }
+      std::vector<std::filesystem::path> inputs(o.merge.begin(), o.merge.end());
+      const sim::scenario_result r = sim::merge_shards(inputs);
+      if (!o.out.empty()) sim::write_sweep_outputs(r, o.out);
+      print(r, o.format);
+      if (!o.out.empty()) std::cerr << "backoff sweep: merged outputs written to " << o.out << '\n';
+      return exit_ok;
+    }
+    if (o.scenario.empty()) {
+      std::cerr
+          << "backoff sweep: give a scenario (a file or a built-in name), or --merge DIR...\n";
+      return exit_usage;
+    }
+    std::optional<sim::shard_spec> shard;
+    if (!o.shard.empty()) {
+      std::string error;
+      shard = parse_shard(o.shard, error);
+      if (!shard) {
+        std::cerr << "backoff sweep: " << error << '\n';
+        return exit_usage;
+      }
+      if (o.out.empty()) {
+        std::cerr << "backoff sweep: --shard needs --out DIR, where shard-I-of-N.json goes\n";
+        return exit_usage;
+      }
+    }
+    sim::scenario sc = sim::scenario::load(resolve_scenario(o.scenario), o.sets);
+    if (!o.seed.empty()) sc.set_seed(std::stoull(o.seed));
+    if (!sc.is_sweep()) {
+      std::cerr << "backoff sweep: " << sc.path()
+                << ": not a sweep (no [sweep] table and replications = 1); run it with "
+                   "'backoff sim'\n";
+      return exit_usage;
+    }
+    sim::run_options run;
+    if (!o.out.empty()) run.out = std::filesystem::path(o.out);
+    run.progress = o.progress;
+    run.threads = o.threads;
+    run.shard = shard;
+    const sim::scenario_result r = sim::run_scenario(sc, run);
+    if (shard) {
+      std::cerr << "backoff sweep: shard " << shard->index << "/" << shard->count << " written to "
+                << (std::filesystem::path(o.out) / sim::shard_file_name(*shard)).string()
+                << "; join the shards with 'backoff sweep --merge'\n";
+      return exit_ok;
+    }
+    print(r, o.format);
+    if (!o.out.empty()) std::cerr << "backoff sweep: outputs written to " << o.out << '\n';
+    return exit_ok;
+  } catch (const sim::scenario_error& e) {
+    std::cerr << "backoff sweep: " << e.what() << '\n';
+    return exit_usage;
+  } catch (const parse_error& e) {
+    std::cerr << "backoff sweep: " << e.what() << '\n';
+    return exit_usage;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cerr << "backoff sweep: " << e.what() << '\n';
+    return exit_failure;
+  }
+}
+
+}  // namespace
+
+void setup_sweep(CLI::App& app, int& status) {
+  auto options = std::make_shared<sweep_options>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Run a sweep scenario's grid on all cores, or one shard of it, or merge shards");
+  cmd->add_option("scenario", options->scenario,
+                  "A sweep scenario: a TOML file with [sweep] and/or replications, or a built-in "
+                  "name such as aws-occ");
+  cmd->add_option("-o,--out", options->out,
+                  "Write summary.json and sweep.csv here (with --shard: shard-I-of-N.json)");
+  cmd->add_option("-j,--threads", options->threads,
+                  "Worker threads (default: one per core); the results do not depend on it")
+      ->check(CLI::Range(1U, 4096U));
+  cmd->add_option("--shard", options->shard,
+                  "Run only the I-th of N slices of the runs (I from 1), e.g. 3/8");
+  cmd->add_option("--merge", options->merge,
+                  "Join shard outputs (folders with shard-*-of-*.json, or the files) into the "
+                  "whole sweep's outputs")
+      ->expected(1, -1);
+  cmd->add_option("-s,--seed", options->seed, "Override the scenario's seed")
+      ->check(whole_number());
+  cmd->add_option("--set", options->sets,
+                  "Override a scenario key by its dotted path, e.g. --set replications=10 or "
+                  "--set 'sweep.clients=[50, 100]' (repeatable)");
+  cmd->add_option("-f,--format", options->format, "Output on stdout")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  cmd->add_flag("!--no-progress", options->progress,
+                "Do not draw the progress bar (drawn only on a terminal, after 1 s, with an ETA)");
+  cmd->callback([options, &status] { status = run_sweep(*options); });
+}
+
+}  // namespace backoff::cli

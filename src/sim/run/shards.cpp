@@ -1,0 +1,267 @@
+// Shards of a sweep: `backoff sweep --shard I/N` writes the runs of one slice with every number
+// exact (JSON doubles round-trip), and merge_shards() puts N of them back into the result of the
+// unsharded run, so that summary.json (but its wall time) and sweep.csv come out byte for byte
+// the same. A shard names its sweep by the scenario's fingerprint: shards of different files,
+// overrides or seeds are refused rather than mixed.
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "runner.hpp"
+
+namespace backoff::sim {
+namespace {
+
+constexpr const char* shard_format = "backoff-sweep-shard/1";
+
+const char* type_name(sweep_value::kind k) {
+  switch (k) {
+    case sweep_value::kind::integer:
+      return "integer";
+    case sweep_value::kind::number:
+      return "number";
+    case sweep_value::kind::string:
+      return "string";
+    case sweep_value::kind::boolean:
+      return "boolean";
+  }
+  return "string";
+}
+
+sweep_value::kind type_of(const std::string& name) {
+  if (name == "integer") return sweep_value::kind::integer;
+  if (name == "number") return sweep_value::kind::number;
+  if (name == "boolean") return sweep_value::kind::boolean;
+  if (name == "string") return sweep_value::kind::string;
+  throw std::invalid_argument("unknown parameter type '" + name + "'");
+}
+
+nlohmann::json summary_json(const strategy_summary& s) {
+  nlohmann::json j;
+  j["operations"] = s.operations;
+  j["completed"] = s.completed;
+  j["gave_up"] = s.gave_up;
+  j["unfinished"] = s.unfinished;
+  j["attempts"] = s.attempts;
+  j["attempts_per_operation"] = s.attempts_per_operation;
+  j["makespan_s"] = s.makespan_s;
+  j["latency_s"] = {s.latency_s.p50, s.latency_s.p75,  s.latency_s.p90,
+                    s.latency_s.p99, s.latency_s.p999, s.latency_s.max};
+  j["goodput_per_s"] = s.goodput_per_s;
+  j["peak_load"] = s.peak_load;
+  j["mean_load"] = s.mean_load;
+  j["recovery_s"] = s.recovery_s ? nlohmann::json(*s.recovery_s) : nlohmann::json(nullptr);
+  j["events"] = s.events;
+  j["has_window"] = s.has_window;
+  j["seconds_per_unit"] = s.seconds_per_unit;
+  j["bucket_width"] = s.bucket_width;
+  return j;
+}
+
+strategy_summary summary_of(const nlohmann::json& j, const std::string& name) {
+  strategy_summary s;
+  s.name = name;
+  j.at("operations").get_to(s.operations);
+  j.at("completed").get_to(s.completed);
+  j.at("gave_up").get_to(s.gave_up);
+  j.at("unfinished").get_to(s.unfinished);
+  j.at("attempts").get_to(s.attempts);
+  j.at("attempts_per_operation").get_to(s.attempts_per_operation);
+  j.at("makespan_s").get_to(s.makespan_s);
+  const auto& l = j.at("latency_s");
+  if (!l.is_array() || l.size() != 6) throw std::invalid_argument("latency_s: expected 6 numbers");
+  s.latency_s = {l[0].get<double>(), l[1].get<double>(), l[2].get<double>(),
+                 l[3].get<double>(), l[4].get<double>(), l[5].get<double>()};
+  j.at("goodput_per_s").get_to(s.goodput_per_s);
+  j.at("peak_load").get_to(s.peak_load);
+  j.at("mean_load").get_to(s.mean_load);
+  if (!j.at("recovery_s").is_null()) s.recovery_s = j.at("recovery_s").get<double>();
+  j.at("events").get_to(s.events);
+  j.at("has_window").get_to(s.has_window);
+  j.at("seconds_per_unit").get_to(s.seconds_per_unit);
+  j.at("bucket_width").get_to(s.bucket_width);
+  return s;
+}
+
+// The shard files named by the inputs: files as given, folders' shard-*-of-*.json in name order.
+std::vector<std::filesystem::path> shard_files(const std::vector<std::filesystem::path>& inputs) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (fs::is_directory(in, ec)) {
+      std::vector<fs::path> found;
+      for (const auto& entry : fs::directory_iterator(in)) {
+        const std::string name = entry.path().filename().string();
+        if (name.starts_with("shard-") && name.ends_with(".json") &&
+            name.find("-of-") != std::string::npos) {
+          found.push_back(entry.path());
+        }
+      }
+      if (found.empty()) throw scenario_error(in.string() + ": no shard-*-of-*.json in it");
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(in, ec)) {
+      files.push_back(in);
+    } else {
+      throw scenario_error(in.string() + ": no such file or folder");
+    }
+  }
+  return files;
+}
+
+}  // namespace
+
+std::string shard_file_name(const shard_spec& shard) {
+  return "shard-" + std::to_string(shard.index) + "-of-" + std::to_string(shard.count) + ".json";
+}
+
+void write_shard_json(const scenario_result& r, std::ostream& out) {
+  const shard_spec part = r.shard.value_or(shard_spec{});
+  nlohmann::json doc;
+  doc["format"] = shard_format;
+  doc["scenario"] = r.scenario;
+  doc["model"] = r.model;
+  doc["seed"] = r.seed;
+  doc["fingerprint"] = r.fingerprint;
+  doc["shard"] = {{"index", part.index}, {"count", part.count}};
+  doc["replications"] = r.replications;
+  doc["outage"] = r.outage;
+  doc["wall_s"] = r.wall_s;
+  doc["sweep_keys"] = r.sweep_keys;
+  auto& points = doc["points"] = nlohmann::json::array();
+  for (const auto& p : r.points) {
+    auto params = nlohmann::json::array();
+    for (const auto& [key, value] : p.params) {
+      params.push_back({{"key", key},
+                        {"toml", value.toml},
+                        {"text", value.text},
+                        {"type", type_name(value.type)}});
+    }
+    points.push_back({{"params", params}});
+  }
+  auto& names = doc["strategies"] = nlohmann::json::array();
+  if (!r.points.empty()) {
+    for (const auto& cell : r.points.front().strategies) names.push_back(cell.name);
+  }
+  auto& runs = doc["runs"] = nlohmann::json::array();
+  for (std::size_t p = 0; p < r.points.size(); ++p) {
+    for (std::size_t s = 0; s < r.points[p].strategies.size(); ++s) {
+      const sweep_cell& cell = r.points[p].strategies[s];
+      for (std::size_t rep = 0; rep < cell.runs.size(); ++rep) {
+        if (cell.ran[rep] == 0) continue;
+        runs.push_back({{"point", p},
+                        {"strategy", s},
+                        {"replication", rep},
+                        {"summary", summary_json(cell.runs[rep])}});
+      }
+    }
+  }
+  out << doc.dump() << '\n';
+}
+
+scenario_result merge_shards(const std::vector<std::filesystem::path>& inputs) {
+  const auto files = shard_files(inputs);
+  scenario_result result;
+  std::map<std::uint32_t, std::string> seen;  // shard index -> its file
+  std::uint32_t count = 0;
+  for (const auto& file : files) {
+    const std::string where = file.string();
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) throw scenario_error(where + ": cannot read");
+    try {
+      const auto doc = nlohmann::json::parse(text.str());
+      if (!doc.is_object() || doc.value("format", "") != shard_format) {
+        throw scenario_error(where + ": not a shard file of backoff sweep (format " +
+                             std::string(shard_format) + ")");
+      }
+      const auto index = doc.at("shard").at("index").get<std::uint32_t>();
+      const auto n = doc.at("shard").at("count").get<std::uint32_t>();
+      const auto fingerprint = doc.at("fingerprint").get<std::string>();
+      if (seen.empty()) {
+        count = n;
+        result.scenario = doc.at("scenario").get<std::string>();
+        result.model = doc.at("model").get<std::string>();
+        result.seed = doc.at("seed").get<std::uint64_t>();
+        result.fingerprint = fingerprint;
+        result.replications = doc.at("replications").get<std::uint32_t>();
+        result.outage = doc.at("outage").get<bool>();
+        result.sweep = true;
+        result.sweep_keys = doc.at("sweep_keys").get<std::vector<std::string>>();
+        const auto names = doc.at("strategies").get<std::vector<std::string>>();
+        for (const auto& point : doc.at("points")) {
+          point_result p;
+          for (const auto& param : point.at("params")) {
+            sweep_value v;
+            v.toml = param.at("toml").get<std::string>();
+            v.text = param.at("text").get<std::string>();
+            v.type = type_of(param.at("type").get<std::string>());
+            p.params.emplace_back(param.at("key").get<std::string>(), v);
+          }
+          for (const auto& name : names) {
+            p.strategies.push_back({name, std::vector<strategy_summary>(result.replications),
+                                    std::vector<std::uint8_t>(result.replications, 0)});
+          }
+          result.points.push_back(std::move(p));
+        }
+      } else if (fingerprint != result.fingerprint) {
+        throw scenario_error(where + ": a shard of another sweep (scenario " +
+                             doc.at("scenario").get<std::string>() + ", fingerprint " +
+                             fingerprint + "; the first file's is " + result.fingerprint + ")");
+      } else if (n != count) {
+        throw scenario_error(where + ": shard " + std::to_string(index) + "/" + std::to_string(n) +
+                             " does not fit the others' split into " + std::to_string(count));
+      }
+      if (index < 1 || index > count) {
+        throw scenario_error(where + ": shard index " + std::to_string(index) + " is not in 1.." +
+                             std::to_string(count));
+      }
+      if (const auto it = seen.find(index); it != seen.end()) {
+        throw scenario_error(where + ": shard " + std::to_string(index) + "/" +
+                             std::to_string(count) + " is also in " + it->second);
+      }
+      seen[index] = where;
+      result.wall_s += doc.at("wall_s").get<double>();
+      for (const auto& run : doc.at("runs")) {
+        const auto p = run.at("point").get<std::size_t>();
+        const auto s = run.at("strategy").get<std::size_t>();
+        const auto rep = run.at("replication").get<std::size_t>();
+        if (p >= result.points.size() || s >= result.points[p].strategies.size() ||
+            rep >= result.replications) {
+          throw scenario_error(where + ": a run outside the sweep's grid");
+        }
+        sweep_cell& cell = result.points[p].strategies[s];
+        cell.runs[rep] = summary_of(run.at("summary"), cell.name);
+        cell.ran[rep] = 1;
+        result.events += cell.runs[rep].events;
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw scenario_error(where + ": malformed shard file: " + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw scenario_error(where + ": malformed shard file: " + e.what());
+    }
+  }
+  std::string missing;
+  for (std::uint32_t i = 1; i <= count; ++i) {
+    if (!seen.contains(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  }
+  if (!missing.empty()) {
+    throw scenario_error("shard(s) " + missing + " of " + std::to_string(count) +
+                         " missing: every shard of the sweep is needed");
+  }
+  for (const auto& p : result.points) {
+    for (const auto& cell : p.strategies) {
+      if (std::find(cell.ran.begin(), cell.ran.end(), 0) != cell.ran.end()) {
+        throw scenario_error("the shards do not cover every run of the sweep");
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace backoff::sim

@@ -1,0 +1,162 @@
+// `backoff sweep` as a cluster user runs it: shards on separate machines, merged into exactly the
+// outputs of one unsharded run; and every misuse is one line with exit status 2.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using backoff::test::run_cli;
+using backoff::test::slurp;
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("backoff-sweep-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+// A small sweep: 3 pause lengths x 2 strategies x 2 replications = 12 runs.
+const std::vector<std::string> small{
+    "--set",        "replications=2",
+    "--set",        "run.duration=\"120s\"",
+    "--set",        "sweep.outage.duration=[\"2s\", \"5s\", \"12s\"]",
+    "--no-progress"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+nlohmann::json without_wall_time(const fs::path& summary) {
+  auto doc = nlohmann::json::parse(slurp(summary));
+  doc["run"].erase("wall_s");
+  doc["run"].erase("events_per_s");
+  return doc;
+}
+
+// Runs the sweep in `count` shards (each in its own folder, as on separate machines).
+std::vector<fs::path> run_shards(const std::string& name, int count, const std::string& threads) {
+  std::vector<fs::path> dirs;
+  for (int i = 1; i <= count; ++i) {
+    const fs::path dir = fresh_dir(name + "-" + std::to_string(i));
+    const auto r =
+        run_cli(with({"sweep", "outage-tipping", "--out", dir.string(), "--shard",
+                      std::to_string(i) + "/" + std::to_string(count), "--threads", threads},
+                     small));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(fs::exists(
+        dir / ("shard-" + std::to_string(i) + "-of-" + std::to_string(count) + ".json")));
+    dirs.push_back(dir);
+  }
+  return dirs;
+}
+
+std::vector<std::string> merge_args(const std::vector<fs::path>& dirs, const fs::path& out) {
+  std::vector<std::string> args{"sweep", "--merge"};
+  for (const auto& d : dirs) args.push_back(d.string());
+  args.insert(args.end(), {"--out", out.string()});
+  return args;
+}
+
+TEST(SweepCli, MergedShardsGiveExactlyTheUnshardedOutputs) {
+  const fs::path whole = fresh_dir("whole");
+  const auto w = run_cli(with({"sweep", "outage-tipping", "--out", whole.string()}, small));
+  ASSERT_EQ(w.status, 0) << w.err;
+
+  for (const int count : {3, 20}) {  // 20 shards for 12 runs: some shards are empty
+    auto dirs = run_shards("s" + std::to_string(count), count, count == 3 ? "1" : "2");
+    std::reverse(dirs.begin(), dirs.end());  // the order of the folders does not matter
+    const fs::path merged = fresh_dir("merged" + std::to_string(count));
+    const auto m = run_cli(merge_args(dirs, merged));
+    ASSERT_EQ(m.status, 0) << m.err;
+    EXPECT_EQ(slurp(merged / "sweep.csv"), slurp(whole / "sweep.csv")) << count;
+    EXPECT_EQ(without_wall_time(merged / "summary.json"), without_wall_time(whole / "summary.json"))
+        << count;
+    EXPECT_EQ(m.out, w.out) << "the table on stdout";
+    for (const auto& d : dirs) fs::remove_all(d);
+    fs::remove_all(merged);
+  }
+  fs::remove_all(whole);
+}
+
+TEST(SweepCli, RefusesAnIncompleteRepeatedOrForeignSetOfShards) {
+  const auto dirs = run_shards("bad", 3, "2");
+  const fs::path out = fresh_dir("bad-out");
+
+  const auto missing = run_cli(merge_args({dirs[0], dirs[2]}, out));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("shard(s) 2 of 3 missing"), std::string::npos) << missing.err;
+
+  const auto twice = run_cli(merge_args({dirs[0], dirs[1], dirs[1], dirs[2]}, out));
+  EXPECT_EQ(twice.status, 2);
+  EXPECT_NE(twice.err.find("shard 2/3 is also in"), std::string::npos) << twice.err;
+
+  // The same slice of another sweep (another seed): not mixed in.
+  const fs::path other = fresh_dir("other");
+  ASSERT_EQ(run_cli(with({"sweep", "outage-tipping", "--out", other.string(), "--shard", "2/3",
+                          "--seed", "9"},
+                         small))
+                .status,
+            0);
+  const auto foreign = run_cli(merge_args({dirs[0], other, dirs[2]}, out));
+  EXPECT_EQ(foreign.status, 2);
+  EXPECT_NE(foreign.err.find("a shard of another sweep"), std::string::npos) << foreign.err;
+  for (const auto* r : {&missing, &twice, &foreign}) {
+    EXPECT_EQ(std::count(r->err.begin(), r->err.end(), '\n'), 1) << r->err;
+  }
+  EXPECT_FALSE(fs::exists(out / "sweep.csv"));
+  for (const auto& d : dirs) fs::remove_all(d);
+  fs::remove_all(other);
+}
+
+struct misuse {
+  std::vector<std::string> args;
+  std::string expected;
+};
+
+class SweepCliRejects : public testing::TestWithParam<misuse> {};
+
+TEST_P(SweepCliRejects, WithOneLineAndExitTwo) {
+  const auto r = run_cli(GetParam().args);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find(GetParam().expected), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Misuse, SweepCliRejects,
+    testing::Values(
+        misuse{{"sweep"}, "give a scenario"}, misuse{{"sweep", "outage-recovery"}, "not a sweep"},
+        misuse{{"sweep", "outage-tipping", "--shard", "1/3"}, "--shard needs --out"},
+        misuse{{"sweep", "outage-tipping", "--shard", "0/3", "--out", "x"}, "between 1 and N"},
+        misuse{{"sweep", "outage-tipping", "--shard", "4/3", "--out", "x"}, "between 1 and N"},
+        misuse{{"sweep", "outage-tipping", "--shard", "3", "--out", "x"}, "expected I/N"},
+        misuse{{"sweep", "outage-tipping", "--shard", "-1/3", "--out", "x"}, "expected I/N"},
+        misuse{{"sweep", "outage-tipping", "--threads", "0"}, "--threads"},
+        misuse{{"sweep", "outage-tipping", "--merge", "x"}, "--merge takes shard folders only"},
+        misuse{{"sweep", "--merge", "/no/such/folder"}, "/no/such/folder: no such file or folder"},
+        misuse{{"sweep", "no-such-scenario"}, "not a built-in scenario"},
+        misuse{{"sweep", "outage-tipping", "--set", "replications=0"},
+               "replications: 0 is out of range"}));
+
+TEST(SweepCli, AMalformedShardFileIsNamed) {
+  const fs::path dir = fresh_dir("malformed");
+  fs::create_directories(dir);
+  { std::ofstream(dir / "shard-1-of-1.json") << R"({"format": "backoff-sweep-shard/1"})"; }
+  const auto r = run_cli({"sweep", "--merge", dir.string()});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("shard-1-of-1.json: malformed shard file"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  fs::remove_all(dir);
+}
+
+}  // namespace
