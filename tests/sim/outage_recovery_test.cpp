@@ -16,6 +16,12 @@ namespace {
 
 namespace sim = backoff::sim;
 
+sim::run_options on_threads(unsigned threads) {
+  sim::run_options o;
+  o.threads = threads;
+  return o;
+}
+
 sim::scenario_result run_builtin(const std::string& name, std::vector<std::string> sets = {},
                                  std::uint64_t seed = 1) {
   for (const auto& source : sim::builtin_scenarios()) {
@@ -182,7 +188,7 @@ TEST(OutageTipping, FixedTipsOverBetweenShortAndLongPausesAndExponentialHolds) {
     if (source.path != "builtin/outage-tipping.toml") continue;
     sim::scenario sc = sim::scenario::load(source, {"sweep.outage.duration=[\"2s\", \"10s\"]",
                                                     "replications=3", "run.duration=\"160s\""});
-    const auto r = sim::run_scenario(sc, {.out = std::nullopt, .progress = false, .threads = 2});
+    const auto r = sim::run_scenario(sc, on_threads(2));
     ASSERT_EQ(r.points.size(), 2U);
     const auto recovered = [&](std::size_t point, const std::string& name) {
       for (const auto& cell : r.points[point].strategies) {

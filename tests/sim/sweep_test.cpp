@@ -15,6 +15,12 @@ namespace {
 
 namespace sim = backoff::sim;
 
+sim::run_options on_threads(unsigned threads) {
+  sim::run_options o;
+  o.threads = threads;
+  return o;
+}
+
 const std::string head = R"toml(scenario = "s"
 model = "one-client-burst"
 )toml";
@@ -159,8 +165,8 @@ workload.operations = [50, 100, 150]
 TEST(SweepRuns, GiveTheSameOutputsWhateverTheThreadCount) {
   auto a = load(grid);
   auto b = load(grid);
-  const auto one = sim::run_scenario(a, {.out = std::nullopt, .progress = false, .threads = 1});
-  const auto three = sim::run_scenario(b, {.out = std::nullopt, .progress = false, .threads = 3});
+  const auto one = sim::run_scenario(a, on_threads(1));
+  const auto three = sim::run_scenario(b, on_threads(3));
   EXPECT_EQ(without_wall_time(one), without_wall_time(three));
   std::ostringstream csv_one, csv_three;
   sim::write_sweep_csv(one, csv_one);

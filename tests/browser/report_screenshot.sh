@@ -1,0 +1,100 @@
+#!/bin/sh
+# The browser test of issue 6: opens report.html files in headless Chromium (Debian's `chromium`,
+# installed here only when missing, so only runs of this test pay for it), takes a screenshot of
+# each, and fails unless every chart image decoded. report.html marks the result on <body>:
+# data-images="images-ok N/N" once every <img class="chart"> has loaded with a non-zero width.
+#
+#   tests/browser/report_screenshot.sh [--out SHOTS_DIR] REPORT_DIR_OR_HTML...
+#   tests/browser/report_screenshot.sh --backoff build/bin/backoff [--out SHOTS_DIR]
+#
+# With --backoff, it first runs `backoff sim tick-burst --plot` into a temporary folder and checks
+# that report (the ctest form). Screenshots are SHOTS_DIR/<report's folder name>.png (default:
+# a temporary folder, printed at the end): look at them.
+set -eu
+
+out=""
+backoff=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --backoff) backoff="$2"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) break ;;
+  esac
+done
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/backoff-browser-XXXXXX")"
+trap 'rm -rf "$work"' EXIT INT TERM
+[ -n "$out" ] || out="$work/shots"
+mkdir -p "$out"
+
+if [ -n "$backoff" ]; then
+  "$backoff" sim tick-burst --plot --no-progress --out "$work/tick-burst" >/dev/null
+  set -- "$work/tick-burst" "$@"
+fi
+if [ $# -eq 0 ]; then
+  echo "report_screenshot.sh: no report given (see --help)" >&2
+  exit 2
+fi
+
+browser=""
+for b in chromium chromium-browser; do
+  if command -v "$b" >/dev/null 2>&1; then browser="$b"; break; fi
+done
+if [ -z "$browser" ]; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "report_screenshot.sh: chromium is missing (apt-get install chromium, as root)" >&2
+    exit 1
+  fi
+  echo "report_screenshot.sh: installing chromium" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 || {
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  }
+  browser=chromium
+fi
+
+# No network, no profile, nothing that phones home: the report must stand on its own.
+run_browser() {
+  "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --disable-dev-shm-usage --hide-scrollbars --user-data-dir="$work/profile" \
+    --virtual-time-budget=10000 "$@" 2>>"$work/browser.log"
+}
+
+status=0
+for report in "$@"; do
+  [ -d "$report" ] && report="$report/report.html"
+  if [ ! -f "$report" ]; then
+    echo "FAIL $report: no such file" >&2
+    status=1
+    continue
+  fi
+  abs="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
+  name="$(basename "$(dirname "$abs")")"
+  dom="$(run_browser --dump-dom "file://$abs" || true)"
+  marker="$(printf '%s' "$dom" | grep -o 'data-images="[^"]*"' | head -n 1 || true)"
+  run_browser --screenshot="$out/$name.png" --window-size=1200,4000 "file://$abs" >/dev/null || true
+  case "$marker" in
+    'data-images="images-ok '*)
+      count="${marker#data-images=\"images-ok }"
+      count="${count%\"}"
+      if [ "${count%%/*}" = "0" ]; then
+        echo "FAIL $report: no charts in the report" >&2
+        status=1
+      else
+        echo "ok   $report: $count charts loaded; screenshot $out/$name.png"
+      fi
+      ;;
+    *)
+      echo "FAIL $report: ${marker:-the page did not finish loading} (chromium log: $out/browser.log)" >&2
+      status=1
+      ;;
+  esac
+  [ -s "$out/$name.png" ] || { echo "FAIL $report: no screenshot" >&2; status=1; }
+done
+[ "$status" -eq 0 ] && echo "screenshots in $out"
+# Keep the log for a failure's diagnosis only when the shots are kept elsewhere.
+[ "$status" -eq 0 ] || cp "$work/browser.log" "$out/browser.log" 2>/dev/null || true
+exit "$status"
