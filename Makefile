@@ -55,8 +55,9 @@ demo:
 	$(MAKE) build PRESET=default
 	build/bin/backoff presets --attempts 8
 	@echo
-	build/bin/backoff sim --out results
-	@echo "make demo: each scenario's summary.json (and timeseries.csv, clients.csv, or for a sweep sweep.csv) is in results/"
+	build/bin/backoff sim --out results --plot
+	@echo "make demo: every scenario's outputs, charts and report.html are in results/<scenario>/;"
+	@echo "           open results/index.html for all the reports"
 
 format:
 	command -v clang-format >/dev/null || { echo "format: clang-format not found" >&2; exit 1; }

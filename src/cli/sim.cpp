@@ -1,6 +1,6 @@
 // `backoff sim`: runs scenarios (files, built-in names, or the whole built-in suite) and prints
 // the strategies side by side; with --out, writes summary.json, timeseries.csv and clients.csv
-// (SPEC 6.2), or for a sweep summary.json and sweep.csv.
+// (SPEC 6.2), or for a sweep summary.json and sweep.csv; with --plot, charts and report.html.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,6 +11,7 @@
 
 #include "backoff/error.hpp"
 #include "commands.hpp"
+#include "report/plots.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "scenario_files.hpp"
@@ -25,10 +26,53 @@ struct sim_options {
   std::vector<std::string> sets;
   std::string format = "table";
   bool progress = true;
+  bool plot = false;
   unsigned threads = 0;  // 0: one per core
 };
 
+std::string html_escape(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// One page linking every scenario's report.html (relative links, so the folder can move).
+void write_index(const std::filesystem::path& file, const std::vector<sim::scenario>& scenarios) {
+  std::ofstream out(file, std::ios::binary);
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<title>backoff sim: reports</title></head>\n<body>\n<h1>backoff sim: reports</h1>\n"
+         "<ul>\n";
+  for (const auto& sc : scenarios) {
+    const std::string name = html_escape(sc.name());
+    out << "<li><a href=\"" << name << "/report.html\">" << name << "</a> (model "
+        << html_escape(sc.model()) << ", seed " << sc.seed() << ")</li>\n";
+  }
+  out << "</ul>\n</body></html>\n";
+  if (!out) throw std::filesystem::filesystem_error("cannot write", file, std::error_code());
+}
+
 int run_sim(const sim_options& o) {
+  if (o.plot && o.out.empty()) {
+    std::cerr << "backoff sim: --plot needs --out DIR, where the charts and report.html go\n";
+    return exit_usage;
+  }
   try {
     std::vector<sim::scenario_source> sources;
     if (o.scenarios.empty()) {
@@ -43,6 +87,7 @@ int run_sim(const sim_options& o) {
       if (!o.seed.empty()) loaded.back().set_seed(std::stoull(o.seed));
     }
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    std::vector<std::string> reports;
     for (auto& sc : loaded) {
       sim::run_options run;
       if (!o.out.empty()) {
@@ -52,6 +97,10 @@ int run_sim(const sim_options& o) {
       run.progress = o.progress;
       run.threads = o.threads;
       const sim::scenario_result r = sim::run_scenario(sc, run);
+      if (o.plot) {
+        (void)sim::write_plots(r, *run.out, {sc.source().path, sc.source().text, sc.sets()});
+        reports.push_back((*run.out / "report.html").string());
+      }
       if (o.format == "json") {
         std::ostringstream text;
         sim::write_summary_json(r, text);
@@ -64,6 +113,13 @@ int run_sim(const sim_options& o) {
     if (!o.out.empty() && o.format != "json") {
       std::cerr << "backoff sim: outputs written to " << o.out << '\n';
     }
+    if (o.plot && loaded.size() > 1) {
+      const auto index = std::filesystem::path(o.out) / "index.html";
+      write_index(index, loaded);
+      std::cerr << "backoff sim: reports: " << index.string() << '\n';
+    } else {
+      for (const auto& report : reports) std::cerr << "backoff sim: report: " << report << '\n';
+    }
     return exit_ok;
   } catch (const sim::scenario_error& e) {
     std::cerr << "backoff sim: " << e.what() << '\n';
@@ -71,6 +127,9 @@ int run_sim(const sim_options& o) {
   } catch (const parse_error& e) {
     std::cerr << "backoff sim: " << e.what() << '\n';
     return exit_usage;
+  } catch (const sim::plot_error& e) {
+    std::cerr << "backoff sim: " << e.what() << '\n';
+    return exit_failure;
   } catch (const std::filesystem::filesystem_error& e) {
     std::cerr << "backoff sim: " << e.what() << '\n';
     return exit_failure;
@@ -100,6 +159,9 @@ void setup_sim(CLI::App& app, int& status) {
                   "Worker threads for sweeps (default: one per core); the results do not depend "
                   "on it")
       ->check(CLI::Range(1U, 4096U));
+  cmd->add_flag("--plot", options->plot,
+                "Also draw PNG and SVG charts (gnuplot) and a self-contained report.html into "
+                "--out");
   cmd->add_flag("!--no-progress", options->progress,
                 "Do not draw a progress bar (it is drawn only on a terminal, after 1 s)");
   cmd->callback([options, &status] { status = run_sim(*options); });

@@ -12,6 +12,7 @@
 
 #include "backoff/error.hpp"
 #include "commands.hpp"
+#include "report/plots.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "scenario_files.hpp"
@@ -29,6 +30,7 @@ struct sweep_options {
   std::string format = "table";
   unsigned threads = 0;
   bool progress = true;
+  bool plot = false;
 };
 
 // "I/N" with 1 <= I <= N.
@@ -62,7 +64,18 @@ void print(const sim::scenario_result& r, const std::string& format) {
   }
 }
 
+// Charts and report.html of a whole sweep (not of a shard: it has only some of the runs).
+void plot(const sim::scenario_result& r, const std::string& out, const sim::report_inputs& from) {
+  (void)sim::write_plots(r, out, from);
+  std::cerr << "backoff sweep: report: " << (std::filesystem::path(out) / "report.html").string()
+            << '\n';
+}
+
 int run_sweep(const sweep_options& o) {
+  if (o.plot && (o.out.empty() || !o.shard.empty())) {
+    std::cerr << "backoff sweep: --plot needs --out DIR and a whole sweep (not --shard)\n";
+    return exit_usage;
+  }
   try {
     if (!o.merge.empty()) {
       if (!o.scenario.empty() || !o.shard.empty() || !o.sets.empty() || !o.seed.empty()) {
@@ -75,6 +88,7 @@ int run_sweep(const sweep_options& o) {
       if (!o.out.empty()) sim::write_sweep_outputs(r, o.out);
       print(r, o.format);
       if (!o.out.empty()) std::cerr << "backoff sweep: merged outputs written to " << o.out << '\n';
+      if (o.plot) plot(r, o.out, {});
       return exit_ok;
     }
     if (o.scenario.empty()) {
@@ -117,6 +131,7 @@ int run_sweep(const sweep_options& o) {
     }
     print(r, o.format);
     if (!o.out.empty()) std::cerr << "backoff sweep: outputs written to " << o.out << '\n';
+    if (o.plot) plot(r, o.out, {sc.source().path, sc.source().text, sc.sets()});
     return exit_ok;
   } catch (const sim::scenario_error& e) {
     std::cerr << "backoff sweep: " << e.what() << '\n';
@@ -124,6 +139,9 @@ int run_sweep(const sweep_options& o) {
   } catch (const parse_error& e) {
     std::cerr << "backoff sweep: " << e.what() << '\n';
     return exit_usage;
+  } catch (const sim::plot_error& e) {
+    std::cerr << "backoff sweep: " << e.what() << '\n';
+    return exit_failure;
   } catch (const std::filesystem::filesystem_error& e) {
     std::cerr << "backoff sweep: " << e.what() << '\n';
     return exit_failure;
@@ -158,6 +176,8 @@ void setup_sweep(CLI::App& app, int& status) {
   cmd->add_option("-f,--format", options->format, "Output on stdout")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
+  cmd->add_flag("--plot", options->plot,
+                "Also draw charts of each metric against the swept key and report.html into --out");
   cmd->add_flag("!--no-progress", options->progress,
                 "Do not draw the progress bar (drawn only on a terminal, after 1 s, with an ETA)");
   cmd->callback([options, &status] { status = run_sweep(*options); });

@@ -209,3 +209,32 @@ INSTANTIATE_TEST_SUITE_P(
         bad_sim{{"sim"}, "this is not toml\n", ":1:"}));
 
 }  // namespace
+
+namespace {
+
+// --plot: charts and report.html per scenario, and an index linking them when there are several.
+TEST(SimCliPlot, WritesAReportPerScenarioAndAnIndex) {
+  const fs::path out = fresh_dir("plot");
+  const auto r = run_cli({"sim", "tick-burst", "one-client-burst", "--out", out.string(), "--plot",
+                          "--no-progress", "--set", "replications=1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* name : {"tick-burst", "one-client-burst"}) {
+    EXPECT_TRUE(fs::exists(out / name / "report.html")) << name;
+    EXPECT_TRUE(fs::exists(out / name / "rate.png")) << name;
+    EXPECT_TRUE(fs::exists(out / name / "rate.svg")) << name;
+  }
+  EXPECT_TRUE(fs::exists(out / "one-client-burst" / "window.svg")) << "cwnd and ssthresh";
+  const std::string index = slurp(out / "index.html");
+  EXPECT_NE(index.find("href=\"tick-burst/report.html\""), std::string::npos) << index;
+  EXPECT_NE(index.find("href=\"one-client-burst/report.html\""), std::string::npos) << index;
+  EXPECT_NE(r.err.find("reports: " + (out / "index.html").string()), std::string::npos) << r.err;
+  fs::remove_all(out);
+}
+
+TEST(SimCliPlot, NeedsAnOutputFolder) {
+  const auto r = run_cli({"sim", "tick-burst", "--plot"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--plot needs --out"), std::string::npos) << r.err;
+}
+
+}  // namespace

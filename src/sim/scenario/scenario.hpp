@@ -153,6 +153,8 @@ class scenario {
   const std::vector<strategy_spec>& strategies() const noexcept { return strategies_; }
   config_reader& config() noexcept { return config_; }
   const std::string& path() const noexcept { return config_.path(); }
+  const scenario_source& source() const noexcept { return source_; }
+  const std::vector<std::string>& sets() const noexcept { return sets_; }
 
  private:
   explicit scenario(config_reader reader) : config_(std::move(reader)) {}
