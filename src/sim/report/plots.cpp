@@ -872,8 +872,16 @@ void write_delay_plots(const std::vector<std::vector<double>>& delays, const std
     titles.push_back(fmt::format("run {}", run + 1));
   }
   const bool many = delays.size() > 10;
-  c.body = title_cmd("Delay before each retry: " + policy, "retry number (after failure n)",
-                     "delay (s)") +
+  // The policy's canonical text is long: a second title line, so the title fits the chart
+  // (a double-quoted gnuplot string, where backslash-n is a line break).
+  std::string spec;
+  for (const char ch : policy) {
+    if (ch == '"' || ch == '\\') spec += '\\';
+    spec += ch;
+  }
+  c.body = fmt::format("set title \"Delay before each retry\\n{}\"\n", spec) +
+           fmt::format("set xlabel {}\nset ylabel {}\n", gq("retry number (after failure n)"),
+                       gq("delay (s)")) +
            (many ? "unset key\n" : "") +
            plot_blocks(titles, many ? "using 1:2 with lines lw 1"
                                     : "using 1:2 with linespoints "
