@@ -151,6 +151,36 @@ TEST(Plots, DrawsEveryChartOfAPlainRunAndAReportThatNeedsNothingElse) {
   EXPECT_NE(slurp(run.dir.path / "rate.svg").find("aimd-reno-0.5"), std::string::npos);
 }
 
+TEST(Plots, AnOutageRunGetsGoodputConcurrencyAndEachPolicysDelays) {
+  const std::string outage = R"toml(scenario = "small-outage"
+model = "outage-recovery"
+[workload]
+clients = 200
+[outage]
+start = "20s"
+duration = "5s"
+[run]
+duration = "60s"
+[[strategy]]
+name = "fixed"
+policy = "constant(initial=100ms)"
+[[strategy]]
+name = "exponential"
+policy = "smira-go"
+)toml";
+  run_in_dir run(outage);
+  const auto charts = sim::write_plots(run.result, run.dir.path);
+  for (const char* expected : {"goodput", "concurrency", "delays", "delays-log"}) {
+    EXPECT_TRUE(contains(charts, expected)) << expected;
+  }
+  EXPECT_FALSE(contains(charts, "window"));
+  expect_chart_files(run.dir.path, charts);
+  // The delay chart draws each strategy's policy: the exponential one reaches its 5 min cap.
+  const std::string delays = slurp(run.dir.path / "delays.svg");
+  EXPECT_NE(delays.find("exponential"), std::string::npos);
+  EXPECT_NE(delays.find("fixed"), std::string::npos);
+}
+
 TEST(Plots, SvgAndReportAreTheSameBytesEveryTime) {
   run_in_dir run(burst);
   sim::write_plots(run.result, run.dir.path);

@@ -25,6 +25,9 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
+#include "backoff/policy.hpp"
+#include "backoff/random.hpp"
+#include "backoff/spec.hpp"
 
 extern char** environ;
 
@@ -598,6 +601,31 @@ void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<cha
         plot_blocks(names, "using 1:2 with steps lw 1.5");
     if (any_positive(good)) out.push_back(std::move(g));
     out.push_back(std::move(n));
+
+    // Seed 004's own figures: each strategy's delay against the retry number, linear and log,
+    // drawn from its policy with a fixed seed (as `backoff delays --plot` does). The model may
+    // start the growth elsewhere (its `quirks`); this shows the policy itself.
+    chart d = make_chart("delays", "Each strategy's backoff policy: delay before retry n");
+    std::vector<std::string> titles;
+    std::vector<double> values;
+    for (const auto& [name, text] : r.policies) {
+      const backoff_policy policy = parse_policy(text);
+      auto state = policy.start();
+      random_generator draws{1};
+      for (int retry = 1; retry <= 12; ++retry) {
+        const double wait = to_seconds(state.next_delay(draws));
+        d.data += std::to_string(retry) + ' ' + num(wait) + '\n';
+        values.push_back(wait);
+      }
+      d.data += "\n\n";
+      titles.push_back(name);
+    }
+    if (!titles.empty()) {
+      d.body = title_cmd(r.scenario + ": delay before each retry", "retry number (after failure n)",
+                         "delay (s)") +
+               plot_blocks(titles, "using 1:2 with linespoints lw 1.5 pt 7 ps 0.6");
+      add_linear_and_log(out, std::move(d), values);
+    }
   }
 }
 

@@ -274,6 +274,9 @@ scenario_result run_scenario(scenario& sc, const run_options& options) {
   result.model = sc.model();
   result.seed = sc.seed();
   result.outage = model->outage().has_value();
+  for (const auto& s : strategies) {
+    result.policies.emplace_back(s.name(), s.policy().backoff.to_string());
+  }
   const auto wall_start = std::chrono::steady_clock::now();
   const bool show = options.progress && ::isatty(STDERR_FILENO) == 1;
   for (std::size_t i = 0; i < strategies.size(); ++i) {

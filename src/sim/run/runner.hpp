@@ -60,7 +60,9 @@ struct scenario_result {
   std::string model;
   std::uint64_t seed = 0;
   std::vector<strategy_summary> strategies;  // a plain run
-  bool outage = false;                       // the model has an outage: recovery_s is meaningful
+  // Each strategy's backoff policy, canonical text (parse_policy reads it back), by name.
+  std::vector<std::pair<std::string, std::string>> policies;
+  bool outage = false;  // the model has an outage: recovery_s is meaningful
   bool sweep = false;
   std::uint32_t replications = 1;
   std::vector<std::string> sweep_keys;  // the swept keys, in axis order
