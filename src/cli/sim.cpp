@@ -2,7 +2,6 @@
 // the strategies side by side; with --out, writes summary.json, timeseries.csv and clients.csv
 // (SPEC 6.2), or for a sweep summary.json and sweep.csv; with --plot, charts and report.html.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -29,44 +28,6 @@ struct sim_options {
   bool plot = false;
   unsigned threads = 0;  // 0: one per core
 };
-
-std::string html_escape(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// One page linking every scenario's report.html (relative links, so the folder can move).
-void write_index(const std::filesystem::path& file, const std::vector<sim::scenario>& scenarios) {
-  std::ofstream out(file, std::ios::binary);
-  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-         "<title>backoff sim: reports</title></head>\n<body>\n<h1>backoff sim: reports</h1>\n"
-         "<ul>\n";
-  for (const auto& sc : scenarios) {
-    const std::string name = html_escape(sc.name());
-    out << "<li><a href=\"" << name << "/report.html\">" << name << "</a> (model "
-        << html_escape(sc.model()) << ", seed " << sc.seed() << ")</li>\n";
-  }
-  out << "</ul>\n</body></html>\n";
-  if (!out) throw std::filesystem::filesystem_error("cannot write", file, std::error_code());
-}
 
 int run_sim(const sim_options& o) {
   if (o.plot && o.out.empty()) {
@@ -115,7 +76,11 @@ int run_sim(const sim_options& o) {
     }
     if (o.plot && loaded.size() > 1) {
       const auto index = std::filesystem::path(o.out) / "index.html";
-      write_index(index, loaded);
+      std::vector<sim::report_link> links;
+      for (const auto& sc : loaded) {
+        links.push_back({sc.name(), sc.model(), sc.seed(), sc.name() + "/report.html"});
+      }
+      sim::write_report_index(index, links);
       std::cerr << "backoff sim: reports: " << index.string() << '\n';
     } else {
       for (const auto& report : reports) std::cerr << "backoff sim: report: " << report << '\n';

@@ -880,6 +880,19 @@ std::vector<std::string> write_plots(const scenario_result& r, const fs::path& d
   return names;
 }
 
+void write_report_index(const fs::path& file, const std::vector<report_link>& links) {
+  std::ofstream out(file, std::ios::binary);
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<title>backoff sim: reports</title></head>\n<body>\n<h1>backoff sim: reports</h1>\n"
+         "<ul>\n";
+  for (const auto& link : links) {
+    out << "<li><a href=\"" << html_escape(link.href) << "\">" << html_escape(link.scenario)
+        << "</a> (model " << html_escape(link.model) << ", seed " << link.seed << ")</li>\n";
+  }
+  out << "</ul>\n</body></html>\n";
+  if (!out) throw plot_error(file.string() + ": cannot write");
+}
+
 void write_delay_plots(const std::vector<std::vector<double>>& delays, const std::string& policy,
                        const fs::path& prefix, const plot_options& options) {
   fs::path dir = prefix.parent_path();

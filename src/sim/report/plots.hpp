@@ -19,6 +19,7 @@
 // with the same gnuplot gives the same bytes.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -51,6 +52,14 @@ struct plot_options {
 std::vector<std::string> write_plots(const scenario_result& r, const std::filesystem::path& dir,
                                      const report_inputs& inputs = {},
                                      const plot_options& options = {});
+
+// An index page linking several scenarios' reports (`backoff sim --plot` with several scenarios).
+struct report_link {
+  std::string scenario, model;
+  std::uint64_t seed = 0;
+  std::string href;  // relative to the index, e.g. "tick-burst/report.html"
+};
+void write_report_index(const std::filesystem::path& file, const std::vector<report_link>& links);
 
 // `backoff delays --plot PREFIX`: delay against retry number, one line per run, linear
 // (PREFIX.png, PREFIX.svg) and log y (PREFIX-log.png, PREFIX-log.svg). delays[run][n] is the wait
