@@ -128,7 +128,9 @@ void recorder::operation_done(const op_record& r) {
 }
 
 strategy_summary recorder::finish(time_ns end, std::uint64_t events) {
-  (void)at(end);  // the series covers the whole run
+  // The series covers the whole run, [0, end): no empty bucket starting at `end` (unless an
+  // event fell exactly there).
+  if (end > 0) (void)at(end - 1);
   const double s = options_.seconds_per_unit;
   strategy_summary out;
   out.name = options_.strategy;
