@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "builtin_scenario.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -14,18 +15,7 @@ namespace {
 
 namespace sim = backoff::sim;
 
-sim::scenario_result run_builtin(const std::string& name, std::vector<std::string> sets = {},
-                                 std::uint64_t seed = 1) {
-  for (const auto& source : sim::builtin_scenarios()) {
-    if (source.path == "builtin/" + name + ".toml") {
-      sim::scenario sc = sim::scenario::load(source, sets);
-      sc.set_seed(seed);
-      return sim::run_scenario(sc, {});
-    }
-  }
-  ADD_FAILURE() << "no built-in scenario " << name;
-  return {};
-}
+using backoff::test::run_builtin;
 
 std::map<std::string, sim::strategy_summary> by_name(const sim::scenario_result& r) {
   std::map<std::string, sim::strategy_summary> m;

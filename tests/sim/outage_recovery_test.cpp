@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "builtin_scenario.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 
@@ -22,18 +23,7 @@ sim::run_options on_threads(unsigned threads) {
   return o;
 }
 
-sim::scenario_result run_builtin(const std::string& name, std::vector<std::string> sets = {},
-                                 std::uint64_t seed = 1) {
-  for (const auto& source : sim::builtin_scenarios()) {
-    if (source.path == "builtin/" + name + ".toml") {
-      sim::scenario sc = sim::scenario::load(source, sets);
-      sc.set_seed(seed);
-      return sim::run_scenario(sc, {});
-    }
-  }
-  ADD_FAILURE() << "no built-in scenario " << name;
-  return {};
-}
+using backoff::test::run_builtin;
 
 const sim::strategy_summary& strategy(const sim::scenario_result& r, const std::string& name) {
   for (const auto& s : r.strategies) {
