@@ -36,6 +36,15 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+// An empty scratch folder for one test: TMPDIR/backoff-<kind>-<name>-<pid> (not yet created).
+inline std::filesystem::path fresh_dir(const std::string& kind, const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("backoff-" + kind + "-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -15,10 +15,7 @@ using backoff::test::run_cli;
 using backoff::test::slurp;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("backoff-sim-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
+  return backoff::test::fresh_dir("sim", name);
 }
 
 const std::vector<std::string> small{"sim", "one-client-burst", "--set", "workload.operations=200"};

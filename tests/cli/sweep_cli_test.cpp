@@ -18,10 +18,7 @@ using backoff::test::run_cli;
 using backoff::test::slurp;
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("backoff-sweep-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
+  return backoff::test::fresh_dir("sweep", name);
 }
 
 // A small sweep: 3 pause lengths x 2 strategies x 2 replications = 12 runs.
