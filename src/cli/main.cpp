@@ -5,8 +5,21 @@
 #include <string>
 
 #include "commands.hpp"
+#include "retry_flags.hpp"
+
+namespace {
+
+// The retry commands (try, forany, forall, script) report their own errors as 125, so that a usage
+// mistake is never taken for the command's status (docs/EXIT_CODES.md).
+bool is_retry_command(const char* name) {
+  const std::string_view n = name;
+  return n == "try" || n == "forany" || n == "forall" || n == "script";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  const backoff::cli::command_tail tail = backoff::cli::split_command_tail(argc, argv);
   CLI::App app{"backoff: when a call fails, when and whether to try again"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("backoff ") + BACKOFF_VERSION);
@@ -15,6 +28,9 @@ int main(int argc, char** argv) {
   backoff::cli::setup_presets(app, status);
   backoff::cli::setup_sim(app, status);
   backoff::cli::setup_sweep(app, status);
+  backoff::cli::setup_try(app, status, tail);
+  backoff::cli::setup_forany(app, status, tail);
+  backoff::cli::setup_forall(app, status, tail);
 
   // CLI11 reports an unknown command as a missing one; name it instead.
   const auto all = app.get_subcommands([](const CLI::App*) { return true; });
@@ -45,7 +61,8 @@ int main(int argc, char** argv) {
     std::string where = "backoff";
     for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
     std::cerr << where << ": " << e.what() << " (see '" << where << " --help')\n";
-    return backoff::cli::exit_usage;
+    return argc > 1 && is_retry_command(argv[1]) ? backoff::cli::exit_tool_error
+                                                 : backoff::cli::exit_usage;
   }
   return status;
 }

@@ -1,0 +1,202 @@
+#include "retry_flags.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "backoff/duration.hpp"
+#include "backoff/error.hpp"
+#include "backoff/spec.hpp"
+#include "commands.hpp"
+#include "signal_watcher.hpp"
+
+namespace backoff::cli {
+namespace {
+
+constexpr std::uint32_t default_times = 5;
+
+bool parse_time(const std::string& name, const std::string& flag, const std::string& text,
+                bool allow_zero, std::optional<duration>& out) {
+  if (text.empty()) return true;
+  try {
+    const duration d = parse_duration(text);
+    if (!allow_zero && d.count() == 0) {
+      std::cerr << "backoff " << name << ": " << flag << " must be more than 0, got '" << text
+                << "'\n";
+      return false;
+    }
+    out = d;
+    return true;
+  } catch (const parse_error& e) {
+    std::cerr << "backoff " << name << ": " << flag << ": " << e.what() << '\n';
+    return false;
+  }
+}
+
+}  // namespace
+
+void add_retry_flags(CLI::App& sub, retry_flags& f) {
+  sub.add_option("--times", f.times,
+                 "Attempts at most (0: no limit). Default: 5, or no limit when --for is given")
+      ->check(whole_number());
+  sub.add_option("--for", f.within,
+                 "Deadline (e.g. 10m): no attempt starts after it, the running one is stopped at "
+                 "it, no wait runs into it");
+  sub.add_option("--every", f.every,
+                 "Start attempts this far apart (start to start, as ftsh's `every`) instead of "
+                 "backing off");
+  sub.add_option("--timeout", f.timeout, "Stop an attempt after this long (status 124)");
+  sub.add_option("--policy", f.policy,
+                 "Backoff policy spec or preset (see `backoff presets`). Default: ftsh, "
+                 "1 s doubling to 1 h, times U(1, 2)");
+  sub.add_option("--grace", f.grace, "Between TERM and KILL when an attempt is stopped")
+      ->capture_default_str();
+  sub.add_option("--until", f.until,
+                 "Stop retrying on any of these statuses: success, fail, N, N-M, comma-separated "
+                 "(default: success)");
+  sub.add_option("--while", f.while_,
+                 "Retry only on these statuses (same syntax); stop on any other");
+  sub.add_flag("--replay-stdin", f.replay_stdin,
+               "Read stdin once (to a temporary file, not memory) and give it to every attempt");
+  sub.add_flag("--stdout-on-success", f.stdout_on_success,
+               "Hold each attempt's stdout (on disk) and pass it on only if the attempt "
+               "succeeded; a failed attempt's goes to stderr");
+  sub.add_flag("--foreground", f.foreground,
+               "Run the command in backoff's process group (it can read the terminal), so a "
+               "timeout stops only the command, not its children");
+  sub.add_flag("-v,--verbose", f.verbose, "Log each attempt, its status and the next delay");
+  sub.add_option("--report", f.report,
+                 "Write a JSON report of every attempt to FILE or - (stdout)");
+  sub.add_option("--seed", f.seed, "Seed for the jitter (reproducible delays)")
+      ->check(whole_number());
+}
+
+bool to_command_options(const std::string& name, const retry_flags& f,
+                        tool::command_options& options) {
+  const auto fail = [&](const std::string& message) {
+    std::cerr << "backoff " << name << ": " << message << '\n';
+    return false;
+  };
+  if (f.command.empty()) {
+    return fail("no command given (usage: backoff " + name + " [OPTIONS] -- COMMAND [ARGS...])");
+  }
+  if (!f.every.empty() && !f.policy.empty()) {
+    return fail("--every and --policy both set the wait between attempts; give one");
+  }
+  if (!f.until.empty() && !f.while_.empty()) {
+    return fail("--until and --while both decide when to stop; give one");
+  }
+  std::optional<duration> within;
+  std::optional<duration> every;
+  std::optional<duration> timeout;
+  std::optional<duration> grace;
+  if (!parse_time(name, "--for", f.within, false, within) ||
+      !parse_time(name, "--every", f.every, true, every) ||
+      !parse_time(name, "--timeout", f.timeout, false, timeout) ||
+      !parse_time(name, "--grace", f.grace, true, grace)) {
+    return false;
+  }
+  try {
+    options.loop.policy.backoff = parse_policy(f.policy.empty() ? "ftsh" : f.policy);
+    if (!f.until.empty()) options.until = tool::parse_status_list(f.until);
+    if (!f.while_.empty()) options.while_ = tool::parse_status_list(f.while_);
+  } catch (const parse_error& e) {
+    return fail(e.what());
+  }
+  std::uint32_t times = within ? 0 : default_times;
+  if (!f.times.empty()) {
+    const auto [end, ec] = std::from_chars(f.times.data(), f.times.data() + f.times.size(), times);
+    if (ec != std::errc{} || end != f.times.data() + f.times.size()) {
+      return fail("--times: '" + f.times + "' is too large (at most 4294967295)");
+    }
+  }
+  options.loop.policy.max_attempts = times;
+  options.loop.policy.max_elapsed = within.value_or(duration{0});
+  options.loop.every = every;
+  options.loop.outer_deadline = tool::inherited_deadline(std::getenv("BACKOFF_DEADLINE"));
+  options.timeout = timeout;
+  options.grace = grace.value_or(std::chrono::seconds(5));
+  options.stdout_on_success = f.stdout_on_success;
+  options.own_group = !f.foreground;
+  options.verbose = f.verbose;
+  return true;
+}
+
+int run_retry_command(
+    const std::string& name, const retry_flags& f, tool::command_options options,
+    const std::function<tool::run_summary(const tool::command_options&, const tool::cancel_scope&,
+                                          random_ref)>& run) {
+  std::uint64_t seed = 0;
+  if (!f.seed.empty()) {
+    const auto [end, ec] = std::from_chars(f.seed.data(), f.seed.data() + f.seed.size(), seed);
+    if (ec != std::errc{} || end != f.seed.data() + f.seed.size()) {
+      std::cerr << "backoff " << name << ": --seed: '" << f.seed << "' is too large\n";
+      return exit_tool_error;
+    }
+  } else {
+    seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  }
+  std::ofstream report_file;
+  if (!f.report.empty() && f.report != "-") {
+    report_file.open(f.report);
+    if (!report_file) {
+      std::cerr << "backoff " << name << ": --report: cannot write '" << f.report << "'\n";
+      return exit_tool_error;
+    }
+  }
+  try {
+    // Before the signal watcher: until the first attempt there is nothing to clean up, so a
+    // Ctrl-C while stdin is being read may simply end the tool.
+    if (f.replay_stdin) {
+      auto input = std::make_shared<tool::spool>(tool::spool::create());
+      input->fill_from(STDIN_FILENO);
+      options.stdin_replay = std::move(input);
+    }
+    tool::cancel_scope scope;
+    tool::run_summary summary;
+    {
+      const tool::signal_watcher watcher(scope);
+      random_generator rng(seed);
+      summary = run(options, scope, rng);
+    }
+    if (!f.report.empty()) {
+      std::ostream& out = f.report == "-" ? std::cout : report_file;
+      out << tool::to_json(summary).dump(2) << '\n';
+      out.flush();
+      if (!out) {
+        std::cerr << "backoff " << name << ": --report: cannot write '" << f.report << "'\n";
+        return exit_tool_error;
+      }
+    }
+    if (summary.interrupted != 0) {
+      std::cerr << "backoff " << name << ": stopped by signal " << summary.interrupted << " ("
+                << ::strsignal(summary.interrupted) << ")\n";
+    }
+    return summary.status;
+  } catch (const std::exception& e) {
+    std::cerr << "backoff " << name << ": " << e.what() << '\n';
+    return exit_tool_error;
+  }
+}
+
+command_tail split_command_tail(int& argc, char** argv) {
+  command_tail tail;
+  if (argc < 2) return tail;
+  const std::string_view sub = argv[1];
+  if (sub != "try" && sub != "forany" && sub != "forall") return tail;
+  for (int i = 2; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") {
+      tail.present = true;
+      for (int j = i + 1; j < argc; ++j) tail.words.emplace_back(argv[j]);
+      argc = i;
+      break;
+    }
+  }
+  return tail;
+}
+
+}  // namespace backoff::cli

@@ -1,0 +1,63 @@
+// The options `backoff try`, `forany` and `forall` share (the try options, applied per item for
+// the fan-out forms), declared once on each subcommand and turned into tool::command_options, and
+// the run that the three subcommands have in common: watch signals, run, report, exit status.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "retry_command.hpp"
+
+namespace backoff::cli {
+
+// The retry tool's own errors (bad flags, bad spec) exit 125, as GNU timeout's do, so that they
+// cannot be mistaken for the command's statuses.
+inline constexpr int exit_tool_error = tool::status_tool_error;
+
+struct retry_flags {
+  std::string times;
+  std::string within;  // --for
+  std::string every;
+  std::string timeout;
+  std::string policy;
+  std::string grace = "5s";
+  std::string until;
+  std::string while_;
+  std::string report;
+  std::string seed;
+  bool replay_stdin = false;
+  bool stdout_on_success = false;
+  bool foreground = false;
+  bool verbose = false;
+  std::vector<std::string> command;  // after "--"
+};
+
+void add_retry_flags(CLI::App& sub, retry_flags& flags);
+
+// Validates the flags into options, or prints one line "backoff NAME: ..." and returns false.
+bool to_command_options(const std::string& name, const retry_flags& flags,
+                        tool::command_options& options);
+
+// Spools stdin when asked, watches signals, calls `run`, writes the report; returns the exit
+// status.
+int run_retry_command(
+    const std::string& name, const retry_flags& flags, tool::command_options options,
+    const std::function<tool::run_summary(const tool::command_options&, const tool::cancel_scope&,
+                                          random_ref)>& run);
+
+// The words after the first "--" of argv when argv[1] is a retry subcommand; main.cpp removes them
+// before CLI11 parses the rest, so that no word of the command is taken for an option.
+struct command_tail {
+  bool present = false;
+  std::vector<std::string> words;
+};
+command_tail split_command_tail(int& argc, char** argv);
+
+void setup_try(CLI::App& app, int& status, const command_tail& tail);
+void setup_forany(CLI::App& app, int& status, const command_tail& tail);
+void setup_forall(CLI::App& app, int& status, const command_tail& tail);
+
+}  // namespace backoff::cli

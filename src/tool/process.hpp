@@ -1,0 +1,94 @@
+// One attempt of a command: run it in its own process group, wait for it, and stop it when its
+// time is up or its scope is cancelled (TERM to the whole group, a grace period, then KILL, until
+// no process of the group is left). This is where `backoff try` keeps its promise that no
+// grandchild survives a timed-out or failed attempt.
+//
+//   launch_spec spec;
+//   spec.argv = {"sh", "-c", "make test"};
+//   spec.environment = current_environment();
+//   attempt_limits limits;
+//   limits.kill_at = steady_now() + 30s;            // per-attempt timeout or the overall deadline
+//   attempt_result r = run_attempt(spec, limits, scope);
+//   if (r.ended == attempt_end::timed_out) ...      // r.status == 124
+//
+// Linux only: pidfd_open and /proc. A failure to start (no such program, not executable) is a
+// result, not an exception, since the tool reports it as 127 or 126.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "backoff/duration.hpp"
+#include "cancel_scope.hpp"
+
+namespace backoff::tool {
+
+// Exit statuses the tool gives for what happened to an attempt (GNU timeout's conventions).
+inline constexpr int status_timed_out = 124;
+inline constexpr int status_tool_error = 125;
+inline constexpr int status_not_executable = 126;
+inline constexpr int status_not_found = 127;
+inline constexpr int status_signal_base = 128;  // 128 + n: died of (or stopped by) signal n
+
+struct launch_spec {
+  std::vector<std::string> argv;         // argv[0] is looked up in PATH unless it has a '/'
+  std::vector<std::string> environment;  // "NAME=value" entries: the child's whole environment
+  // Descriptors set up in the child before it starts, in order: {child_fd, source_fd}. The source
+  // is a descriptor of this process, or a child_fd set up by an earlier entry ({2, 1} is 2>&1).
+  std::vector<std::pair<int, int>> descriptors;
+  // Run in a new process group (the default). Off: the child stays in ours and only it is
+  // signalled.
+  bool own_group = true;
+};
+
+struct attempt_limits {
+  std::optional<duration> kill_at;  // steady time (steady_now()) at which the attempt is stopped
+  duration grace = std::chrono::seconds(5);  // between TERM and KILL
+};
+
+enum class attempt_end : std::uint8_t {
+  exited,          // exited by itself; status = its exit code
+  signaled,        // died of a signal it was not sent by us; status = 128 + n
+  timed_out,       // stopped at kill_at; status = 124
+  cancelled,       // stopped because its scope was cancelled; status = 128 + the scope's signal
+  not_found,       // could not be started: no such program; status = 127
+  not_executable,  // could not be started: permission, not a program; status = 126
+};
+
+std::string_view to_string(attempt_end e) noexcept;
+
+struct attempt_result {
+  attempt_end ended = attempt_end::exited;
+  int status = 0;       // the status the tool reports for it (see attempt_end)
+  int exit_code = -1;   // when it exited (also when it exited after our TERM)
+  int signal = 0;       // when it died of a signal
+  duration elapsed{0};  // from start to the end of its group's cleanup
+  std::string error;    // when it could not be started: why, one line
+};
+
+// The steady clock as the tool reads it (the same as backoff's retry loops).
+duration steady_now();
+
+// This process's environment, as launch_spec wants it.
+std::vector<std::string> current_environment();
+
+// Sets NAME=value in `environment`, replacing an earlier NAME.
+void set_variable(std::vector<std::string>& environment, std::string_view name,
+                  std::string_view value);
+
+// Runs one attempt to the end (see the header comment). `cleanup_on_failure`: after the command
+// fails by itself, the rest of its group is stopped too (TERM, grace, KILL), so that a failed
+// attempt's leftovers never overlap the next attempt. After a success the group is left alone.
+attempt_result run_attempt(const launch_spec& spec, const attempt_limits& limits,
+                           const cancel_scope& scope, bool cleanup_on_failure = true);
+
+// True while a process of group `pgid` other than zombies is alive.
+bool group_alive(pid_t pgid);
+
+}  // namespace backoff::tool

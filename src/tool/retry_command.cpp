@@ -1,0 +1,392 @@
+#include "retry_command.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+namespace backoff::tool {
+namespace {
+
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Whole lines to stderr from any thread, one write() each, so parallel items do not interleave.
+class line_writer {
+ public:
+  void write(const std::string& line) {
+    const std::lock_guard lock(mutex_);
+    std::string text = line + "\n";
+    const char* p = text.data();
+    std::size_t left = text.size();
+    while (left > 0) {
+      const ssize_t n = ::write(STDERR_FILENO, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return;  // stderr closed: nothing to report to
+      }
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+  }
+  std::mutex& output_mutex() { return output_mutex_; }
+
+ private:
+  std::mutex mutex_;
+  std::mutex output_mutex_;  // held while an attempt's spooled stdout is passed on
+};
+
+std::string seconds_text(duration d) {
+  return fmt::format("{:.3f}s", to_seconds(d));
+}
+
+std::string describe(const attempt_result& r) {
+  switch (r.ended) {
+    case attempt_end::exited:
+      return fmt::format("exit status {}", r.exit_code);
+    case attempt_end::signaled:
+      return fmt::format("killed by signal {} ({})", r.signal, ::strsignal(r.signal));
+    case attempt_end::timed_out:
+      return "timed out";
+    case attempt_end::cancelled:
+      return "stopped";
+    case attempt_end::not_found:
+    case attempt_end::not_executable:
+      return r.error;
+  }
+  return "?";
+}
+
+std::string stop_reason(outcome why) {
+  switch (why) {
+    case outcome::attempts_exhausted:
+      return "giving up: no attempts left";
+    case outcome::deadline_exceeded:
+      return "giving up: the deadline leaves no time for another attempt";
+    case outcome::permanent:
+      return "giving up: not retryable";
+    case outcome::cancelled:
+      return "stopped";
+    default:
+      return std::string(to_string(why));
+  }
+}
+
+// What one run (try, forany, forall) shares between its items.
+struct run_context {
+  run_context(const command_options& o, const std::vector<std::string>& c)
+      : options(o), command(c) {}
+  const command_options& options;
+  const std::vector<std::string>& command;
+  std::vector<std::string> environment = current_environment();
+  line_writer log;
+};
+
+// Runs the command for one item under the retry loop.
+item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
+                      const cancel_scope& scope, random_ref rng) {
+  const command_options& options = ctx.options;
+  item_summary summary;
+  summary.item = item;
+  summary.started = true;
+  launch_spec spec;
+  spec.argv = item ? substitute_item(ctx.command, *item) : ctx.command;
+  spec.own_group = options.own_group;
+  std::vector<std::string> environment = ctx.environment;
+  if (item) set_variable(environment, "BACKOFF_ITEM", *item);
+  const std::uint32_t max_attempts = options.loop.policy.max_attempts;
+  const classify_function classify = classify_status(options.until, options.while_);
+  const std::string prefix = item ? fmt::format("backoff: [{}] ", *item) : "backoff: ";
+
+  const auto attempt = [&](const attempt_info& info) {
+    spec.environment = environment;
+    set_variable(spec.environment, "BACKOFF_ATTEMPT", std::to_string(info.number));
+    if (max_attempts != 0) {
+      set_variable(spec.environment, "BACKOFF_MAX_ATTEMPTS", std::to_string(max_attempts));
+    }
+    attempt_limits limits;
+    limits.grace = options.grace;
+    limits.kill_at = info.deadline;
+    if (options.timeout) {
+      const duration own = steady_now() + *options.timeout;
+      limits.kill_at = limits.kill_at ? std::min(*limits.kill_at, own) : own;
+    }
+    if (info.deadline) {
+      // Whole seconds, rounded down: a child that plans by it finishes early rather than late.
+      const double at = unix_now_s() + to_seconds(*info.deadline - steady_now());
+      set_variable(spec.environment, "BACKOFF_DEADLINE",
+                   std::to_string(static_cast<long long>(std::floor(at))));
+    }
+    spec.descriptors.clear();
+    int stdin_fd = -1;
+    if (options.stdin_replay) {
+      stdin_fd = options.stdin_replay->open_reader();
+      spec.descriptors.emplace_back(0, stdin_fd);
+    }
+    std::optional<spool> held_stdout;
+    if (options.stdout_on_success) {
+      held_stdout.emplace(spool::create());
+      spec.descriptors.emplace_back(1, held_stdout->fd());
+    }
+    attempt_result r;
+    try {
+      r = run_attempt(spec, limits, scope);
+    } catch (...) {
+      if (stdin_fd >= 0) ::close(stdin_fd);
+      throw;
+    }
+    if (stdin_fd >= 0) ::close(stdin_fd);
+    if (held_stdout) {
+      const bool succeeded = classify(r).kind == verdict_kind::success;
+      const std::lock_guard lock(ctx.log.output_mutex());
+      held_stdout->copy_to(succeeded ? STDOUT_FILENO : STDERR_FILENO);
+    }
+    return r;
+  };
+
+  const auto observe = [&](const attempt_record& record) {
+    summary.attempts.push_back(record);
+    const attempt_result& r = record.result;
+    const bool cannot_run =
+        r.ended == attempt_end::not_found || r.ended == attempt_end::not_executable;
+    if (!options.verbose && !cannot_run) return;
+    const std::string of = max_attempts != 0 ? fmt::format("/{}", max_attempts) : "";
+    std::string line = fmt::format("{}attempt {}{}: {} after {}", prefix, record.number, of,
+                                   describe(r), seconds_text(r.elapsed));
+    if (!options.verbose) {
+      line = prefix + r.error;
+    } else if (record.delay) {
+      line += "; next attempt in " + seconds_text(*record.delay);
+    } else if (classify(r).kind == verdict_kind::success) {
+      line += ": done";
+    }
+    ctx.log.write(line);
+  };
+
+  summary.result = run_attempt_loop(options.loop, scope, rng, attempt, classify, observe);
+  if (options.verbose && summary.result.why != outcome::succeeded &&
+      summary.result.why != outcome::cancelled) {
+    ctx.log.write(prefix + stop_reason(summary.result.why));
+  }
+  return summary;
+}
+
+// The status the tool exits with for an item's loop.
+int item_status(const item_summary& item) {
+  return item.result.last.status;
+}
+
+void finish(run_summary& summary, const cancel_scope& scope, const item_summary& last) {
+  if (scope.cancelled()) {
+    summary.why = outcome::cancelled;
+    summary.interrupted = scope.signal();
+    summary.status = status_signal_base + scope.signal();
+    return;
+  }
+  summary.why = last.result.why;
+  summary.status = item_status(last);
+}
+
+const char* outcome_name(outcome why) {
+  switch (why) {
+    case outcome::succeeded:
+      return "succeeded";
+    case outcome::attempts_exhausted:
+      return "attempts_exhausted";
+    case outcome::deadline_exceeded:
+      return "deadline_exceeded";
+    case outcome::permanent:
+      return "not_retryable";
+    case outcome::cancelled:
+      return "cancelled";
+    case outcome::budget_exhausted:
+      return "budget_exhausted";
+    case outcome::throttled:
+      return "throttled";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::vector<std::string> substitute_item(const std::vector<std::string>& command,
+                                         const std::string& item) {
+  std::vector<std::string> out;
+  out.reserve(command.size());
+  for (const std::string& word : command) {
+    std::string w;
+    std::size_t from = 0;
+    for (std::size_t at; (at = word.find("{}", from)) != std::string::npos; from = at + 2) {
+      w.append(word, from, at - from);
+      w += item;
+    }
+    w.append(word, from);
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+std::optional<duration> inherited_deadline(const char* text) {
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  const std::string_view s(text);
+  double unix_s = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), unix_s);
+  if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(unix_s) || unix_s < 0) {
+    return std::nullopt;
+  }
+  const double left_s = unix_s - unix_now_s();
+  if (left_s > 1e9) return std::nullopt;  // decades away: not a deadline that means anything
+  return steady_now() + std::chrono::duration_cast<duration>(std::chrono::duration<double>(left_s));
+}
+
+run_summary run_try(const command_options& options, const std::vector<std::string>& command,
+                    const cancel_scope& scope, random_ref rng) {
+  run_context ctx(options, command);
+  run_summary summary;
+  summary.mode = "try";
+  summary.command = command;
+  summary.items.push_back(run_item(ctx, std::nullopt, scope, rng));
+  finish(summary, scope, summary.items.back());
+  return summary;
+}
+
+run_summary run_forany(const command_options& options, const std::vector<std::string>& items,
+                       const std::vector<std::string>& command, bool shuffle,
+                       const cancel_scope& scope, random_ref rng) {
+  run_context ctx(options, command);
+  run_summary summary;
+  summary.mode = "forany";
+  summary.command = command;
+  // ftsh: a random first item, then round-robin once over all of them.
+  std::size_t first = 0;
+  if (shuffle && !items.empty()) {
+    first = std::min(items.size() - 1,
+                     static_cast<std::size_t>(uniform01(rng) * static_cast<double>(items.size())));
+  }
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const std::string& item = items[(first + k) % items.size()];
+    summary.items.push_back(run_item(ctx, item, scope, rng));
+    const item_summary& done = summary.items.back();
+    if (done.result.why == outcome::succeeded) {
+      summary.decisive = summary.items.size() - 1;
+      break;
+    }
+    if (scope.cancelled()) break;
+  }
+  finish(summary, scope, summary.items.back());
+  if (options.verbose && summary.decisive) {
+    ctx.log.write("backoff: forany: " + *summary.items[*summary.decisive].item + " succeeded");
+  }
+  return summary;
+}
+
+run_summary run_forall(const command_options& options, const std::vector<std::string>& items,
+                       const std::vector<std::string>& command, std::size_t jobs,
+                       const cancel_scope& scope, random_ref rng) {
+  run_context ctx(options, command);
+  run_summary summary;
+  summary.mode = "forall";
+  summary.command = command;
+  summary.items.resize(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) summary.items[i].item = items[i];
+
+  cancel_scope siblings(scope);  // fail fast: the first failure cancels the rest
+  std::mutex mutex;
+  std::optional<std::size_t> first_failure;
+  std::atomic<std::size_t> next{0};
+  // Each item draws from its own stream, so its delays do not depend on thread timing.
+  std::vector<std::uint64_t> seeds(items.size());
+  for (auto& s : seeds) s = rng();
+
+  const auto worker = [&] {
+    for (;;) {
+      const std::size_t i = next.fetch_add(1);
+      if (i >= items.size() || siblings.cancelled()) return;
+      random_generator item_rng(seeds[i]);
+      item_summary done = run_item(ctx, items[i], siblings, item_rng);
+      const std::lock_guard lock(mutex);
+      const bool failed = done.result.why != outcome::succeeded;
+      summary.items[i] = std::move(done);
+      if (failed && !first_failure && !scope.cancelled()) {
+        first_failure = i;
+        siblings.cancel(SIGTERM);
+      }
+    }
+  };
+  const std::size_t threads = jobs == 0 ? items.size() : std::min(jobs, items.size());
+  {
+    std::vector<std::jthread> pool;
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+  }
+
+  if (scope.cancelled()) {
+    summary.why = outcome::cancelled;
+    summary.interrupted = scope.signal();
+    summary.status = status_signal_base + scope.signal();
+  } else if (first_failure) {
+    summary.decisive = first_failure;
+    summary.why = summary.items[*first_failure].result.why;
+    summary.status = item_status(summary.items[*first_failure]);
+    if (options.verbose) {
+      ctx.log.write("backoff: forall: " + items[*first_failure] +
+                    " failed; the others were stopped");
+    }
+  } else {
+    summary.why = outcome::succeeded;
+    summary.status = 0;
+  }
+  return summary;
+}
+
+nlohmann::json to_json(const run_summary& summary) {
+  using nlohmann::json;
+  json out;
+  out["mode"] = summary.mode;
+  out["command"] = summary.command;
+  out["outcome"] = outcome_name(summary.why);
+  out["status"] = summary.status;
+  out["interrupted_by_signal"] =
+      summary.interrupted == 0 ? json(nullptr) : json(summary.interrupted);
+  json items = json::array();
+  for (const item_summary& item : summary.items) {
+    json j;
+    j["item"] = item.item ? json(*item.item) : json(nullptr);
+    j["started"] = item.started;
+    j["outcome"] = item.started ? json(outcome_name(item.result.why)) : json(nullptr);
+    j["status"] = item.started ? json(item.result.last.status) : json(nullptr);
+    json attempts = json::array();
+    for (const attempt_record& a : item.attempts) {
+      const attempt_result& r = a.result;
+      json aj;
+      aj["attempt"] = a.number;
+      aj["start"] = a.start_unix_s;
+      aj["duration_s"] = to_seconds(r.elapsed);
+      aj["ended"] = to_string(r.ended);
+      aj["status"] = r.status;
+      aj["exit_code"] = r.exit_code >= 0 ? json(r.exit_code) : json(nullptr);
+      aj["signal"] = r.signal != 0 ? json(r.signal) : json(nullptr);
+      aj["delay_s"] = a.delay ? json(to_seconds(*a.delay)) : json(nullptr);
+      if (!r.error.empty()) aj["error"] = r.error;
+      attempts.push_back(std::move(aj));
+    }
+    j["attempts"] = std::move(attempts);
+    items.push_back(std::move(j));
+  }
+  if (summary.mode == "try") {
+    out["attempts"] = items.at(0)["attempts"];
+  } else {
+    out["items"] = std::move(items);
+    const char* key = summary.mode == "forany" ? "winner" : "first_failure";
+    out[key] = summary.decisive ? json(*summary.items[*summary.decisive].item) : json(nullptr);
+  }
+  return out;
+}
+
+}  // namespace backoff::tool

@@ -1,0 +1,84 @@
+// `backoff try`, `forany` and `forall` without the command line: run a command (once per item, for
+// the fan-out forms) under the retry loop, with the tool's I/O modes, logging and report.
+//
+//   command_options options;                     // --times, --for, --timeout, --until, ...
+//   cancel_scope run;                            // cancelled by the signal watcher on Ctrl-C
+//   run_summary s = run_try(options, {"curl", "-fsS", url}, run, rng);
+//   return s.status;                             // 0, the last status, 124, 126, 127, 128+n
+//
+// forany tries the items one after another (from a random start with `shuffle`, as ftsh) and stops
+// at the first success; forall runs them in parallel, at most `jobs` at once, and on the first
+// failure cancels the others (TERM, grace, KILL) and starts no more. In the command, `{}` stands
+// for the item; the child also finds it in BACKOFF_ITEM.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attempt_loop.hpp"
+#include "backoff/random.hpp"
+#include "cancel_scope.hpp"
+#include "spool.hpp"
+#include "status_list.hpp"
+
+namespace backoff::tool {
+
+struct command_options {
+  loop_options loop;                // policy (with --times and --for), --every, inherited deadline
+  std::optional<duration> timeout;  // per attempt
+  duration grace = std::chrono::seconds(5);
+  std::optional<status_list> until;
+  std::optional<status_list> while_;
+  // --replay-stdin: stdin, spooled once before the first attempt (spool::fill_from), given from
+  // its start to every attempt. Null: attempts inherit stdin.
+  std::shared_ptr<const spool> stdin_replay;
+  bool stdout_on_success = false;  // an attempt's stdout to stdout if it succeeded, else stderr
+  bool own_group = true;           // false: --foreground
+  bool verbose = false;            // a line per attempt on stderr
+};
+
+struct item_summary {
+  std::optional<std::string> item;  // none for `try`
+  bool started = false;             // forall: false when a failure elsewhere came first
+  loop_result result;
+  std::vector<attempt_record> attempts;
+};
+
+struct run_summary {
+  std::string mode;  // "try", "forany", "forall"
+  std::vector<std::string> command;
+  std::vector<item_summary> items;
+  std::optional<std::size_t> decisive;  // forany: the winner; forall: the first failure
+  outcome why = outcome::succeeded;
+  int status = 0;       // the tool's exit status
+  int interrupted = 0;  // the signal that stopped the run, if one did
+};
+
+// Throws std::system_error when the tool itself
+// cannot work (no temporary file for the spools); a command that cannot start is a result.
+run_summary run_try(const command_options& options, const std::vector<std::string>& command,
+                    const cancel_scope& scope, random_ref rng);
+run_summary run_forany(const command_options& options, const std::vector<std::string>& items,
+                       const std::vector<std::string>& command, bool shuffle,
+                       const cancel_scope& scope, random_ref rng);
+run_summary run_forall(const command_options& options, const std::vector<std::string>& items,
+                       const std::vector<std::string>& command, std::size_t jobs,
+                       const cancel_scope& scope, random_ref rng);
+
+// The `--report` document: every attempt (start, duration, status, how it ended, the delay after
+// it) per item, the outcome and the exit status.
+nlohmann::json to_json(const run_summary& summary);
+
+// `command` with every "{}" inside its words replaced by `item`.
+std::vector<std::string> substitute_item(const std::vector<std::string>& command,
+                                         const std::string& item);
+
+// BACKOFF_DEADLINE's reading: a steady time, from Unix seconds in the environment variable's
+// text. Empty when unset or not a number (a stray value must not stop every run).
+std::optional<duration> inherited_deadline(const char* text);
+
+}  // namespace backoff::tool

@@ -1,0 +1,47 @@
+// Disk-backed buffers for the retry tool's I/O modes, so that neither replaying stdin nor holding
+// back an attempt's stdout is bounded by memory (minfrin/retry#29: a dump OOM-killed under
+// `retry`). A spool is an unlinked file in $TMPDIR (or /tmp): nothing is left behind, even after a
+// crash.
+//
+//   spool input = spool::create();
+//   input.fill_from(STDIN_FILENO);                     // --replay-stdin: once, up front
+//   int fd = input.open_reader();                      // per attempt: its own offset from 0
+//
+//   spool out = spool::create();                       // --stdout-on-success: per attempt
+//   ... the attempt writes to out.fd() ...
+//   out.copy_to(succeeded ? STDOUT_FILENO : STDERR_FILENO);
+#pragma once
+
+#include <cstdint>
+
+namespace backoff::tool {
+
+class spool {
+ public:
+  // Throws std::system_error (with the directory in the message) when no file can be made.
+  static spool create();
+
+  spool(spool&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  spool& operator=(spool&& other) noexcept;
+  spool(const spool&) = delete;
+  spool& operator=(const spool&) = delete;
+  ~spool();
+
+  int fd() const noexcept { return fd_; }
+
+  // Copies everything readable from `source` until end of file; returns the byte count.
+  std::uint64_t fill_from(int source);
+  // A new read-only descriptor on the same data, positioned at its start (close-on-exec; the
+  // caller closes it). Each attempt gets its own, so no attempt sees another's read position.
+  int open_reader() const;
+  // Writes the whole content, from the start, to `target`; returns the byte count.
+  std::uint64_t copy_to(int target) const;
+  // Empties it (for reuse by the next attempt).
+  void clear();
+
+ private:
+  explicit spool(int fd) noexcept : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace backoff::tool
