@@ -59,5 +59,6 @@ command_tail split_command_tail(int& argc, char** argv);
 void setup_try(CLI::App& app, int& status, const command_tail& tail);
 void setup_forany(CLI::App& app, int& status, const command_tail& tail);
 void setup_forall(CLI::App& app, int& status, const command_tail& tail);
+void setup_script(CLI::App& app, int& status);
 
 }  // namespace backoff::cli

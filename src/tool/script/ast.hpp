@@ -50,9 +50,9 @@ struct redirect {
     duplicate,  // fd >& other_fd
   };
   kind how = kind::read;
-  int fd = 0;        // the descriptor redirected: 0 for `<`, 1 for `>` unless a digit precedes it
-  word target;       // the file, for read/write/append
-  int other_fd = -1; // for duplicate
+  int fd = 0;         // the descriptor redirected: 0 for `<`, 1 for `>` unless a digit precedes it
+  word target;        // the file, for read/write/append
+  int other_fd = -1;  // for duplicate
   bool operator==(const redirect&) const = default;
 };
 

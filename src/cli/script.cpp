@@ -1,0 +1,108 @@
+// `backoff script FILE`: runs a Fault Tolerant Shell script (docs/SCRIPTS.md): simple commands,
+// `try [for] N times | for DURATION [or ...] [every DURATION] ... [catch ...] end`, forany, forall,
+// for, success and failure, every command in its own process group under the tool's deadlines.
+// Parse errors print "FILE:LINE: message" and exit 125, like the tool's other errors.
+#include <charconv>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "backoff/error.hpp"
+#include "backoff/spec.hpp"
+#include "commands.hpp"
+#include "retry_flags.hpp"
+#include "script/interpreter.hpp"
+#include "script/parser.hpp"
+#include "signal_watcher.hpp"
+
+namespace backoff::cli {
+namespace {
+
+struct script_flags {
+  std::string file;
+  std::string policy = "ftsh";
+  std::string grace = "5s";
+  std::string seed;
+  bool shuffle = false;
+  bool check = false;
+  bool verbose = false;
+};
+
+int run_script_command(const script_flags& f) {
+  const auto fail = [](const std::string& message) {
+    std::cerr << "backoff script: " << message << '\n';
+    return exit_tool_error;
+  };
+  tool::script::script_options options;
+  try {
+    options.policy = parse_policy(f.policy);
+    options.grace = parse_duration(f.grace);
+  } catch (const parse_error& e) {
+    return fail(e.what());
+  }
+  std::uint64_t seed = 0;
+  if (!f.seed.empty()) {
+    const auto [end, ec] = std::from_chars(f.seed.data(), f.seed.data() + f.seed.size(), seed);
+    if (ec != std::errc{} || end != f.seed.data() + f.seed.size()) {
+      return fail("--seed: '" + f.seed + "' is too large");
+    }
+  } else {
+    seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  }
+  std::ifstream in(f.file, std::ios::binary);
+  if (!in) return fail("cannot read '" + f.file + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  tool::script::script parsed;
+  try {
+    parsed = tool::script::parse(text.str(), f.file);
+  } catch (const parse_error& e) {
+    std::cerr << e.what() << '\n';
+    return exit_tool_error;
+  }
+  if (f.check) return exit_ok;
+  options.environment = tool::current_environment();
+  options.shuffle = f.shuffle;
+  options.verbose = f.verbose;
+  try {
+    tool::cancel_scope scope;
+    tool::script::script_result result;
+    {
+      const tool::signal_watcher watcher(scope);
+      random_generator rng(seed);
+      result = tool::script::run_script(parsed, options, scope, rng);
+    }
+    if (scope.cancelled()) {
+      std::cerr << "backoff script: stopped by signal " << scope.signal() << " ("
+                << ::strsignal(scope.signal()) << ")\n";
+      return tool::status_signal_base + scope.signal();
+    }
+    return result.status;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+}
+
+}  // namespace
+
+void setup_script(CLI::App& app, int& status) {
+  auto flags = std::make_shared<script_flags>();
+  CLI::App* sub = app.add_subcommand(
+      "script", "Run a Fault Tolerant Shell script: try/forany/forall blocks around commands");
+  sub->add_option("file", flags->file, "The script (docs/SCRIPTS.md)")->required();
+  sub->add_option("--policy", flags->policy, "Backoff between a try's attempts (spec or preset)")
+      ->capture_default_str();
+  sub->add_option("--grace", flags->grace, "Between TERM and KILL when a command is stopped")
+      ->capture_default_str();
+  sub->add_flag("--shuffle", flags->shuffle, "forany starts at a random item (as ftsh does)");
+  sub->add_option("--seed", flags->seed, "Seed for the jitter and --shuffle")
+      ->check(whole_number());
+  sub->add_flag("--check", flags->check, "Only parse the script: report errors, run nothing");
+  sub->add_flag("-v,--verbose", flags->verbose,
+                "Log every command with its status, and every try's attempts and waits");
+  sub->callback([flags, &status] { status = run_script_command(*flags); });
+}
+
+}  // namespace backoff::cli

@@ -1,0 +1,345 @@
+#include "interpreter.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "attempt_loop.hpp"
+#include "backoff/error.hpp"
+#include "process.hpp"
+
+namespace backoff::tool::script {
+namespace {
+
+using variables = std::map<std::string, std::string, std::less<>>;
+
+// A statement's failure to even start (an unset variable, a file that cannot be opened): status 1,
+// as a shell gives.
+constexpr int status_script_error = 1;
+
+std::string describe(const attempt_result& r) {
+  switch (r.ended) {
+    case attempt_end::exited:
+      return fmt::format("exit status {}", r.exit_code);
+    case attempt_end::signaled:
+      return fmt::format("killed by signal {} (status {})", r.signal, r.status);
+    case attempt_end::timed_out:
+      return "stopped at the deadline (status 124)";
+    case attempt_end::cancelled:
+      return fmt::format("stopped (status {})", r.status);
+    case attempt_end::not_found:
+    case attempt_end::not_executable:
+      return r.error;
+  }
+  return "?";
+}
+
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Where statements run: the variables (a forall branch has its own copy), the deadline of the
+// innermost `try for`, the scope that cancels them, and inside a try the attempt number.
+struct frame {
+  variables* vars;
+  std::optional<duration> deadline;
+  const cancel_scope* scope;
+  random_ref rng;
+  std::optional<std::uint32_t> attempt;
+};
+
+class interpreter {
+ public:
+  interpreter(const script& s, const script_options& options) : script_(s), options_(options) {}
+
+  script_result run_block(const block& statements, frame& f) {
+    for (const statement& st : statements) {
+      if (f.scope->cancelled()) return cancelled(f);
+      const script_result r = std::visit([&](const auto& node) { return run(node, f); }, st.node);
+      if (!r.ok) return r;  // ftsh's brittle groups: nothing after a failure runs
+    }
+    return {};
+  }
+
+ private:
+  static script_result cancelled(const frame& f) {
+    return {false, status_signal_base + f.scope->signal()};
+  }
+
+  void log(int line, const std::string& message) {
+    const std::lock_guard lock(log_mutex_);
+    std::string text = fmt::format("{}:{}: {}\n", script_.file, line, message);
+    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+  }
+
+  // nullopt (after logging why) when a variable is not set.
+  std::optional<std::string> expand(const word& w, const frame& f, int line) {
+    std::string out;
+    for (const word_part& part : w.parts) {
+      if (!part.variable) {
+        out += part.text;
+        continue;
+      }
+      if (const auto it = f.vars->find(part.text); it != f.vars->end()) {
+        out += it->second;
+      } else if (const auto env = environment_value(part.text)) {
+        out += *env;
+      } else {
+        log(line, "variable '" + part.text + "' is not set");
+        return std::nullopt;
+      }
+    }
+    return out;
+  }
+
+  std::optional<std::string> environment_value(std::string_view name) const {
+    for (const std::string& e : options_.environment) {
+      if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
+        return e.substr(name.size() + 1);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // A list's items: a word that is just an unquoted variable gives its blank-separated fields
+  // (`forany host in ${MIRRORS}`); any other word gives itself.
+  std::optional<std::vector<std::string>> expand_items(const std::vector<word>& words,
+                                                       const frame& f, int line) {
+    std::vector<std::string> items;
+    for (const word& w : words) {
+      auto text = expand(w, f, line);
+      if (!text) return std::nullopt;
+      const bool split = w.parts.size() == 1 && w.parts[0].variable && !w.parts[0].quoted;
+      if (!split) {
+        items.push_back(std::move(*text));
+        continue;
+      }
+      std::size_t i = 0;
+      while (i < text->size()) {
+        const std::size_t start = text->find_first_not_of(" \t\n", i);
+        if (start == std::string::npos) break;
+        const std::size_t end = text->find_first_of(" \t\n", start);
+        items.push_back(text->substr(start, end == std::string::npos ? end : end - start));
+        i = end == std::string::npos ? text->size() : end;
+      }
+    }
+    return items;
+  }
+
+  script_result run(const command& c, frame& f) {
+    launch_spec spec;
+    for (const word& w : c.argv) {
+      auto text = expand(w, f, c.line);
+      if (!text) return {false, status_script_error};
+      spec.argv.push_back(std::move(*text));
+    }
+    spec.environment = options_.environment;
+    if (f.attempt) set_variable(spec.environment, "BACKOFF_ATTEMPT", std::to_string(*f.attempt));
+    if (f.deadline) {
+      const double at = unix_now_s() + to_seconds(*f.deadline - steady_now());
+      set_variable(spec.environment, "BACKOFF_DEADLINE",
+                   std::to_string(static_cast<long long>(std::floor(at))));
+    }
+    std::vector<int> opened;
+    const auto close_opened = [&] {
+      for (const int fd : opened) ::close(fd);
+    };
+    for (const redirect& r : c.redirects) {
+      if (r.how == redirect::kind::duplicate) {
+        spec.descriptors.emplace_back(r.fd, r.other_fd);
+        continue;
+      }
+      auto target = expand(r.target, f, c.line);
+      if (!target) {
+        close_opened();
+        return {false, status_script_error};
+      }
+      int flags = O_CLOEXEC;
+      if (r.how == redirect::kind::read) flags |= O_RDONLY;
+      if (r.how == redirect::kind::write) flags |= O_WRONLY | O_CREAT | O_TRUNC;
+      if (r.how == redirect::kind::append) flags |= O_WRONLY | O_CREAT | O_APPEND;
+      const int fd = ::open(target->c_str(), flags, 0666);
+      if (fd < 0) {
+        log(c.line, "cannot open '" + *target + "': " + std::strerror(errno));
+        close_opened();
+        return {false, status_script_error};
+      }
+      opened.push_back(fd);
+      spec.descriptors.emplace_back(r.fd, fd);
+    }
+    attempt_limits limits;
+    limits.kill_at = f.deadline;
+    limits.grace = options_.grace;
+    attempt_result r;
+    try {
+      r = run_attempt(spec, limits, *f.scope);
+    } catch (...) {
+      close_opened();
+      throw;
+    }
+    close_opened();
+    if (r.ended == attempt_end::not_found || r.ended == attempt_end::not_executable) {
+      log(c.line, r.error);
+    } else if (options_.verbose) {
+      log(c.line, fmt::format("{}: {}", spec.argv[0], describe(r)));
+    }
+    return {r.status == 0, r.status};
+  }
+
+  script_result run(const assignment& a, frame& f) {
+    auto value = expand(a.value, f, a.line);
+    if (!value) return {false, status_script_error};
+    (*f.vars)[a.name] = std::move(*value);
+    return {};
+  }
+
+  script_result run(const builtin& b, frame&) {
+    return b.succeed ? script_result{} : script_result{false, 1};
+  }
+
+  script_result run(const try_block& t, frame& f) {
+    loop_options loop;
+    loop.policy.backoff = options_.policy;
+    // ftsh: a bare `try` is one attempt; a time limit alone allows any number.
+    loop.policy.max_attempts = t.times.value_or(t.within ? 0 : 1);
+    loop.policy.max_elapsed = t.within.value_or(duration{0});
+    loop.every = t.every;
+    loop.outer_deadline = f.deadline;
+
+    script_result body_result;
+    const auto attempt = [&](const attempt_info& info) {
+      frame inner = f;
+      inner.deadline = info.deadline;
+      inner.attempt = info.number;
+      body_result = run_block(t.body, inner);
+      attempt_result r;
+      r.status = body_result.status;
+      if (f.scope->cancelled()) {
+        r.ended = attempt_end::cancelled;
+      } else if (body_result.status == status_timed_out && info.deadline &&
+                 steady_now() >= *info.deadline) {
+        r.ended = attempt_end::timed_out;
+      }
+      return r;
+    };
+    const auto classify = [](const attempt_result& r) {
+      if (r.ended == attempt_end::cancelled) return verdict::permanent();
+      return r.status == 0 ? verdict::success() : verdict::retryable();
+    };
+    const auto observe = [&](const attempt_record& record) {
+      if (!options_.verbose) return;
+      std::string message =
+          fmt::format("try: attempt {} {}", record.number,
+                      record.result.status == 0 ? std::string("succeeded")
+                                                : fmt::format("failed ({})", record.result.status));
+      if (record.delay) message += fmt::format("; next in {:.3f}s", to_seconds(*record.delay));
+      log(t.line, message);
+    };
+    const loop_result result = run_attempt_loop(loop, *f.scope, f.rng, attempt, classify, observe);
+    if (result.why == outcome::succeeded) return {};
+    if (result.why == outcome::cancelled || f.scope->cancelled()) return cancelled(f);
+    if (options_.verbose) {
+      log(t.line, result.why == outcome::deadline_exceeded ? "try: time expired"
+                                                           : "try: attempts exhausted");
+    }
+    // The deadline left no attempt at all: like a command stopped at it.
+    const int status = result.attempts == 0 ? status_timed_out : result.last.status;
+    if (t.handler) return run_block(*t.handler, f);
+    return {false, status};
+  }
+
+  script_result run(const loop& l, frame& f) {
+    auto items = expand_items(l.items, f, l.line);
+    if (!items) return {false, status_script_error};
+    if (items->empty()) {
+      // An empty list (a variable that expanded to nothing): forany has no item that succeeds.
+      return l.how == loop::kind::any ? script_result{false, status_script_error} : script_result{};
+    }
+    switch (l.how) {
+      case loop::kind::each:
+        for (const std::string& item : *items) {
+          (*f.vars)[l.variable] = item;
+          const script_result r = run_block(l.body, f);
+          if (!r.ok) return r;
+        }
+        return {};
+      case loop::kind::any:
+        return run_any(l, *items, f);
+      case loop::kind::all:
+        return run_all(l, *items, f);
+    }
+    return {};
+  }
+
+  script_result run_any(const loop& l, const std::vector<std::string>& items, frame& f) {
+    std::size_t first = 0;
+    if (options_.shuffle) {
+      first =
+          std::min(items.size() - 1,
+                   static_cast<std::size_t>(uniform01(f.rng) * static_cast<double>(items.size())));
+    }
+    script_result last;
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      (*f.vars)[l.variable] = items[(first + k) % items.size()];
+      last = run_block(l.body, f);
+      if (last.ok) return last;  // the variable keeps the winning item
+      if (f.scope->cancelled()) return cancelled(f);
+    }
+    return last;
+  }
+
+  script_result run_all(const loop& l, const std::vector<std::string>& items, frame& f) {
+    cancel_scope siblings(*f.scope);
+    std::mutex mutex;
+    std::optional<script_result> first_failure;
+    std::vector<std::uint64_t> seeds(items.size());
+    for (auto& s : seeds) s = f.rng();
+    const auto branch = [&](std::size_t i) {
+      variables vars = *f.vars;  // a branch's assignments stay in the branch, as in ftsh
+      vars[l.variable] = items[i];
+      random_generator rng(seeds[i]);
+      frame inner = f;
+      inner.vars = &vars;
+      inner.scope = &siblings;
+      inner.rng = rng;
+      const script_result r = run_block(l.body, inner);
+      if (r.ok) return;
+      const std::lock_guard lock(mutex);
+      if (!first_failure && !f.scope->cancelled()) {
+        first_failure = r;
+        siblings.cancel(SIGTERM);
+      }
+    };
+    {
+      std::vector<std::jthread> threads;
+      for (std::size_t i = 1; i < items.size(); ++i) threads.emplace_back(branch, i);
+      branch(0);
+    }
+    if (f.scope->cancelled()) return cancelled(f);
+    return first_failure.value_or(script_result{});
+  }
+
+  const script& script_;
+  const script_options& options_;
+  std::mutex log_mutex_;
+};
+
+}  // namespace
+
+script_result run_script(const script& s, const script_options& options, const cancel_scope& scope,
+                         random_ref rng) {
+  variables vars;
+  frame top{&vars, std::nullopt, &scope, rng, std::nullopt};
+  interpreter run(s, options);
+  return run.run_block(s.body, top);
+}
+
+}  // namespace backoff::tool::script

@@ -1,0 +1,48 @@
+// Runs a parsed Fault Tolerant Shell script (ast.hpp) with the retry tool's machinery: every
+// command is an attempt in its own process group (process.hpp), every `try` is the tool's retry
+// loop (attempt_loop.hpp) driven by the library's retry_controller, and deadlines nest (the
+// tighter of an outer and an inner `try for` wins, and a command running at the deadline is
+// stopped: TERM, grace, KILL).
+//
+//   script s = parse(text, "deploy.ftsh");
+//   script_options options;                    // policy for every try (ftsh's), grace, logging
+//   cancel_scope run;
+//   script_result r = run_script(s, options, run, rng);
+//   return r.status;                           // 0, the failing command's status, 128+n
+//
+// Semantics kept from ftsh: a group fails at its first failing statement and runs nothing after
+// it; `try` without limits makes one attempt; `catch` runs only when every attempt failed and its
+// result is the try's; forany leaves its variable set to the item that succeeded; forall runs every
+// item at once, in its own copy of the variables, and the first failure stops the others.
+// Decided here where ftsh differs or is silent: forany goes in order (ftsh starts at a random item:
+// `shuffle`), a variable that is not set fails its statement instead of expanding to nothing, and
+// commands see the environment plus BACKOFF_ATTEMPT and BACKOFF_DEADLINE inside a `try`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ast.hpp"
+#include "backoff/policy.hpp"
+#include "backoff/random.hpp"
+#include "cancel_scope.hpp"
+
+namespace backoff::tool::script {
+
+struct script_options {
+  backoff_policy policy;                     // the wait between attempts of every `try`
+  duration grace = std::chrono::seconds(5);  // between TERM and KILL
+  std::vector<std::string> environment;      // the commands' environment; variables fall back to it
+  bool shuffle = false;                      // forany starts at a random item (ftsh)
+  bool verbose = false;                      // log commands, their statuses and try decisions
+};
+
+struct script_result {
+  bool ok = true;
+  int status = 0;  // 0; the failing command's status (124 timed out, 128+n signal); 1 `failure`
+};
+
+script_result run_script(const script& s, const script_options& options, const cancel_scope& scope,
+                         random_ref rng);
+
+}  // namespace backoff::tool::script
