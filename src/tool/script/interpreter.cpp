@@ -90,6 +90,8 @@ class interpreter {
       }
       if (const auto it = f.vars->find(part.text); it != f.vars->end()) {
         out += it->second;
+      } else if (f.attempt && part.text == "BACKOFF_ATTEMPT") {
+        out += std::to_string(*f.attempt);  // what the try's commands find in their environment
       } else if (const auto env = environment_value(part.text)) {
         out += *env;
       } else {

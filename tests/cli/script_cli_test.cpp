@@ -1,0 +1,288 @@
+// `backoff script`: the Fault Tolerant Shell's language run for real, one script per case: the
+// statuses scripts end with, what ran and what did not (stdout), and parse errors that stop a
+// script before anything runs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using backoff::test::cli_result;
+using backoff::test::fresh_dir;
+using backoff::test::run_cli;
+using backoff::test::slurp;
+
+// Runs `text` as a script with fast waits between attempts; `@DIR@` in it becomes a scratch folder.
+struct script_run {
+  cli_result result;
+  double seconds = 0;
+  fs::path dir;
+};
+
+script_run run_script(const std::string& name, std::string text,
+                      std::vector<std::string> extra = {}) {
+  script_run run;
+  run.dir = fresh_dir("script", name);
+  fs::create_directories(run.dir);
+  for (std::size_t at; (at = text.find("@DIR@")) != std::string::npos;) {
+    text.replace(at, 5, run.dir.string());
+  }
+  const fs::path file = run.dir / (name + ".ftsh");
+  std::ofstream(file) << text;
+  std::vector<std::string> args{"script"};
+  if (std::find(extra.begin(), extra.end(), "--policy") == extra.end()) {
+    args.insert(args.end(), {"--policy", "constant(initial=10ms)"});
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.push_back(file.string());
+  const auto start = std::chrono::steady_clock::now();
+  run.result = run_cli(args);
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run;
+}
+
+struct script_case {
+  const char* name;
+  const char* text;
+  int status;
+  const char* out;
+};
+
+class ScriptCase : public ::testing::TestWithParam<script_case> {};
+
+TEST_P(ScriptCase, EndsWithTheExpectedStatusAndOutput) {
+  const script_case& c = GetParam();
+  const script_run run = run_script(c.name, c.text);
+  EXPECT_EQ(run.result.status, c.status) << run.result.err;
+  EXPECT_EQ(run.result.out, c.out) << run.result.err;
+  fs::remove_all(run.dir);
+}
+
+// Each case asserts what ran (stdout) and the status the script ends with.
+const script_case cases[] = {
+    {"simple_command", "echo hello world\n", 0, "hello world\n"},
+    {"failure_stops_the_group", "echo one\nfalse\necho never\n", 1, "one\n"},
+    {"status_passes_through", "sh -c 'exit 7'\necho never\n", 7, ""},
+    {"signal_death_is_128_plus_n", "sh -c 'kill -9 $$'\n", 137, ""},
+    {"comments_and_blank_lines", "# a comment\n\n   \necho a # trailing\n# end\n", 0, "a\n"},
+    {"quoting", "x='a b'\necho \"[${x}]\" '[${x}]' [$x]\n", 0, "[a b] [${x}] [a b]\n"},
+    {"try_makes_n_attempts",
+     "try 3 times\n  sh -c 'echo $BACKOFF_ATTEMPT; exit 4'\nend\necho never\n", 4, "1\n2\n3\n"},
+    {"try_stops_at_the_first_success",
+     "try 5 times\n  sh -c 'echo $BACKOFF_ATTEMPT; test $BACKOFF_ATTEMPT -ge 2'\nend\necho after\n",
+     0, "1\n2\nafter\n"},
+    {"bare_try_is_one_attempt", "try\n  sh -c 'echo $BACKOFF_ATTEMPT; exit 1'\nend\n", 1, "1\n"},
+    {"catch_runs_when_every_attempt_failed",
+     "try 2 times\n  false\ncatch\n  echo caught\nend\necho after\n", 0, "caught\nafter\n"},
+    {"catch_does_not_run_after_a_success", "try 2 times\n  true\ncatch\n  echo caught\nend\n", 0,
+     ""},
+    {"failure_in_catch_reraises", "try 1 time\n  false\ncatch\n  failure\nend\necho never\n", 1,
+     ""},
+    {"group_in_try_is_brittle",
+     "try 2 times\n  echo a$BACKOFF_ATTEMPT\n  false\n  echo never\nend\n", 1, "a1\na2\n"},
+    {"success_and_failure_builtins", "success\necho yes\nfailure\necho no\n", 1, "yes\n"},
+    {"forany_stops_at_the_first_success_and_keeps_it",
+     "forany h in a b c\n  sh -c \"echo try ${h}; test ${h} = b\"\nend\necho \"got ${h}\"\n", 0,
+     "try a\ntry b\ngot b\n"},
+    {"forany_fails_when_every_item_fails",
+     "forany h in 3 4 5\n  sh -c \"exit ${h}\"\nend\necho never\n", 5, ""},
+    {"forany_splits_an_unquoted_variable",
+     "hosts='x  y z'\nforany h in ${hosts}\n  sh -c \"echo ${h}; exit 1\"\nend\n", 1, "x\ny\nz\n"},
+    {"quoted_variable_is_one_item", "v='x y'\nfor i in \"${v}\"\n  echo \"<${i}>\"\nend\n", 0,
+     "<x y>\n"},
+    {"for_runs_in_order_and_is_brittle",
+     "for i in 1 2 3\n  echo ${i}\n  sh -c \"test ${i} != 2\"\nend\n", 1, "1\n2\n"},
+    {"forall_variables_stay_in_their_branch",
+     "v=outer\nforall i in 1 2\n  v=inner\n  true\nend\necho ${v}\n", 0, "outer\n"},
+    {"unset_variable_fails_the_statement", "echo ${nope}\necho never\n", 1, ""},
+    {"try_within_forany",
+     "forany h in a b\n  try 2 times\n    sh -c \"test ${h} = b\"\n  end\nend\n"
+     "echo ${h}\n",
+     0, "b\n"},
+    {"nested_try_counts_attempts_separately",
+     "try 2 times\n  echo outer\n  try 2 times\n    sh -c 'echo inner; exit 1'\n  end\nend\n", 1,
+     "outer\ninner\ninner\nouter\ninner\ninner\n"},
+    {"not_found_is_127_and_stops", "no-such-program-here\necho never\n", 127, ""},
+};
+
+INSTANTIATE_TEST_SUITE_P(Scripts, ScriptCase, ::testing::ValuesIn(cases),
+                         [](const auto& test) { return std::string(test.param.name); });
+
+TEST(Script, RedirectionsWriteAppendAndRead) {
+  const script_run run = run_script("redirect",
+                                    "echo one > @DIR@/f\n"
+                                    "echo two >> @DIR@/f\n"
+                                    "sh -c 'echo err >&2' 2>> @DIR@/f\n"
+                                    "cat < @DIR@/f\n"
+                                    "sh -c 'echo both; echo bad >&2' > @DIR@/g 2>&1\n");
+  EXPECT_EQ(run.result.status, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "one\ntwo\nerr\n");
+  EXPECT_EQ(slurp(run.dir / "g"), "both\nbad\n");
+  fs::remove_all(run.dir);
+}
+
+TEST(Script, AFileThatCannotBeOpenedFailsTheCommandWithItsLine) {
+  const script_run run = run_script("badredirect", "echo a\ncat < @DIR@/missing\necho never\n");
+  EXPECT_EQ(run.result.status, 1);
+  EXPECT_EQ(run.result.out, "a\n");
+  EXPECT_NE(run.result.err.find("badredirect.ftsh:2: cannot open"), std::string::npos)
+      << run.result.err;
+  fs::remove_all(run.dir);
+}
+
+TEST(Script, TryForStopsTheRunningCommandAtTheDeadline) {
+  const script_run run = run_script("deadline", "try for 300ms\n  sleep 30\nend\necho never\n");
+  EXPECT_EQ(run.result.status, 124) << run.result.err;
+  EXPECT_EQ(run.result.out, "");
+  EXPECT_LT(run.seconds, 10.0);
+}
+
+TEST(Script, TheTighterOfNestedDeadlinesWins) {
+  const script_run run = run_script("nested_deadline",
+                                    "try for 1 hour\n"
+                                    "  try for 300ms\n"
+                                    "    sleep 30\n"
+                                    "  end\n"
+                                    "catch\n"
+                                    "  echo inner expired\n"
+                                    "end\n",
+                                    {"--policy", "constant(initial=1h)"});
+  // The inner deadline stops the sleep; the outer try's next wait (1 h) would reach its own
+  // deadline, so it gives up at once instead of sleeping, and its catch runs.
+  EXPECT_EQ(run.result.status, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "inner expired\n");
+  EXPECT_LT(run.seconds, 10.0);
+}
+
+TEST(Script, EveryPacesAttemptsStartToStart) {
+  const script_run run = run_script("every",
+                                    "try for 1 second every 200ms\n"
+                                    "  sh -c 'echo $BACKOFF_ATTEMPT; exit 1'\n"
+                                    "end\n");
+  EXPECT_EQ(run.result.status, 1);
+  const auto attempts = std::count(run.result.out.begin(), run.result.out.end(), '\n');
+  // Starts at 0, 0.2, ..., 0.8 s: five; a slow machine may fit fewer, never more.
+  EXPECT_GE(attempts, 2);
+  EXPECT_LE(attempts, 5);
+}
+
+TEST(Script, TheDeadlineReachesCommandsInTheEnvironment) {
+  const auto before = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const script_run run =
+      run_script("deadline_env", "try for 1 hour\n  sh -c 'echo $BACKOFF_DEADLINE'\nend\n");
+  ASSERT_EQ(run.result.status, 0) << run.result.err;
+  const long long deadline = std::stoll(run.result.out);
+  EXPECT_GE(deadline, before + 3600 - 2);
+  EXPECT_LE(deadline, before + 3600 + 5);
+}
+
+TEST(Script, ForallFailureStopsTheOtherBranches) {
+  const script_run run = run_script("forall_fail",
+                                    "forall x in fast slow\n"
+                                    "  sh -c \"if [ ${x} = fast ]; then sleep 0.2; exit 3; fi; "
+                                    "exec sleep 30\"\n"
+                                    "end\n"
+                                    "echo never\n");
+  EXPECT_EQ(run.result.status, 3) << run.result.err;
+  EXPECT_EQ(run.result.out, "");
+  EXPECT_LT(run.seconds, 10.0);
+}
+
+TEST(Script, ForallRunsBranchesAtTheSameTime) {
+  const script_run run =
+      run_script("forall_parallel", "forall x in 1 2 3 4\n  sleep 0.4\nend\necho done\n");
+  EXPECT_EQ(run.result.status, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, "done\n");
+  EXPECT_LT(run.seconds, 1.5);  // one after another would take 1.6 s at least
+}
+
+TEST(Script, EnvironmentVariablesAreReadable) {
+  const script_run run = run_script("environment", "echo ${PATH}\n");
+  EXPECT_EQ(run.result.status, 0) << run.result.err;
+  EXPECT_EQ(run.result.out, std::string(std::getenv("PATH")) + "\n");
+}
+
+TEST(Script, CheckParsesWithoutRunning) {
+  const script_run run = run_script("check", "echo ran > @DIR@/ran\n", {"--check"});
+  EXPECT_EQ(run.result.status, 0) << run.result.err;
+  EXPECT_FALSE(fs::exists(run.dir / "ran"));
+  fs::remove_all(run.dir);
+}
+
+struct parse_error_case {
+  const char* name;
+  const char* text;
+  int line;
+  const char* message;  // part of the message after "FILE:LINE: "
+};
+
+class ScriptParseError : public ::testing::TestWithParam<parse_error_case> {};
+
+TEST_P(ScriptParseError, StopsBeforeAnythingRunsWithFileAndLine) {
+  const parse_error_case& c = GetParam();
+  // The first line would show that something ran.
+  const script_run run = run_script(c.name, std::string("echo ran\n") + c.text);
+  EXPECT_EQ(run.result.status, 125);
+  EXPECT_EQ(run.result.out, "");
+  const auto lines = run.result.err_lines();
+  ASSERT_EQ(lines.size(), 1u) << run.result.err;
+  const std::string where =
+      (run.dir / (std::string(c.name) + ".ftsh")).string() + ":" + std::to_string(c.line) + ": ";
+  EXPECT_EQ(lines[0].rfind(where, 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(c.message), std::string::npos) << lines[0];
+  fs::remove_all(run.dir);
+}
+
+// Lines count the "echo ran" line the test puts first.
+const parse_error_case parse_errors[] = {
+    {"unclosed_try", "try 3 times\n  true\n", 2, "never closed"},
+    {"catch_without_try", "true\ncatch\n", 3, "catch"},
+    {"end_without_block", "end\n", 2, "end"},
+    {"pipe", "echo a | cat\n", 2, "pipes are not supported"},
+    {"zero_times", "try 0 times\n  true\nend\n", 2, "0"},
+    {"missing_in", "forany h a b\n  true\nend\n", 2, "in"},
+    {"unterminated_quote", "echo 'abc\n\n", 2, "quote"},
+    {"bare_number", "try 5\n  true\nend\n", 2, "needs a unit"},
+    {"empty_try", "try 2 times\nend\n", 2, "empty"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Scripts, ScriptParseError, ::testing::ValuesIn(parse_errors),
+                         [](const auto& test) { return std::string(test.param.name); });
+
+TEST(Script, MissingFileIsAToolError) {
+  const cli_result r = run_cli({"script", "/nonexistent/x.ftsh"});
+  EXPECT_EQ(r.status, 125);
+  ASSERT_EQ(r.err_lines().size(), 1u);
+  EXPECT_NE(r.err.find("cannot read '/nonexistent/x.ftsh'"), std::string::npos);
+}
+
+TEST(Script, BadPolicyIsAToolError) {
+  const script_run run = run_script("badpolicy", "true\n", {"--policy", "exponential(factor=x)"});
+  EXPECT_EQ(run.result.status, 125);
+  ASSERT_EQ(run.result.err_lines().size(), 1u) << run.result.err;
+  EXPECT_NE(run.result.err.find("factor"), std::string::npos);
+}
+
+TEST(Script, ExamplesParse) {
+  const fs::path examples = fs::path(BACKOFF_SOURCE_DIR) / "examples" / "scripts";
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(examples)) {
+    if (entry.path().extension() != ".ftsh") continue;
+    ++count;
+    const cli_result r = run_cli({"script", "--check", entry.path().string()});
+    EXPECT_EQ(r.status, 0) << entry.path() << ": " << r.err;
+  }
+  EXPECT_GE(count, 3);
+}
+
+}  // namespace
