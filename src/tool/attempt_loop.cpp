@@ -14,8 +14,8 @@ double unix_now_s() {
 
 loop_result run_attempt_loop(const loop_options& options, const cancel_scope& scope, random_ref rng,
                              const attempt_function& attempt, const classify_function& classify,
-                             const observe_function& observe) {
-  const duration start = steady_now();
+                             const observe_function& observe, const loop_env& env) {
+  const duration start = env.now();
   std::optional<duration> deadline = options.outer_deadline;
   if (options.policy.max_elapsed.count() > 0) {
     const duration own = start + options.policy.max_elapsed;
@@ -42,7 +42,7 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
     attempt_record record;
     record.number = control.attempts();
     record.start_unix_s = unix_now_s();
-    const duration attempt_start = steady_now();
+    const duration attempt_start = env.now();
     attempt_info info;
     info.number = record.number;
     info.deadline = deadline;
@@ -54,7 +54,7 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
       observe(record);
       break;
     }
-    const duration now = steady_now();
+    const duration now = env.now();
     const auto decision = control.after(classify(record.result), now, rng);
     if (!decision.retry) {
       result.why = decision.stop;
@@ -70,7 +70,7 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
     }
     record.delay = delay;
     observe(record);
-    if (!detail::interruptible_sleep(delay, scope.token())) {
+    if (!env.sleep(delay, scope.token())) {
       result.why = outcome::cancelled;
       break;
     }

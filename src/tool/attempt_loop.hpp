@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stop_token>
 
 #include "backoff/random.hpp"
 #include "backoff/retry.hpp"
@@ -53,13 +54,20 @@ struct loop_result {
   attempt_result last;  // the last attempt's result (status 124 if the deadline left no attempt)
 };
 
+// Time as the loop sees it: the real steady clock and an interruptible sleep, or, in tests, a
+// manual clock and a sleep that records (tests/tool/attempt_loop_test.cpp).
+struct loop_env {
+  std::function<duration()> now = steady_now;
+  std::function<bool(duration, std::stop_token)> sleep = detail::interruptible_sleep;
+};
+
 using attempt_function = std::function<attempt_result(const attempt_info&)>;
 using classify_function = std::function<verdict(const attempt_result&)>;
 using observe_function = std::function<void(const attempt_record&)>;
 
 loop_result run_attempt_loop(const loop_options& options, const cancel_scope& scope, random_ref rng,
                              const attempt_function& attempt, const classify_function& classify,
-                             const observe_function& observe);
+                             const observe_function& observe, const loop_env& env = {});
 
 // The tool's classification: success on status 0 (or, with `until`, on a listed status); with
 // `while_`, retry only listed statuses. Never retried: a command that could not be started, an
