@@ -112,7 +112,11 @@ class retry_controller {
   bool needs_clock() const noexcept {
     return has_deadline() || gates_.budget != nullptr || gates_.throttle != nullptr;
   }
-  duration deadline() const noexcept { return start_ + policy_->max_elapsed; }
+  // Saturates: a max_elapsed of centuries means "no practical deadline", not an overflow.
+  duration deadline() const noexcept {
+    return policy_->max_elapsed > duration::max() - start_ ? duration::max()
+                                                           : start_ + policy_->max_elapsed;
+  }
   const backoff_state& backoff() const noexcept { return backoff_; }
   // See backoff_state::continue_from: the next backoff grows from `previous`.
   void continue_from(duration previous) noexcept { backoff_.continue_from(previous); }

@@ -187,13 +187,38 @@ command_tail split_command_tail(int& argc, char** argv) {
   command_tail tail;
   if (argc < 2) return tail;
   const std::string_view sub = argv[1];
-  if (sub != "try" && sub != "forany" && sub != "forall") return tail;
+  const bool single = sub == "try";
+  if (!single && sub != "forany" && sub != "forall") return tail;
+  // The options that take a value (the next word, unless written --name=value). Keep in sync with
+  // add_retry_flags and the fan-out commands' own options.
+  static constexpr std::string_view with_value[] = {"--times",  "--for",   "--every", "--timeout",
+                                                    "--policy", "--grace", "--until", "--while",
+                                                    "--report", "--seed",  "-j",      "--jobs"};
+  const auto takes_value = [](std::string_view word) {
+    for (const std::string_view o : with_value) {
+      if (word == o) return true;
+    }
+    return false;
+  };
+  // Only a "--" where an option or an item could stand separates: one inside the command
+  // (`backoff try git checkout -- file`) belongs to the command.
   for (int i = 2; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "--") {
+    const std::string_view word = argv[i];
+    if (word == "--") {
       tail.present = true;
       for (int j = i + 1; j < argc; ++j) tail.words.emplace_back(argv[j]);
       argc = i;
-      break;
+      return tail;
+    }
+    if (word.size() > 1 && word[0] == '-') {
+      if (takes_value(word)) ++i;
+      continue;  // an option; an unknown one is left for CLI11 to reject
+    }
+    if (single) {  // `backoff try CMD ARGS...`: the command starts at the first other word
+      tail.present = true;
+      for (int j = i; j < argc; ++j) tail.words.emplace_back(argv[j]);
+      argc = i;
+      return tail;
     }
   }
   return tail;

@@ -48,8 +48,10 @@ int run_retry_command(
     const std::function<tool::run_summary(const tool::command_options&, const tool::cancel_scope&,
                                           random_ref)>& run);
 
-// The words after the first "--" of argv when argv[1] is a retry subcommand; main.cpp removes them
-// before CLI11 parses the rest, so that no word of the command is taken for an option.
+// The command of a retry subcommand (argv[1] try, forany or forall): the words after a "--" that
+// stands where an option or item could, or for try without "--", from the first word that is
+// neither an option nor an option's value. main.cpp removes them before CLI11 parses the rest, so
+// that no word of the command is taken for an option.
 struct command_tail {
   bool present = false;
   std::vector<std::string> words;

@@ -14,17 +14,10 @@ void setup_try(CLI::App& app, int& status, const command_tail& tail) {
   CLI::App* sub = app.add_subcommand(
       "try", "Run a command until it succeeds, backing off between attempts (-- COMMAND ARGS...)");
   add_retry_flags(*sub, *flags);
-  // Without "--", the command starts at the first word that is not an option of ours.
-  sub->prefix_command();
-  sub->callback([sub, flags, &status, &tail] {
-    const std::vector<std::string> rest = sub->remaining();
-    if (tail.present && !rest.empty()) {
-      std::cerr << "backoff try: unexpected '" << rest.front()
-                << "' before '--' (options go before it, the command after it)\n";
-      status = exit_tool_error;
-      return;
-    }
-    flags->command = tail.present ? tail.words : rest;
+  // main.cpp took the command off the command line (after "--", or from the first word that is
+  // not an option), so CLI11 sees only our options and rejects unknown ones.
+  sub->callback([flags, &status, &tail] {
+    flags->command = tail.words;
     tool::command_options options;
     if (!to_command_options("try", *flags, options)) {
       status = exit_tool_error;

@@ -2,6 +2,7 @@
 // generator, and outcome names.
 #include "backoff/retry.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <random>
@@ -37,16 +38,26 @@ duration steady_now() {
 
 bool interruptible_sleep(duration d, std::stop_token stop) {
   if (d.count() <= 0) return !stop.stop_requested();
-  if (!stop.stop_possible()) {
-    std::this_thread::sleep_for(d);
-    return true;
-  }
+  // Waits of at most a day at a time: the standard library computes now + d, which overflows
+  // for a wait of centuries (and then returns at once).
+  constexpr duration chunk = std::chrono::hours(24);
+  const duration now = steady_now();
+  const duration until = d > duration::max() - now ? duration::max() : now + d;
   std::mutex m;
   std::condition_variable_any cv;
   std::unique_lock lock(m);
-  // Nothing notifies cv: it wakes on the timeout or on a stop request, which the token's
-  // callback delivers.
-  cv.wait_for(lock, stop, d, [] { return false; });
+  for (duration left = d; left.count() > 0; left = until - steady_now()) {
+    if (!stop.stop_possible()) {
+      std::this_thread::sleep_for(std::min(left, chunk));
+      continue;
+    }
+    // Nothing notifies cv: it wakes on the timeout or on a stop request, which the token's
+    // callback delivers.
+    if (cv.wait_for(lock, stop, std::min(left, chunk), [] { return false; }) ||
+        stop.stop_requested()) {
+      return false;
+    }
+  }
   return !stop.stop_requested();
 }
 

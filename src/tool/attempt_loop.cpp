@@ -18,7 +18,7 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
   const duration start = env.now();
   std::optional<duration> deadline = options.outer_deadline;
   if (options.policy.max_elapsed.count() > 0) {
-    const duration own = start + options.policy.max_elapsed;
+    const duration own = saturating_add(start, options.policy.max_elapsed);
     deadline = deadline ? std::min(*deadline, own) : own;
   }
   loop_result result;
@@ -36,6 +36,12 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
   for (;;) {
     if (scope.cancelled()) {
       result.why = outcome::cancelled;
+      break;
+    }
+    // A wait can overrun (the machine was suspended, the tool was stopped): check again, so
+    // that no attempt starts at or after the deadline.
+    if (result.attempts > 0 && deadline && env.now() >= *deadline) {
+      result.why = outcome::deadline_exceeded;
       break;
     }
     control.before_attempt(duration{0}, rng);  // no gates: only counts the attempt
@@ -62,8 +68,8 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
       break;
     }
     duration delay = decision.delay;
-    if (options.every) delay = std::max(duration{0}, attempt_start + *options.every - now);
-    if (deadline && now + delay >= *deadline) {
+    if (options.every) delay = std::max(duration{0}, *options.every - (now - attempt_start));
+    if (deadline && delay >= *deadline - now) {
       result.why = outcome::deadline_exceeded;  // the next attempt could not start in time
       observe(record);
       break;

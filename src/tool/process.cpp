@@ -107,7 +107,7 @@ struct running_child {
 
 // Waits up to `limit` for everything to end; true if it did.
 bool wait_until_gone(const running_child& child, duration limit) {
-  const duration until = steady_now() + limit;
+  const duration until = saturating_add(steady_now(), limit);
   for (;;) {
     if (!child.anything_alive()) return true;
     const duration left = until - steady_now();
@@ -180,6 +180,12 @@ void set_variable(std::vector<std::string>& environment, std::string_view name,
   environment.push_back(std::move(entry));
 }
 
+void unset_variable(std::vector<std::string>& environment, std::string_view name) {
+  std::erase_if(environment, [name](const std::string& e) {
+    return e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=';
+  });
+}
+
 bool group_alive(pid_t pgid) {
   if (::kill(-pgid, 0) != 0 && errno == ESRCH) return false;
   // kill() also finds zombies, which only their parent (often init) can remove: look at states.
@@ -213,7 +219,7 @@ bool group_alive(pid_t pgid) {
 }
 
 attempt_result run_attempt(const launch_spec& spec, const attempt_limits& limits,
-                           const cancel_scope& scope, bool cleanup_on_failure) {
+                           const cancel_scope& scope, const success_test& succeeded) {
   if (spec.argv.empty()) throw std::invalid_argument("run_attempt: empty command");
   const duration started = steady_now();
   attempt_result result;
@@ -320,7 +326,7 @@ attempt_result run_attempt(const launch_spec& spec, const attempt_limits& limits
       result.signal = info.si_status;
       result.status = status_signal_base + info.si_status;
     }
-    if (result.status != 0 && cleanup_on_failure && spec.own_group && group_alive(pid)) {
+    if (spec.own_group && !succeeded(result) && group_alive(pid)) {
       stop_everything(child, SIGTERM, limits.grace);
     }
   } else {

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,12 +82,27 @@ std::vector<std::string> current_environment();
 // Sets NAME=value in `environment`, replacing an earlier NAME.
 void set_variable(std::vector<std::string>& environment, std::string_view name,
                   std::string_view value);
+// Removes NAME from `environment` (an outer run's value must not reach an inner one).
+void unset_variable(std::vector<std::string>& environment, std::string_view name);
 
-// Runs one attempt to the end (see the header comment). `cleanup_on_failure`: after the command
-// fails by itself, the rest of its group is stopped too (TERM, grace, KILL), so that a failed
-// attempt's leftovers never overlap the next attempt. After a success the group is left alone.
+// Whether an attempt that ended by itself succeeded (the caller's --until/--while rule).
+using success_test = std::function<bool(const attempt_result&)>;
+inline bool exited_zero(const attempt_result& r) {
+  return r.status == 0;
+}
+
+// Runs one attempt to the end (see the header comment). After an attempt that ended by itself and
+// that `succeeded` judges a failure, the rest of its group is stopped too (TERM, grace, KILL), so
+// that a failed attempt's leftovers never overlap the next attempt; after a success the group is
+// left alone (a command may start a daemon on purpose).
 attempt_result run_attempt(const launch_spec& spec, const attempt_limits& limits,
-                           const cancel_scope& scope, bool cleanup_on_failure = true);
+                           const cancel_scope& scope, const success_test& succeeded = exited_zero);
+
+// a + b for steady times and durations >= 0, saturating instead of overflowing (a `--for` of
+// 290 years is a deadline that never comes, not one in the past).
+inline duration saturating_add(duration a, duration b) noexcept {
+  return b > duration::max() - a ? duration::max() : a + b;
+}
 
 // True while a process of group `pgid` other than zombies is alive.
 bool group_alive(pid_t pgid);

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <mutex>
 #include <thread>
 
@@ -109,12 +110,14 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
     set_variable(spec.environment, "BACKOFF_ATTEMPT", std::to_string(info.number));
     if (max_attempts != 0) {
       set_variable(spec.environment, "BACKOFF_MAX_ATTEMPTS", std::to_string(max_attempts));
+    } else {
+      unset_variable(spec.environment, "BACKOFF_MAX_ATTEMPTS");  // an outer run's limit
     }
     attempt_limits limits;
     limits.grace = options.grace;
     limits.kill_at = info.deadline;
     if (options.timeout) {
-      const duration own = steady_now() + *options.timeout;
+      const duration own = saturating_add(steady_now(), *options.timeout);
       limits.kill_at = limits.kill_at ? std::min(*limits.kill_at, own) : own;
     }
     if (info.deadline) {
@@ -124,19 +127,21 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
                    std::to_string(static_cast<long long>(std::floor(at))));
     }
     spec.descriptors.clear();
-    int stdin_fd = -1;
-    if (options.stdin_replay) {
-      stdin_fd = options.stdin_replay->open_reader();
-      spec.descriptors.emplace_back(0, stdin_fd);
-    }
     std::optional<spool> held_stdout;
     if (options.stdout_on_success) {
       held_stdout.emplace(spool::create());
       spec.descriptors.emplace_back(1, held_stdout->fd());
     }
+    int stdin_fd = -1;
+    if (options.stdin_replay) {
+      stdin_fd = options.stdin_replay->open_reader();
+      spec.descriptors.emplace_back(0, stdin_fd);
+    }
     attempt_result r;
     try {
-      r = run_attempt(spec, limits, scope);
+      r = run_attempt(spec, limits, scope, [&](const attempt_result& done) {
+        return classify(done).kind == verdict_kind::success;
+      });
     } catch (...) {
       if (stdin_fd >= 0) ::close(stdin_fd);
       throw;
@@ -155,13 +160,15 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
     const attempt_result& r = record.result;
     const bool cannot_run =
         r.ended == attempt_end::not_found || r.ended == attempt_end::not_executable;
-    if (!options.verbose && !cannot_run) return;
+    if (cannot_run) {  // one line, verbose or not: there is nothing more to say
+      ctx.log.write(prefix + r.error);
+      return;
+    }
+    if (!options.verbose) return;
     const std::string of = max_attempts != 0 ? fmt::format("/{}", max_attempts) : "";
     std::string line = fmt::format("{}attempt {}{}: {} after {}", prefix, record.number, of,
                                    describe(r), seconds_text(r.elapsed));
-    if (!options.verbose) {
-      line = prefix + r.error;
-    } else if (record.delay) {
+    if (record.delay) {
       line += "; next attempt in " + seconds_text(*record.delay);
     } else if (classify(r).kind == verdict_kind::success) {
       line += ": done";
@@ -170,7 +177,9 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
   };
 
   summary.result = run_attempt_loop(options.loop, scope, rng, attempt, classify, observe);
-  if (options.verbose && summary.result.why != outcome::succeeded &&
+  const attempt_end last = summary.result.last.ended;
+  const bool could_not_run = last == attempt_end::not_found || last == attempt_end::not_executable;
+  if (options.verbose && !could_not_run && summary.result.why != outcome::succeeded &&
       summary.result.why != outcome::cancelled) {
     ctx.log.write(prefix + stop_reason(summary.result.why));
   }
@@ -299,6 +308,7 @@ run_summary run_forall(const command_options& options, const std::vector<std::st
   cancel_scope siblings(scope);  // fail fast: the first failure cancels the rest
   std::mutex mutex;
   std::optional<std::size_t> first_failure;
+  std::exception_ptr error;
   std::atomic<std::size_t> next{0};
   // Each item draws from its own stream, so its delays do not depend on thread timing.
   std::vector<std::uint64_t> seeds(items.size());
@@ -309,7 +319,16 @@ run_summary run_forall(const command_options& options, const std::vector<std::st
       const std::size_t i = next.fetch_add(1);
       if (i >= items.size() || siblings.cancelled()) return;
       random_generator item_rng(seeds[i]);
-      item_summary done = run_item(ctx, items[i], siblings, item_rng);
+      item_summary done;
+      try {
+        done = run_item(ctx, items[i], siblings, item_rng);
+      } catch (...) {
+        // The tool itself failed (no spool file, ...): stop the others, report it after the join.
+        const std::lock_guard lock(mutex);
+        if (!error) error = std::current_exception();
+        siblings.cancel(SIGTERM);
+        return;
+      }
       const std::lock_guard lock(mutex);
       const bool failed = done.result.why != outcome::succeeded;
       summary.items[i] = std::move(done);
@@ -325,6 +344,7 @@ run_summary run_forall(const command_options& options, const std::vector<std::st
     for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
     worker();
   }
+  if (error) std::rethrow_exception(error);
 
   if (scope.cancelled()) {
     summary.why = outcome::cancelled;

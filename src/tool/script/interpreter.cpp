@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -302,6 +303,7 @@ class interpreter {
     cancel_scope siblings(*f.scope);
     std::mutex mutex;
     std::optional<script_result> first_failure;
+    std::exception_ptr error;  // the tool's own failure in a branch, rethrown after the join
     std::vector<std::uint64_t> seeds(items.size());
     for (auto& s : seeds) s = f.rng();
     const auto branch = [&](std::size_t i) {
@@ -312,7 +314,15 @@ class interpreter {
       inner.vars = &vars;
       inner.scope = &siblings;
       inner.rng = rng;
-      const script_result r = run_block(l.body, inner);
+      script_result r;
+      try {
+        r = run_block(l.body, inner);
+      } catch (...) {
+        const std::lock_guard lock(mutex);
+        if (!error) error = std::current_exception();
+        siblings.cancel(SIGTERM);
+        return;
+      }
       if (r.ok) return;
       const std::lock_guard lock(mutex);
       if (!first_failure && !f.scope->cancelled()) {
@@ -325,6 +335,7 @@ class interpreter {
       for (std::size_t i = 1; i < items.size(); ++i) threads.emplace_back(branch, i);
       branch(0);
     }
+    if (error) std::rethrow_exception(error);
     if (f.scope->cancelled()) return cancelled(f);
     return first_failure.value_or(script_result{});
   }
