@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "process_probe.hpp"
 
 namespace {
 
@@ -210,6 +212,34 @@ TEST(Script, EnvironmentVariablesAreReadable) {
   const script_run run = run_script("environment", "echo ${PATH}\n");
   EXPECT_EQ(run.result.status, 0) << run.result.err;
   EXPECT_EQ(run.result.out, std::string(std::getenv("PATH")) + "\n");
+}
+
+TEST(Script, TermStopsTheScriptAndReachesEveryRunningBranch) {
+  const fs::path dir = fresh_dir("script", "term");
+  fs::create_directories(dir);
+  const fs::path file = dir / "term.ftsh";
+  // $$ is literal in a script (no such variable name): the shell sees it.
+  std::ofstream(file) << "forall b in 1 2\n  sh -c \"trap 'echo $$ >> " << dir.string()
+                      << "/got; exit 3' TERM; echo $$ >> " << dir.string()
+                      << "/started; sleep 30 & wait\"\nend\necho never\n";
+  backoff::test::process_probe p({"script", "--grace", "2s", file.string()});
+  // Both branches running: two lines in `started`.
+  for (int i = 0; i < 400; ++i) {
+    if (std::count(std::istreambuf_iterator<char>(std::ifstream(dir / "started").rdbuf()), {},
+                   '\n') == 2) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  p.signal(SIGTERM);
+  const backoff::test::probe_result r = p.wait();
+  EXPECT_TRUE(r.exited);
+  EXPECT_EQ(r.status, 143) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("stopped by signal 15"), std::string::npos) << r.err;
+  const std::string got = slurp(dir / "got");
+  EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 2) << "each branch was sent TERM: " << got;
+  fs::remove_all(dir);
 }
 
 TEST(Script, CheckParsesWithoutRunning) {
