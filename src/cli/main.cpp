@@ -3,9 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "retry_flags.hpp"
+#include "seed_flags.hpp"
 
 namespace {
 
@@ -20,6 +22,10 @@ bool is_retry_command(const char* name) {
 
 int main(int argc, char** argv) {
   const backoff::cli::command_tail tail = backoff::cli::split_command_tail(argc, argv);
+  std::vector<std::string> args = backoff::cli::with_seed_flags(argc, argv);
+  std::vector<char*> arg_pointers;
+  for (std::string& a : args) arg_pointers.push_back(a.data());
+  argv = arg_pointers.data();
   CLI::App app{"backoff: when a call fails, when and whether to try again"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("backoff ") + BACKOFF_VERSION);
@@ -32,6 +38,7 @@ int main(int argc, char** argv) {
   backoff::cli::setup_forany(app, status, tail);
   backoff::cli::setup_forall(app, status, tail);
   backoff::cli::setup_script(app, status);
+  backoff::cli::setup_serve(app, status);
 
   // CLI11 reports an unknown command as a missing one; name it instead.
   const auto all = app.get_subcommands([](const CLI::App*) { return true; });

@@ -1,0 +1,83 @@
+#include "server/handler.hpp"
+
+#include "backoff/error.hpp"
+
+namespace backoff::net {
+namespace {
+
+// "/admin/pause?for=10s&x=y" -> the value of `for`, if any; nullopt when absent.
+std::optional<std::string_view> query_value(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const std::size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == key) {
+      return eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+route with_kind(route_kind kind) {
+  route r;
+  r.kind = kind;
+  return r;
+}
+
+route not_allowed(std::string_view allow) {
+  route r;
+  r.kind = route_kind::method_not_allowed;
+  r.allow = allow;
+  return r;
+}
+
+}  // namespace
+
+route route_request(http::verb method, std::string_view target) {
+  const std::size_t q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
+  const bool read = method == http::verb::get || method == http::verb::head;
+  if (path == "/api") return read ? with_kind(route_kind::api) : not_allowed("GET, HEAD");
+  if (path == "/metrics") return read ? with_kind(route_kind::metrics) : not_allowed("GET, HEAD");
+  if (path == "/admin/resume") {
+    return method == http::verb::post ? with_kind(route_kind::resume) : not_allowed("POST");
+  }
+  if (path == "/admin/pause") {
+    if (method != http::verb::post) return not_allowed("POST");
+    route r = with_kind(route_kind::pause);
+    if (const auto value = query_value(query, "for")) {
+      try {
+        r.pause_for = parse_duration(*value);
+      } catch (const parse_error& e) {
+        r = with_kind(route_kind::bad_request);
+        r.error = std::string("bad ?for= duration: ") + e.what();
+      }
+    }
+    return r;
+  }
+  return with_kind(route_kind::not_found);
+}
+
+response make_response(http::status status, std::string body, unsigned version, bool keep_alive) {
+  response res{status, version};
+  res.set(http::field::server, "backoff");
+  res.set(http::field::content_type, "text/plain; charset=utf-8");
+  res.keep_alive(keep_alive);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+response make_rejection(http::status status, duration retry_after, unsigned version,
+                        bool keep_alive) {
+  response res =
+      make_response(status, std::string(http::obsolete_reason(status)) + "\n", version, keep_alive);
+  const auto seconds = (retry_after.count() + 999'999'999) / 1'000'000'000;
+  res.set(http::field::retry_after, std::to_string(seconds));
+  return res;
+}
+
+}  // namespace backoff::net

@@ -1,0 +1,55 @@
+// The request handler of `backoff serve`, without I/O: what a request asks for, and the responses
+// the server sends. The connection loop (server.cpp) reads a request, asks route_request() what it
+// is, does the waiting an /api request needs, and writes the response built here. Unit tests drive
+// this layer directly (tests/net/handler_test.cpp).
+//
+//   const route r = route_request(req.method(), req.target());
+//   switch (r.kind) { case route_kind::api: ... serve with the seed's delay ...
+//                     case route_kind::pause: server.pause(r.pause_for); ... }
+//
+// The contract is seed 004's (smira/exponential-backoff, server.go): GET /api answers 200 "OK".
+// Beyond the seed: GET /metrics (Prometheus text), POST /admin/pause[?for=DURATION] and
+// POST /admin/resume; 503 or 429 with Retry-After when --max-busy is reached.
+#pragma once
+
+#include <boost/beast/http.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "backoff/duration.hpp"
+
+namespace backoff::net {
+
+namespace http = boost::beast::http;
+
+enum class route_kind {
+  api,                 // GET /api: the seed's service
+  metrics,             // GET /metrics
+  pause,               // POST /admin/pause[?for=D]
+  resume,              // POST /admin/resume
+  not_found,           // 404
+  method_not_allowed,  // 405: a known path with another method
+  bad_request,         // 400: e.g. a bad ?for= value
+};
+
+struct route {
+  route_kind kind = route_kind::not_found;
+  std::optional<duration> pause_for;  // pause: resume by itself after this long
+  std::string error;                  // bad_request: what is wrong, one line
+  std::string_view allow;             // method_not_allowed: the Allow header
+};
+
+route route_request(http::verb method, std::string_view target);
+
+using response = http::response<http::string_body>;
+
+// A plain-text response with the seed's headers; `keep_alive` and `version` from the request.
+response make_response(http::status status, std::string body, unsigned version, bool keep_alive);
+
+// The answer when --max-busy is reached: `status` (503 or 429) with Retry-After in whole
+// seconds, rounded up (RFC 9110 allows no fractions).
+response make_rejection(http::status status, duration retry_after, unsigned version,
+                        bool keep_alive);
+
+}  // namespace backoff::net

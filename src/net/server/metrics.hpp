@@ -1,0 +1,63 @@
+// What `backoff serve` counts, updated from every server thread without locks, and its
+// Prometheus text exposition for `GET /metrics`:
+//
+//   server_metrics m;
+//   m.answered(200);  m.observe_service(120ms);
+//   std::string text = prometheus_text(m.snapshot());
+//
+// Names follow Prometheus conventions (`_total` counters, `_seconds` units, a cumulative
+// histogram with `le` buckets).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "backoff/duration.hpp"
+
+namespace backoff::net {
+
+// Upper bounds of the service-time histogram, in seconds (the +Inf bucket is implied).
+inline constexpr std::array<double, 13> service_buckets_s = {0.025, 0.05, 0.1, 0.2, 0.5, 1,  2,
+                                                             5,     10,   30,  60,  120, 300};
+
+struct metrics_snapshot {
+  std::int64_t concurrency = 0;  // /api requests being served (abandoned ones included)
+  std::int64_t connections = 0;  // open client connections
+  bool paused = false;
+  std::uint64_t ok = 0, rejected = 0, bad_request = 0, not_found = 0, not_allowed = 0;
+  std::uint64_t abandoned =
+      0;  // requests dropped because their client left (--cancel-on-disconnect)
+  std::uint64_t pauses = 0;
+  std::int64_t last_delay_ns = 0;
+  std::array<std::uint64_t, service_buckets_s.size() + 1> service_counts{};  // not cumulative
+  double service_sum_s = 0;
+  int reject_status = 503;
+};
+
+class server_metrics {
+ public:
+  void answered(int status) noexcept;
+  void observe_service(duration d) noexcept;
+  void paused(bool on) noexcept;
+  void abandoned() noexcept { abandoned_.fetch_add(1, std::memory_order_relaxed); }
+
+  std::atomic<std::int64_t> concurrency{0};
+  std::atomic<std::int64_t> connections{0};
+  std::atomic<std::int64_t> last_delay_ns{0};
+
+  metrics_snapshot snapshot() const noexcept;
+  int reject_status = 503;  // set once before the server starts
+
+ private:
+  std::atomic<bool> paused_{false};
+  std::atomic<std::uint64_t> ok_{0}, rejected_{0}, bad_request_{0}, not_found_{0}, not_allowed_{0},
+      abandoned_{0}, pauses_{0};
+  std::array<std::atomic<std::uint64_t>, service_buckets_s.size() + 1> service_counts_{};
+  std::atomic<std::int64_t> service_sum_ns_{0};
+};
+
+std::string prometheus_text(const metrics_snapshot& s);
+
+}  // namespace backoff::net

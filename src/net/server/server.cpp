@@ -1,0 +1,373 @@
+#include "server/server.hpp"
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/socket_base.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <ctime>
+#include <iostream>
+#include <list>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "backoff/spec.hpp"
+#include "server/handler.hpp"
+
+namespace backoff::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using steady = std::chrono::steady_clock;
+constexpr auto as_tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+// Request headers larger than this get 400: a client cannot make a connection hold more memory.
+constexpr std::uint32_t header_limit = 8 * 1024;
+constexpr std::uint64_t body_limit = 64 * 1024;
+
+// The seed's per-second line: "Jun 21 13:31:18.708: concurrency:    0, last delay: 100ms"
+// (Go's log with time.StampMilli; durations as Go prints them, which format_duration matches).
+void log_line(std::int64_t concurrency, duration last_delay) {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm local{};
+  localtime_r(&t, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%b %d %H:%M:%S", &local);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const std::string delay = last_delay.count() == 0 ? "0" : format_duration(last_delay);
+  std::cerr << fmt::format("{}.{:03d}: concurrency: {:4d}, last delay: {}\n", stamp, ms,
+                           concurrency, delay)
+            << std::flush;
+}
+
+// True when the client has closed its side (recv would return 0). Pipelined data is not a close.
+bool peer_closed(tcp::socket& socket) {
+  char byte;
+  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+// One thread's share of the server: its own io_context, acceptor and pause gate; it touches the
+// other threads only through the atomic metrics.
+struct worker {
+  explicit worker(const server_options& o, server_metrics& m) : options(o), metrics(m) {}
+
+  const server_options& options;
+  server_metrics& metrics;
+  asio::io_context context{1};
+  tcp::acceptor acceptor{context};
+  asio::steady_timer gate{context};  // expires at "never" while paused; cancelled to resume
+  bool paused = false;
+  bool stopping = false;
+  std::list<beast::tcp_stream*> sessions;  // to close them on stop
+
+  void set_paused(bool on) {
+    paused = on;
+    if (on) {
+      gate.expires_at(asio::steady_timer::time_point::max());
+    } else {
+      gate.cancel();
+    }
+  }
+
+  asio::awaitable<void> wait_while_paused() {
+    while (paused && !stopping) {
+      co_await gate.async_wait(as_tuple_awaitable);
+    }
+  }
+
+  // The seed's service: checks every tick with the current concurrency until the request has been
+  // served long enough. false when the client left (--cancel-on-disconnect) or the server stops.
+  asio::awaitable<bool> serve_api(beast::tcp_stream& stream) {
+    co_await wait_while_paused();
+    if (stopping) co_return false;
+    const service_params& p = options.service;
+    const auto start = steady::now();
+    metrics.concurrency.fetch_add(1);
+    asio::steady_timer tick(context);
+    bool answered = false;
+    for (;;) {
+      const duration d = service_time(p, metrics.concurrency.load());
+      metrics.last_delay_ns.store(d.count(), std::memory_order_relaxed);
+      if (steady::now() - start >= d) {
+        answered = true;
+        break;
+      }
+      tick.expires_after(p.tick);
+      co_await tick.async_wait(as_tuple_awaitable);
+      co_await wait_while_paused();
+      if (stopping) break;
+      if (options.cancel_on_disconnect && peer_closed(stream.socket())) {
+        metrics.abandoned();
+        break;
+      }
+    }
+    metrics.concurrency.fetch_sub(1);
+    if (answered) metrics.observe_service(steady::now() - start);
+    co_return answered;
+  }
+
+  asio::awaitable<void> session(tcp::socket socket, server& owner) {
+    beast::tcp_stream stream(std::move(socket));
+    const auto me = sessions.insert(sessions.end(), &stream);
+    metrics.connections.fetch_add(1);
+    beast::flat_buffer buffer(header_limit);
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(header_limit);
+      parser.body_limit(body_limit);
+      const auto [read_error, bytes] =
+          co_await http::async_read(stream, buffer, parser, as_tuple_awaitable);
+      if (read_error || stopping) {
+        // A request that does not parse gets 400 and the connection is closed; a client that
+        // went away needs no answer.
+        if (read_error.category() == make_error_code(http::error::end_of_stream).category() &&
+            read_error != http::error::end_of_stream && !stopping) {
+          auto res = make_response(http::status::bad_request,
+                                   "bad request: " + read_error.message() + "\n", 11, false);
+          metrics.answered(400);
+          co_await http::async_write(stream, res, as_tuple_awaitable);
+        }
+        break;
+      }
+      const auto& req = parser.get();
+      const bool keep_alive = req.keep_alive();
+      const unsigned version = req.version();
+      const route r = route_request(req.method(), req.target());
+      response res;
+      bool served = true;  // false: the client left, or the server stops; nobody to answer
+      switch (r.kind) {
+        case route_kind::api: {
+          if (options.max_busy > 0 && metrics.concurrency.load() >= options.max_busy) {
+            res = make_rejection(static_cast<http::status>(options.reject_status),
+                                 options.retry_after, version, keep_alive);
+            break;
+          }
+          served = co_await serve_api(stream);
+          if (served) res = make_response(http::status::ok, "OK", version, keep_alive);
+          break;
+        }
+        case route_kind::metrics:
+          res = make_response(http::status::ok, prometheus_text(metrics.snapshot()), version,
+                              keep_alive);
+          res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+          break;
+        case route_kind::pause:
+          owner.pause(r.pause_for);
+          res = make_response(http::status::ok,
+                              r.pause_for ? "paused for " + format_duration(*r.pause_for) + "\n"
+                                          : std::string("paused\n"),
+                              version, keep_alive);
+          break;
+        case route_kind::resume:
+          owner.resume();
+          res = make_response(http::status::ok, "resumed\n", version, keep_alive);
+          break;
+        case route_kind::not_found:
+          res = make_response(http::status::not_found, "not found\n", version, keep_alive);
+          break;
+        case route_kind::method_not_allowed:
+          res = make_response(http::status::method_not_allowed, "method not allowed\n", version,
+                              keep_alive);
+          res.set(http::field::allow, r.allow);
+          break;
+        case route_kind::bad_request:
+          res = make_response(http::status::bad_request, r.error + "\n", version, keep_alive);
+          break;
+      }
+      if (!served) break;
+      metrics.answered(static_cast<int>(res.result_int()));
+      {
+        const auto [write_error, written] =
+            co_await http::async_write(stream, res, as_tuple_awaitable);
+        if (write_error || !res.keep_alive()) break;
+      }
+    }
+    beast::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    sessions.erase(me);
+    metrics.connections.fetch_sub(1);
+  }
+
+  asio::awaitable<void> accept_loop(server& owner) {
+    // Accept errors (out of descriptors, a connection reset before accept) back off with the
+    // library's own policy rather than spin: the error usually needs time to clear.
+    const backoff_policy policy = parse_policy("exponential(initial=1ms, factor=2, max=1s)");
+    backoff_state waits = policy.start();
+    random_generator rng(1);
+    asio::steady_timer pause_timer(context);
+    for (;;) {
+      auto [error, socket] = co_await acceptor.async_accept(as_tuple_awaitable);
+      if (stopping || error == asio::error::operation_aborted) break;
+      if (error) {
+        pause_timer.expires_after(waits.next_delay(rng));
+        co_await pause_timer.async_wait(as_tuple_awaitable);
+        continue;
+      }
+      waits = policy.start();
+      if (metrics.connections.load() >= options.max_connections) {
+        beast::error_code ignored;
+        socket.close(ignored);  // over the limit: memory stays bounded, the client retries
+        continue;
+      }
+      beast::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);
+      asio::co_spawn(context, session(std::move(socket), owner), asio::detached);
+    }
+  }
+
+  void shut_down() {
+    stopping = true;
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    gate.cancel();
+    for (beast::tcp_stream* s : sessions) s->socket().close(ignored);
+  }
+};
+
+}  // namespace
+
+struct server::impl {
+  server_options options;
+  server_metrics metrics;
+  std::vector<std::unique_ptr<worker>> workers;
+  std::vector<std::thread> threads;
+  std::uint16_t port = 0;
+  std::mutex control;  // pause/resume/stop from any thread
+  std::uint64_t pause_generation = 0;
+  bool stopped = false;
+  std::unique_ptr<asio::steady_timer> auto_resume;  // on worker 0
+  std::unique_ptr<asio::steady_timer> ticker;       // the per-second line, on worker 0
+
+  void for_each_worker(auto f) {
+    for (auto& w : workers) asio::post(w->context, [w = w.get(), f] { f(*w); });
+  }
+};
+
+server::server(const server_options& options) : impl_(std::make_unique<impl>()) {
+  impl_->options = options;
+  impl_->metrics.reject_status = options.reject_status;
+  const unsigned threads = std::max(1U, options.threads);
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(options.host, ec);
+  if (ec) {
+    throw std::system_error(ec, "bad --host '" + options.host + "'");
+  }
+  std::uint16_t port = options.port;
+  for (unsigned i = 0; i < threads; ++i) {
+    auto w = std::make_unique<worker>(impl_->options, impl_->metrics);
+    const tcp::endpoint endpoint(address, port);
+    w->acceptor.open(endpoint.protocol());
+    w->acceptor.set_option(asio::socket_base::reuse_address(true));
+    const int one = 1;
+    ::setsockopt(w->acceptor.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    w->acceptor.bind(endpoint, ec);
+    if (ec) {
+      throw std::system_error(ec, fmt::format("cannot listen on {}:{}", options.host, port));
+    }
+    w->acceptor.listen(asio::socket_base::max_listen_connections);
+    port = w->acceptor.local_endpoint().port();  // the others join the first one's port
+    impl_->workers.push_back(std::move(w));
+  }
+  impl_->port = port;
+  impl_->auto_resume = std::make_unique<asio::steady_timer>(impl_->workers[0]->context);
+  impl_->ticker = std::make_unique<asio::steady_timer>(impl_->workers[0]->context);
+}
+
+server::~server() {
+  stop();
+  wait();
+}
+
+std::uint16_t server::port() const noexcept {
+  return impl_->port;
+}
+const server_metrics& server::metrics() const noexcept {
+  return impl_->metrics;
+}
+
+void server::start() {
+  for (auto& w : impl_->workers) {
+    asio::co_spawn(w->context, w->accept_loop(*this), asio::detached);
+  }
+  if (impl_->options.log_every_second) {
+    auto tick = std::make_shared<std::function<void()>>();
+    *tick = [this, tick] {
+      impl_->ticker->expires_after(std::chrono::seconds(1));
+      impl_->ticker->async_wait([this, tick](const beast::error_code& ec) {
+        if (ec) return;
+        log_line(impl_->metrics.concurrency.load(), duration(impl_->metrics.last_delay_ns.load()));
+        (*tick)();
+      });
+    };
+    asio::post(impl_->workers[0]->context, [tick] { (*tick)(); });
+  }
+  for (auto& w : impl_->workers) {
+    impl_->threads.emplace_back([ctx = &w->context] { ctx->run(); });
+  }
+}
+
+void server::pause(std::optional<duration> for_duration) {
+  const std::lock_guard lock(impl_->control);
+  if (impl_->stopped) return;
+  const std::uint64_t generation = ++impl_->pause_generation;
+  impl_->metrics.paused(true);
+  impl_->for_each_worker([](worker& w) { w.set_paused(true); });
+  asio::post(impl_->workers[0]->context, [this, generation, for_duration] {
+    impl_->auto_resume->cancel();
+    if (!for_duration) return;
+    impl_->auto_resume->expires_after(*for_duration);
+    impl_->auto_resume->async_wait([this, generation](const beast::error_code& ec) {
+      if (ec) return;
+      bool current = false;
+      {
+        const std::lock_guard guard(impl_->control);
+        current = generation == impl_->pause_generation;
+      }
+      if (current) resume();  // not a later pause's
+    });
+  });
+}
+
+void server::resume() {
+  const std::lock_guard lock(impl_->control);
+  ++impl_->pause_generation;
+  impl_->metrics.paused(false);
+  impl_->for_each_worker([](worker& w) { w.set_paused(false); });
+}
+
+void server::stop() {
+  const std::lock_guard lock(impl_->control);
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  impl_->metrics.paused(false);
+  asio::post(impl_->workers[0]->context, [this] {
+    impl_->auto_resume->cancel();
+    impl_->ticker->cancel();
+  });
+  impl_->for_each_worker([](worker& w) { w.shut_down(); });
+}
+
+void server::wait() {
+  for (auto& t : impl_->threads) {
+    if (t.joinable()) t.join();
+  }
+}
+
+}  // namespace backoff::net

@@ -1,0 +1,318 @@
+// `backoff serve`'s three layers: the service-time formula and the pure handler directly, then the
+// whole server in-process on a free loopback port, spoken to over real sockets (keep-alive,
+// malformed requests, --max-busy, pause and resume, --cancel-on-disconnect, shutdown).
+#include "server/server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "server/handler.hpp"
+#include "server/metrics.hpp"
+#include "server/service_model.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace backoff::net;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+TEST(ServiceTime, IsTheBaseDelayUpToTheLimitThenGrowsByFactorEveryK) {
+  service_params p;  // the seed's: limit 30, factor 1.05, k 15, base 100 ms
+  EXPECT_EQ(service_time(p, 0), 100ms);
+  EXPECT_EQ(service_time(p, 30), 100ms);
+  EXPECT_NEAR(backoff::to_seconds(service_time(p, 45)), 0.105, 1e-9);
+  EXPECT_NEAR(backoff::to_seconds(service_time(p, 30 + 15 * 20)), 0.1 * std::pow(1.05, 20), 1e-9);
+  EXPECT_EQ(service_time(p, 10'000'000), backoff::duration::max());  // saturates, no overflow
+  p.base_delay = 0ms;
+  EXPECT_EQ(service_time(p, 1000), 0ms);
+}
+
+TEST(Handler, RoutesTheSeedsApiAndOurEndpoints) {
+  EXPECT_EQ(route_request(http::verb::get, "/api").kind, route_kind::api);
+  EXPECT_EQ(route_request(http::verb::get, "/api?client=7").kind, route_kind::api);
+  EXPECT_EQ(route_request(http::verb::get, "/metrics").kind, route_kind::metrics);
+  EXPECT_EQ(route_request(http::verb::post, "/admin/resume").kind, route_kind::resume);
+  const route pause = route_request(http::verb::post, "/admin/pause?for=10s");
+  EXPECT_EQ(pause.kind, route_kind::pause);
+  EXPECT_EQ(pause.pause_for, std::optional<backoff::duration>(10s));
+  EXPECT_FALSE(route_request(http::verb::post, "/admin/pause").pause_for.has_value());
+  EXPECT_EQ(route_request(http::verb::get, "/").kind, route_kind::not_found);
+  EXPECT_EQ(route_request(http::verb::get, "/apix").kind, route_kind::not_found);
+}
+
+TEST(Handler, WrongMethodsAndBadPauseDurationsAreClientErrors) {
+  const route post_api = route_request(http::verb::post, "/api");
+  EXPECT_EQ(post_api.kind, route_kind::method_not_allowed);
+  EXPECT_EQ(post_api.allow, "GET, HEAD");
+  EXPECT_EQ(route_request(http::verb::get, "/admin/pause").kind, route_kind::method_not_allowed);
+  const route bad = route_request(http::verb::post, "/admin/pause?for=ten");
+  EXPECT_EQ(bad.kind, route_kind::bad_request);
+  EXPECT_NE(bad.error.find("ten"), std::string::npos) << bad.error;
+}
+
+TEST(Handler, RejectionCarriesRetryAfterInWholeSecondsRoundedUp) {
+  const response r = make_rejection(http::status::too_many_requests, 1500ms, 11, true);
+  EXPECT_EQ(r.result_int(), 429u);
+  EXPECT_EQ(r[http::field::retry_after], "2");
+  EXPECT_EQ(
+      make_rejection(http::status::service_unavailable, 3s, 11, true)[http::field::retry_after],
+      "3");
+}
+
+TEST(Metrics, PrometheusTextHasCumulativeBucketsAndCounts) {
+  server_metrics m;
+  m.answered(200);
+  m.answered(200);
+  m.answered(503);
+  m.observe_service(30ms);
+  m.observe_service(150ms);
+  m.observe_service(10s);
+  m.concurrency = 4;
+  const std::string text = prometheus_text(m.snapshot());
+  EXPECT_NE(text.find("backoff_requests_total{status=\"200\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("backoff_requests_total{status=\"503\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("backoff_concurrency 4\n"), std::string::npos);
+  EXPECT_NE(text.find("backoff_service_seconds_bucket{le=\"0.05\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("backoff_service_seconds_bucket{le=\"0.2\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("backoff_service_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("backoff_service_seconds_count 3\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE backoff_service_seconds histogram"), std::string::npos);
+}
+
+// A blocking HTTP/1.1 client on one connection.
+class client {
+ public:
+  explicit client(std::uint16_t port) : socket_(io_) {
+    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+  http::response<http::string_body> request(http::verb method, const std::string& target) {
+    http::request<http::empty_body> req{method, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    http::write(socket_, req);
+    return read();
+  }
+  http::response<http::string_body> read() {
+    http::response<http::string_body> res;
+    http::read(socket_, buffer_, res);
+    return res;
+  }
+  void send_raw(const std::string& text) { asio::write(socket_, asio::buffer(text)); }
+  // True when the server closed the connection.
+  bool closed_by_server() {
+    beast::error_code ec;
+    char byte;
+    socket_.read_some(asio::buffer(&byte, 1), ec);
+    return ec == asio::error::eof || ec == asio::error::connection_reset;
+  }
+  void close() { socket_.close(); }
+
+ private:
+  asio::io_context io_;
+  tcp::socket socket_;
+  beast::flat_buffer buffer_;
+};
+
+server_options fast_options() {
+  server_options o;
+  o.port = 0;
+  o.threads = 2;
+  o.service.base_delay = 20ms;
+  o.service.tick = 5ms;
+  return o;
+}
+
+// Polls `condition` for up to `limit`.
+template <class F>
+bool eventually(F condition, std::chrono::milliseconds limit = 5000ms) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return condition();
+}
+
+TEST(Server, AnswersOkAfterTheBaseDelayOnAKeptAliveConnection) {
+  server s(fast_options());
+  s.start();
+  client c(s.port());
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto res = c.request(http::verb::get, "/api");
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 20ms);  // never before the delay
+    EXPECT_EQ(res.result_int(), 200u);
+    EXPECT_EQ(res.body(), "OK");
+    EXPECT_TRUE(res.keep_alive());
+  }
+  EXPECT_EQ(s.metrics().snapshot().ok, 3u);
+}
+
+TEST(Server, ZeroBaseDelayAnswersWithoutWaitingForATick) {
+  server_options o = fast_options();
+  o.service.base_delay = 0ms;
+  o.service.tick = 10s;  // a tick would make the test time out
+  server s(o);
+  s.start();
+  client c(s.port());
+  EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);
+}
+
+TEST(Server, AMalformedRequestGets400AndOtherConnectionsAreServed) {
+  server s(fast_options());
+  s.start();
+  client good(s.port());
+  client bad(s.port());
+  bad.send_raw("NOT-HTTP\r\n\r\n");
+  const auto res = bad.read();
+  EXPECT_EQ(res.result_int(), 400u);
+  EXPECT_TRUE(bad.closed_by_server());
+  client huge(s.port());
+  huge.send_raw("GET /api HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(20000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(huge.read().result_int(), 400u);  // headers beyond the limit: bounded memory
+  EXPECT_EQ(good.request(http::verb::get, "/api").result_int(), 200u);
+  EXPECT_EQ(s.metrics().snapshot().bad_request, 2u);
+}
+
+TEST(Server, UnknownPathsAndMethodsAre404And405) {
+  server s(fast_options());
+  s.start();
+  client c(s.port());
+  EXPECT_EQ(c.request(http::verb::get, "/nothing").result_int(), 404u);
+  const auto res = c.request(http::verb::delete_, "/api");
+  EXPECT_EQ(res.result_int(), 405u);
+  EXPECT_EQ(res[http::field::allow], "GET, HEAD");
+  EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);  // still kept alive
+}
+
+TEST(Server, MaxBusyRejectsWithRetryAfter) {
+  server_options o = fast_options();
+  o.service.base_delay = 1s;
+  o.max_busy = 1;
+  o.reject_status = 429;
+  o.retry_after = 2s;
+  server s(o);
+  s.start();
+  auto slow = std::async(std::launch::async, [&] {
+    client c(s.port());
+    return c.request(http::verb::get, "/api").result_int();
+  });
+  ASSERT_TRUE(eventually([&] { return s.metrics().concurrency.load() == 1; }));
+  client c(s.port());
+  const auto res = c.request(http::verb::get, "/api");
+  EXPECT_EQ(res.result_int(), 429u);
+  EXPECT_EQ(res[http::field::retry_after], "2");
+  EXPECT_EQ(slow.get(), 200u);
+}
+
+TEST(Server, PauseHoldsRequestsUntilResumeWhileAdminAndMetricsAnswer) {
+  server s(fast_options());
+  s.start();
+  client admin(s.port());
+  EXPECT_EQ(admin.request(http::verb::post, "/admin/pause").result_int(), 200u);
+  auto held = std::async(std::launch::async, [&] {
+    client c(s.port());
+    return c.request(http::verb::get, "/api").result_int();
+  });
+  // While paused the request cannot be answered (its service has not even started).
+  EXPECT_EQ(held.wait_for(300ms), std::future_status::timeout);
+  const auto metrics = admin.request(http::verb::get, "/metrics");
+  EXPECT_EQ(metrics.result_int(), 200u);
+  EXPECT_NE(metrics.body().find("backoff_paused 1\n"), std::string::npos);
+  EXPECT_EQ(s.metrics().concurrency.load(), 0);  // held, not started
+  EXPECT_EQ(admin.request(http::verb::post, "/admin/resume").result_int(), 200u);
+  EXPECT_EQ(held.get(), 200u);
+  EXPECT_EQ(s.metrics().snapshot().pauses, 1u);
+}
+
+TEST(Server, ATimedPauseResumesByItself) {
+  server s(fast_options());
+  s.start();
+  client c(s.port());
+  EXPECT_EQ(c.request(http::verb::post, "/admin/pause?for=200ms").result_int(), 200u);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 150ms);
+}
+
+TEST(Server, AnAbandonedRequestKeepsCountingAsInTheSeed) {
+  server_options o = fast_options();
+  o.service.base_delay = 30s;
+  server s(o);
+  s.start();
+  {
+    client c(s.port());
+    c.send_raw("GET /api HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(eventually([&] { return s.metrics().concurrency.load() == 1; }));
+  }                                   // the client leaves
+  std::this_thread::sleep_for(50ms);  // ten ticks
+  EXPECT_EQ(s.metrics().concurrency.load(), 1);
+  const auto start = std::chrono::steady_clock::now();
+  s.stop();
+  s.wait();  // and stopping ends it promptly
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST(Server, CancelOnDisconnectStopsCountingARequestWhoseClientLeft) {
+  server_options o = fast_options();
+  o.service.base_delay = 30s;
+  o.cancel_on_disconnect = true;
+  server s(o);
+  s.start();
+  {
+    client c(s.port());
+    c.send_raw("GET /api HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_TRUE(eventually([&] { return s.metrics().concurrency.load() == 1; }));
+  }
+  EXPECT_TRUE(eventually([&] { return s.metrics().concurrency.load() == 0; }));
+  EXPECT_EQ(s.metrics().snapshot().abandoned, 1u);
+}
+
+TEST(Server, StopEndsRequestsInServiceAndClosesConnections) {
+  server_options o = fast_options();
+  o.service.base_delay = 30s;
+  server s(o);
+  s.start();
+  client idle(s.port());
+  client busy(s.port());
+  busy.send_raw("GET /api HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(eventually([&] { return s.metrics().concurrency.load() == 1; }));
+  const auto start = std::chrono::steady_clock::now();
+  s.stop();
+  s.wait();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_TRUE(idle.closed_by_server());
+  EXPECT_EQ(s.metrics().concurrency.load(), 0);
+}
+
+TEST(Server, ABusyPortIsAClearError) {
+  server first(fast_options());
+  server_options o = fast_options();
+  o.port = first.port();
+  // SO_REUSEPORT lets our own threads share a port; another process's or server's listener with
+  // the option also set would share it too, so only a port bound without it is refused. Bind one.
+  asio::io_context io;
+  tcp::acceptor plain(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  o.port = plain.local_endpoint().port();
+  try {
+    server second(o);
+    ADD_FAILURE() << "bound a busy port";
+  } catch (const std::system_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot listen on 127.0.0.1:"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
