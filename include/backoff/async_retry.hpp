@@ -44,6 +44,9 @@ struct async_retry_env {
   random_ref random = detail::thread_generator();
   std::stop_token stop;
   std::function<bool()> busy;  // carrier sense, as in retry_env
+  // > 0: the first backoff grows from this delay (backoff_state::continue_from; only grow=previous
+  // schedules use it). Seed 004's Go client does this with the think time it waited.
+  duration continue_from{0};
 };
 
 namespace detail {
@@ -86,6 +89,7 @@ auto async_retry(Op op, retry_policy policy, Classify classify = {}, async_retry
   random_ref rng = env.random;
   const bool timed = policy.max_elapsed.count() > 0 || gates.budget || gates.throttle;
   retry_controller control(policy, timed ? env.now() : duration{0}, gates);
+  if (env.continue_from.count() > 0) control.continue_from(env.continue_from);
   const auto now = [&] { return timed ? env.now() : duration{0}; };
   for (;;) {
     if (env.stop.stop_requested() || co_await detail::coroutine_cancelled()) {

@@ -39,5 +39,6 @@ void setup_presets(CLI::App& app, int& status);
 void setup_sim(CLI::App& app, int& status);
 void setup_sweep(CLI::App& app, int& status);
 void setup_serve(CLI::App& app, int& status);
+void setup_load(CLI::App& app, int& status);
 
 }  // namespace backoff::cli

@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   backoff::cli::setup_forall(app, status, tail);
   backoff::cli::setup_script(app, status);
   backoff::cli::setup_serve(app, status);
+  backoff::cli::setup_load(app, status);
 
   // CLI11 reports an unknown command as a missing one; name it instead.
   const auto all = app.get_subcommands([](const CLI::App*) { return true; });

@@ -1,0 +1,195 @@
+// `backoff load`: seed 004's client as a load generator. N virtual clients (closed loop: think
+// Exp(--lambda), one request in flight each) or Poisson arrivals (--rate), a per-request timeout,
+// and retries with any library strategy (--policy, -exponential-backoff, --aimd, --budget). Prints
+// the seed's "OK: x req/sec, errors: y req/sec, timedout: z req/sec" every --report-every and
+// writes the simulator's summary.json and timeseries.csv with --out (docs/NETWORK.md).
+#include "client/load.hpp"
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <charconv>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "backoff/duration.hpp"
+#include "backoff/error.hpp"
+#include "backoff/spec.hpp"
+#include "commands.hpp"
+#include "run/runner.hpp"
+
+namespace backoff::cli {
+namespace {
+
+struct load_flags {
+  std::string url = "http://127.0.0.1:8070/api";
+  std::string clients = "1000";
+  std::string lambda = "10s";
+  double rate = 0;
+  std::string timeout = "2s";
+  std::string duration_text = "60s";
+  std::string report_every = "5s";
+  std::string out;
+  std::string policy;
+  bool exponential = false;
+  std::string simple_delay;
+  std::string max_attempts = "0";
+  bool no_quirks = false;
+  std::string aimd;
+  std::string budget;
+  std::string seed = "1";
+  std::string name;
+};
+
+std::atomic<bool> interrupted{false};
+extern "C" void on_interrupt(int) {
+  interrupted = true;
+}
+
+// The seed's -lambda is a number of seconds ("10"); ours also takes a duration ("10s").
+duration seconds_or_duration(const std::string& text) {
+  double seconds = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec == std::errc{} && end == text.data() + text.size()) {
+    if (!(seconds >= 0) || seconds > 1e9) throw parse_error("bad duration \"" + text + "\"");
+    return std::chrono::duration_cast<duration>(std::chrono::duration<double>(seconds));
+  }
+  return parse_duration(text);
+}
+
+std::uint64_t whole(const std::string& flag, const std::string& text) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) {
+    throw parse_error(flag + ": expected a whole number >= 0, got \"" + text + "\"");
+  }
+  return v;
+}
+
+int run_load_command(const load_flags& f) {
+  net::load_options o;
+  try {
+    o.target = net::parse_target(f.url);
+    const std::uint64_t clients = whole("--clients", f.clients);
+    if (clients == 0 || clients > 1'000'000) {
+      throw parse_error("--clients: expected 1 to 1000000, got \"" + f.clients + "\"");
+    }
+    o.clients = static_cast<std::uint32_t>(clients);
+    o.think_mean = seconds_or_duration(f.lambda);
+    if (!(f.rate >= 0) || f.rate > 1e7) throw parse_error("--rate: expected 0 to 1e7 per second");
+    o.rate_per_s = f.rate;
+    o.timeout = parse_duration(f.timeout);
+    o.duration_total = parse_duration(f.duration_text);
+    o.report_every = parse_duration(f.report_every);
+    if (o.timeout.count() == 0 || o.duration_total.count() == 0 || o.report_every.count() == 0) {
+      throw parse_error("--timeout, --duration and --report-every must be more than 0");
+    }
+    const int choices =
+        (f.exponential ? 1 : 0) + (f.policy.empty() ? 0 : 1) + (f.simple_delay.empty() ? 0 : 1);
+    if (choices > 1) {
+      throw parse_error("give one of --policy, --exponential-backoff and --simple-backoff-delay");
+    }
+    std::string spec = "constant(initial=100ms)";  // the seed client's default: retry after 100 ms
+    std::string name = "fixed";
+    if (f.exponential) {
+      spec = "smira-go";
+      name = "exponential";
+    } else if (!f.simple_delay.empty()) {
+      spec = "constant(initial=" + format_duration(parse_duration(f.simple_delay)) + ")";
+    } else if (!f.policy.empty()) {
+      spec = f.policy;
+      name = f.policy;
+    }
+    o.policy = parse_policy(spec);
+    o.strategy = f.name.empty() ? name : f.name;
+    o.max_attempts = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(whole("--max-attempts", f.max_attempts), UINT32_MAX));
+    o.grow_from_think = !f.no_quirks;
+    if (!f.aimd.empty()) o.window = parse_window(f.aimd);
+    if (!f.budget.empty()) o.budget = parse_budget(f.budget);
+    o.seed = whole("--seed", f.seed);
+  } catch (const parse_error& e) {
+    std::cerr << "backoff load: " << e.what() << '\n';
+    return exit_usage;
+  }
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  net::load_run run;
+  try {
+    run = net::run_load(
+        o, [](const net::interval_report& r) { std::cout << net::format_report(r) << std::endl; },
+        [] { return interrupted.load(); });
+  } catch (const std::exception& e) {
+    std::cerr << "backoff load: " << e.what() << '\n';
+    return exit_failure;
+  }
+  std::cerr << "backoff load: " << run.requests << " requests in " << run.wall_s << " s: " << run.ok
+            << " OK, " << run.errors << " errors, " << run.timeouts << " timed out"
+            << (run.dropped ? ", " + std::to_string(run.dropped) + " arrivals dropped" : "")
+            << (interrupted ? " (interrupted)" : "") << '\n';
+  if (!f.out.empty()) {
+    sim::scenario_result result;
+    result.scenario = "load";
+    result.model = "load";
+    result.seed = o.seed;
+    result.strategies.push_back(run.summary);
+    result.policies.emplace_back(o.strategy, o.policy.to_string());
+    result.events = run.requests;
+    result.wall_s = run.wall_s;
+    std::error_code ec;
+    std::filesystem::create_directories(f.out, ec);
+    std::ofstream summary(std::filesystem::path(f.out) / "summary.json");
+    std::ofstream series(std::filesystem::path(f.out) / "timeseries.csv");
+    sim::write_summary_json(result, summary);
+    sim::write_timeseries_csv(result, series);
+    if (!summary || !series) {
+      std::cerr << "backoff load: cannot write the outputs in '" << f.out << "'\n";
+      return exit_failure;
+    }
+  }
+  return interrupted ? 128 + SIGINT : exit_ok;
+}
+
+}  // namespace
+
+void setup_load(CLI::App& app, int& status) {
+  auto f = std::make_shared<load_flags>();
+  CLI::App* sub = app.add_subcommand(
+      "load", "Seed 004's client: N virtual clients that retry with a library strategy");
+  sub->add_option("--url", f->url, "The server's endpoint")->capture_default_str();
+  sub->add_option("--clients", f->clients, "Virtual clients (closed loop)")->capture_default_str();
+  sub->add_option("--lambda", f->lambda,
+                  "Mean think time between a client's operations (seconds, or a duration)")
+      ->capture_default_str();
+  sub->add_option("--rate", f->rate, "Open loop: operations per second (Poisson) instead");
+  sub->add_option("--timeout", f->timeout, "Per request")->capture_default_str();
+  sub->add_option("--duration", f->duration_text, "Length of the run")->capture_default_str();
+  sub->add_option("--report-every", f->report_every, "Interval of the OK/errors/timedout line")
+      ->capture_default_str();
+  sub->add_option("--out", f->out, "Write summary.json and timeseries.csv here");
+  sub->add_option("--policy", f->policy,
+                  "Backoff before a retry (spec or preset). Default: constant(initial=100ms)");
+  sub->add_flag("--exponential-backoff", f->exponential,
+                "The seed client's exponential backoff (the smira-go preset)");
+  sub->add_option("--simple-backoff-delay", f->simple_delay, "Fixed delay before a retry");
+  sub->add_option("--max-attempts", f->max_attempts, "Per operation (0: until it succeeds)")
+      ->capture_default_str();
+  sub->add_flag("--no-quirks", f->no_quirks,
+                "Do not let the first backoff grow from the think time (the Go client does)");
+  sub->add_option("--aimd", f->aimd, "Pace all clients through one AIMD window, e.g. 'aimd()'");
+  sub->add_option("--budget", f->budget,
+                  "One retry budget for all clients, e.g. 'token-bucket(max=10, ratio=0.1)'");
+  sub->add_option("--seed", f->seed, "Seed for think times and jitter")->capture_default_str();
+  sub->add_option("--name", f->name, "Strategy name in the outputs");
+  sub->callback([f, &status] { status = run_load_command(*f); });
+}
+
+}  // namespace backoff::cli

@@ -1,0 +1,387 @@
+#include "client/load.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <charconv>
+#include <chrono>
+#include <memory>
+#include <unordered_map>
+
+#include "backoff/async_retry.hpp"
+#include "backoff/async_window.hpp"
+#include "backoff/error.hpp"
+#include "backoff/http.hpp"
+#include "backoff/random.hpp"
+
+namespace backoff::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+constexpr auto as_tuple_awaitable = asio::as_tuple(asio::use_awaitable);
+
+enum class reply_kind { ok, error, timeout };
+
+struct reply {
+  reply_kind kind = reply_kind::error;
+  int status = 0;
+  std::optional<duration> retry_after;
+};
+
+verdict classify_reply(const reply& r) {
+  switch (r.kind) {
+    case reply_kind::ok:
+      return verdict::success();
+    case reply_kind::timeout:
+      return verdict::retryable();
+    case reply_kind::error:
+      // Any failure is retried, as the seed's client does; a rejection's Retry-After is honoured.
+      return verdict::retryable(r.retry_after);
+  }
+  return verdict::retryable();
+}
+
+// A keep-alive connection of one virtual client; reopened after a timeout or an error (the Go
+// client's transport drops a connection whose request timed out).
+struct connection {
+  explicit connection(asio::any_io_executor ex) : executor(std::move(ex)) {}
+  asio::any_io_executor executor;
+  std::optional<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+  void close() {
+    if (stream) {
+      beast::error_code ignored;
+      stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+      stream->close();
+    }
+    stream.reset();
+    buffer.clear();
+  }
+};
+
+struct in_flight_op {
+  sim::time_ns first_attempt = 0;
+  std::uint32_t attempts = 0;
+};
+
+struct load_state {
+  explicit load_state(const load_options& o)
+      : options(o), recorder(make_recorder_options(o), nullptr) {}
+
+  static sim::recorder_options make_recorder_options(const load_options& o) {
+    sim::recorder_options r;
+    r.strategy = o.strategy;
+    r.bucket = o.bucket.count();
+    r.seconds_per_unit = 1e-9;
+    r.outage = o.outage;
+    return r;
+  }
+
+  sim::time_ns now() const { return (steady_now() - start).count(); }
+  static duration steady_now() {
+    return std::chrono::duration_cast<duration>(
+        std::chrono::steady_clock::now().time_since_epoch());
+  }
+
+  const load_options& options;
+  sim::recorder recorder;
+  duration start = steady_now();
+  tcp::endpoint endpoint;
+  bool stopping = false;
+  std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, dropped = 0;
+  std::uint64_t interval_ok = 0, interval_errors = 0, interval_timeouts = 0;
+  std::uint64_t next_op = 0;
+  std::unordered_map<std::uint64_t, in_flight_op> in_flight;
+  std::unique_ptr<retry_budget> budget;
+  std::unique_ptr<async_window> window;
+  // Last: destroyed first, with every coroutine frame still in it, while what they refer to lives.
+  std::optional<asio::io_context> context;
+};
+
+asio::awaitable<reply> send_request(load_state& s, connection& c) {
+  s.recorder.attempt(s.now());
+  ++s.requests;
+  reply r;
+  const auto failed = [&](const beast::error_code& ec) {
+    c.close();
+    if (ec == beast::error::timeout) {
+      r.kind = reply_kind::timeout;
+      ++s.timeouts;
+      ++s.interval_timeouts;
+      s.recorder.timeout(s.now());
+    } else {
+      r.kind = reply_kind::error;
+      ++s.errors;
+      ++s.interval_errors;
+      s.recorder.error(s.now());
+    }
+  };
+  if (!c.stream) c.stream.emplace(c.executor);
+  c.stream->expires_after(s.options.timeout);  // connect, write and read together, as Go's
+  if (!c.stream->socket().is_open()) {
+    const auto [ec] = co_await c.stream->async_connect(s.endpoint, as_tuple_awaitable);
+    if (ec) {
+      failed(ec);
+      co_return r;
+    }
+  }
+  http::request<http::empty_body> req{http::verb::get, s.options.target.path, 11};
+  req.set(http::field::host, s.options.target.host);
+  req.keep_alive(true);
+  {
+    const auto [ec, n] = co_await http::async_write(*c.stream, req, as_tuple_awaitable);
+    if (ec) {
+      failed(ec);
+      co_return r;
+    }
+  }
+  http::response<http::string_body> res;
+  res.body().reserve(16);
+  const auto [ec, n] = co_await http::async_read(*c.stream, c.buffer, res, as_tuple_awaitable);
+  if (ec) {
+    failed(ec);
+    co_return r;
+  }
+  c.stream->expires_never();
+  r.status = static_cast<int>(res.result_int());
+  if (!res.keep_alive()) c.close();
+  if (r.status == 200) {
+    r.kind = reply_kind::ok;
+    ++s.ok;
+    ++s.interval_ok;
+    s.recorder.success(s.now());
+  } else {
+    r.kind = reply_kind::error;
+    if (const auto it = res.find(http::field::retry_after); it != res.end()) {
+      r.retry_after = parse_retry_after(it->value(), std::chrono::system_clock::now());
+    }
+    ++s.errors;
+    ++s.interval_errors;
+    s.recorder.error(s.now());
+  }
+  co_return r;
+}
+
+// One attempt of an operation, as async_retry wants it (a plain function object returning the
+// named coroutine's awaitable: GCC 12 mishandles capturing coroutine lambdas).
+struct attempt_op {
+  load_state* s;
+  connection* c;
+  std::uint64_t id;
+  asio::awaitable<reply> operator()(std::uint32_t attempt) const {
+    s->in_flight[id].attempts = attempt;
+    return send_request(*s, *c);
+  }
+};
+
+asio::awaitable<void> run_operation(load_state& s, connection& c, random_generator& rng,
+                                    duration think) {
+  const std::uint64_t id = s.next_op++;
+  const sim::time_ns start = s.now();
+  s.recorder.operation_started(start);
+  s.in_flight[id] = in_flight_op{start, 0};
+  retry_policy policy{s.options.policy, s.options.max_attempts, duration{0}};
+  async_retry_env env;
+  env.random = rng;
+  if (s.options.grow_from_think) env.continue_from = think;
+  retry_gates gates;
+  gates.budget = s.budget.get();
+  const attempt_op op{&s, &c, id};
+  retry_result<reply> result;
+  if (s.window) {
+    result =
+        co_await async_retry(*s.window, op, policy, classify_reply, env, no_retry_hook{}, gates);
+  } else {
+    result = co_await async_retry(op, policy, classify_reply, env, no_retry_hook{}, gates);
+  }
+  const in_flight_op done = s.in_flight[id];
+  s.in_flight.erase(id);
+  sim::op_record record{};
+  record.id = id;
+  record.first_attempt = done.first_attempt;
+  record.done = s.now();
+  record.attempts = std::max(done.attempts, result.attempts);
+  record.status = result ? sim::op_status::completed : sim::op_status::failed;
+  s.recorder.operation_done(record);
+}
+
+asio::awaitable<void> closed_loop_client(load_state& s, std::uint32_t index) {
+  random_generator rng(derive_seed(s.options.seed, index));
+  connection c(co_await asio::this_coro::executor);
+  asio::steady_timer timer(c.executor);
+  const double mean_ns = static_cast<double>(s.options.think_mean.count());
+  for (;;) {
+    const duration think{static_cast<std::int64_t>(exponential_variate(rng, mean_ns))};
+    timer.expires_after(think);
+    co_await timer.async_wait(as_tuple_awaitable);
+    if (s.stopping) break;
+    co_await run_operation(s, c, rng, think);
+    if (s.stopping) break;
+  }
+  c.close();
+}
+
+asio::awaitable<void> open_loop_operation(load_state& s, std::uint64_t seed) {
+  random_generator rng(seed);
+  connection c(co_await asio::this_coro::executor);
+  co_await run_operation(s, c, rng, duration{0});
+  c.close();
+}
+
+asio::awaitable<void> open_loop_arrivals(load_state& s) {
+  random_generator rng(derive_seed(s.options.seed, 0xA11));
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const double mean_ns = 1e9 / s.options.rate_per_s;
+  for (std::uint64_t n = 0;; ++n) {
+    timer.expires_after(duration{static_cast<std::int64_t>(exponential_variate(rng, mean_ns))});
+    co_await timer.async_wait(as_tuple_awaitable);
+    if (s.stopping) break;
+    if (s.in_flight.size() >= s.options.max_in_flight) {
+      ++s.dropped;
+      continue;
+    }
+    asio::co_spawn(*s.context, open_loop_operation(s, derive_seed(s.options.seed, n + 1)),
+                   asio::detached);
+  }
+}
+
+asio::awaitable<void> reporter(load_state& s,
+                               const std::function<void(const interval_report&)>& report) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  auto last = std::chrono::steady_clock::now();
+  for (;;) {
+    timer.expires_after(s.options.report_every);
+    co_await timer.async_wait(as_tuple_awaitable);
+    if (s.stopping) break;
+    const auto now = std::chrono::steady_clock::now();
+    const double span = std::chrono::duration<double>(now - last).count();
+    last = now;
+    interval_report r;
+    r.at_s = static_cast<double>(s.now()) * 1e-9;
+    r.ok_per_s = static_cast<double>(s.interval_ok) / span;
+    r.errors_per_s = static_cast<double>(s.interval_errors) / span;
+    r.timeouts_per_s = static_cast<double>(s.interval_timeouts) / span;
+    r.in_flight = s.in_flight.size();
+    s.interval_ok = s.interval_errors = s.interval_timeouts = 0;
+    if (report) report(r);
+  }
+}
+
+// The server's concurrency once per bucket (when the caller can see it), and the end of the run.
+asio::awaitable<void> clock(load_state& s, const std::function<bool()>& stop) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const duration poll = std::chrono::milliseconds(100);
+  duration next_sample = duration{0};
+  for (;;) {
+    const duration elapsed{s.now()};
+    if (elapsed >= s.options.duration_total || (stop && stop())) break;
+    if (s.options.server_concurrency && elapsed >= next_sample) {
+      s.recorder.load(s.now(), s.options.server_concurrency(), 0);
+      next_sample += s.options.bucket;
+    }
+    timer.expires_after(std::min(poll, s.options.duration_total - elapsed));
+    co_await timer.async_wait(as_tuple_awaitable);
+  }
+  s.stopping = true;
+  s.context->stop();
+}
+
+}  // namespace
+
+http_target parse_target(std::string_view url) {
+  const auto fail = [&](std::string_view why) {
+    throw parse_error("bad --url " + quote_for_message(url) + ": " + std::string(why));
+  };
+  constexpr std::string_view scheme = "http://";
+  if (url.substr(0, 8) == "https://") fail("https is not supported (the harness is loopback HTTP)");
+  if (url.substr(0, scheme.size()) != scheme) fail("expected http://HOST[:PORT][/PATH]");
+  std::string_view rest = url.substr(scheme.size());
+  const std::size_t slash = rest.find('/');
+  const std::string_view authority = rest.substr(0, slash);
+  http_target t;
+  t.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  const std::size_t colon = authority.rfind(':');
+  const std::string_view host = authority.substr(0, colon);
+  if (host.empty()) fail("no host");
+  t.host = std::string(host);
+  if (colon != std::string_view::npos) {
+    const std::string_view port = authority.substr(colon + 1);
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || value == 0 ||
+        value > 65535) {
+      fail("bad port " + quote_for_message(port));
+    }
+    t.port = static_cast<std::uint16_t>(value);
+  } else {
+    t.port = 80;
+  }
+  return t;
+}
+
+std::string format_report(const interval_report& r) {
+  return fmt::format("OK: {:.2f} req/sec, errors: {:.2f} req/sec, timedout: {:.2f} req/sec",
+                     r.ok_per_s, r.errors_per_s, r.timeouts_per_s);
+}
+
+load_run run_load(const load_options& options,
+                  const std::function<void(const interval_report&)>& report,
+                  const std::function<bool()>& stop) {
+  load_state s(options);
+  s.context.emplace(1);
+  {
+    tcp::resolver resolver(*s.context);
+    const auto results = resolver.resolve(options.target.host, std::to_string(options.target.port));
+    s.endpoint = *results.begin();
+  }
+  if (options.budget) s.budget = std::make_unique<retry_budget>(*options.budget);
+  if (options.window) {
+    s.window = std::make_unique<async_window>(s.context->get_executor(), *options.window);
+  }
+  const auto wall_start = std::chrono::steady_clock::now();
+  s.start = load_state::steady_now();
+  if (options.rate_per_s > 0) {
+    asio::co_spawn(*s.context, open_loop_arrivals(s), asio::detached);
+  } else {
+    for (std::uint32_t i = 0; i < options.clients; ++i) {
+      asio::co_spawn(*s.context, closed_loop_client(s, i), asio::detached);
+    }
+  }
+  asio::co_spawn(*s.context, reporter(s, report), asio::detached);
+  asio::co_spawn(*s.context, clock(s, stop), asio::detached);
+  s.context->run();
+  const sim::time_ns end = s.now();
+  for (const auto& [id, op] : s.in_flight) {
+    sim::op_record record{};
+    record.id = id;
+    record.first_attempt = op.first_attempt;
+    record.done = end;
+    record.attempts = op.attempts;
+    record.status = sim::op_status::unfinished;
+    s.recorder.operation_done(record);
+  }
+  s.context.reset();  // ends the coroutines while what they refer to still lives
+
+  load_run run;
+  run.summary = s.recorder.finish(end, s.requests);
+  run.requests = s.requests;
+  run.ok = s.ok;
+  run.errors = s.errors;
+  run.timeouts = s.timeouts;
+  run.dropped = s.dropped;
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return run;
+}
+
+}  // namespace backoff::net

@@ -1,0 +1,87 @@
+// `backoff load` as a library: N virtual clients as Asio coroutines that call an HTTP server and
+// retry with the library's policies through async_retry, as seed 004's Go client does
+// (smira/exponential-backoff, client.go): each client thinks for an exponentially distributed
+// time, sends one request and waits for it up to a timeout; a timeout or an error is retried after
+// the strategy's backoff. Open loop (`rate`) sends operations at Poisson arrivals instead.
+//
+//   load_options o;
+//   o.target = parse_target("http://127.0.0.1:8070/api");
+//   o.clients = 1000;  o.think_mean = 10s;  o.timeout = 2s;  o.duration = 60s;
+//   o.policy = parse_policy("smira-go");
+//   load_run run = run_load(o, [](const interval_report& r) { print(r); });
+//   // run.summary: the simulator's strategy_summary (SPEC 6.2), time series included
+//
+// Everything runs on one thread (one io_context), which a thousand clients do not saturate; the
+// recorder is the simulator's, so a real run writes the same summary.json and timeseries.csv.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "backoff/aimd_window.hpp"
+#include "backoff/duration.hpp"
+#include "backoff/policy.hpp"
+#include "backoff/retry_budget.hpp"
+#include "report/recorder.hpp"
+
+namespace backoff::net {
+
+struct http_target {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8070;
+  std::string path = "/api";
+};
+
+// "http://HOST[:PORT][/PATH]"; throws backoff::parse_error naming the bad part (https, no host,
+// a bad port).
+http_target parse_target(std::string_view url);
+
+struct load_options {
+  http_target target;
+  std::string strategy = "load";                   // the name in summary.json and timeseries.csv
+  std::uint32_t clients = 1000;                    // closed loop: virtual clients
+  duration think_mean = std::chrono::seconds(10);  // closed loop: mean of the exponential think
+  double rate_per_s = 0;                           // > 0: open loop at this Poisson rate instead
+  std::uint32_t max_in_flight = 10000;  // open loop: arrivals beyond it are dropped (counted)
+  duration timeout = std::chrono::seconds(2);
+  duration duration_total = std::chrono::seconds(60);
+  duration report_every = std::chrono::seconds(5);
+  duration bucket = std::chrono::seconds(1);
+  backoff_policy policy;                // the wait before a retry
+  std::uint32_t max_attempts = 0;       // per operation; 0: no limit
+  bool grow_from_think = true;          // seed 004's client quirk (docs/models/outage-recovery.md)
+  std::optional<aimd_config> window;    // --aimd: one AIMD window shared by all clients
+  std::optional<budget_config> budget;  // --budget: one retry budget shared by all clients
+  std::uint64_t seed = 1;
+  // When set, the run's outage for recovery_s (times from the start of the run).
+  std::optional<sim::outage_window> outage;
+  // Called at each report interval with the rates over it, and once per bucket with the
+  // server's concurrency if the caller knows it (the in-process experiment does).
+  std::function<std::int64_t()> server_concurrency;
+};
+
+struct interval_report {
+  double at_s = 0;  // seconds since the start
+  double ok_per_s = 0, errors_per_s = 0, timeouts_per_s = 0;
+  std::uint64_t in_flight = 0;
+};
+
+struct load_run {
+  sim::strategy_summary summary;
+  std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, dropped = 0;
+  double wall_s = 0;
+};
+
+// The seed client's line: "OK: 98.00 req/sec, errors: 0.00 req/sec, timedout: 0.00 req/sec".
+std::string format_report(const interval_report& r);
+
+// Runs for options.duration_total and returns what was measured. `report` (may be empty) is
+// called on the run's thread every report_every. `stop` (may be empty) is polled every 100 ms;
+// when it returns true the run ends early (Ctrl-C).
+load_run run_load(const load_options& options,
+                  const std::function<void(const interval_report&)>& report,
+                  const std::function<bool()>& stop = {});
+
+}  // namespace backoff::net
