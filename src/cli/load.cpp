@@ -19,6 +19,7 @@
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
 #include "commands.hpp"
+#include "experiment.hpp"
 #include "run/runner.hpp"
 
 namespace backoff::cli {
@@ -42,6 +43,9 @@ struct load_flags {
   std::string budget;
   std::string seed = "1";
   std::string name;
+  std::string experiment;
+  std::string pause_after = "10s";
+  std::string pause_for = "10s";
 };
 
 std::atomic<bool> interrupted{false};
@@ -67,6 +71,50 @@ std::uint64_t whole(const std::string& flag, const std::string& text) {
     throw parse_error(flag + ": expected a whole number >= 0, got \"" + text + "\"");
   }
   return v;
+}
+
+bool write_outputs(const std::string& dir, const sim::scenario_result& result) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ofstream summary(std::filesystem::path(dir) / "summary.json");
+  std::ofstream series(std::filesystem::path(dir) / "timeseries.csv");
+  sim::write_summary_json(result, summary);
+  sim::write_timeseries_csv(result, series);
+  if (!summary || !series) {
+    std::cerr << "backoff load: cannot write the outputs in '" << dir << "'\n";
+    return false;
+  }
+  return true;
+}
+
+// --experiment outage: seed 004 end to end in this process (src/net/experiment.hpp).
+int run_experiment(const load_flags& f, const net::load_options& o) {
+  net::outage_experiment e;
+  try {
+    if (f.experiment != "outage") {
+      throw parse_error("--experiment: the one experiment is 'outage', got \"" + f.experiment +
+                        "\"");
+    }
+    if (!f.policy.empty() || f.exponential || !f.simple_delay.empty()) {
+      throw parse_error(
+          "--experiment outage runs fixed and exponential retries itself; drop the policy flags");
+    }
+    e.pause_after = parse_duration(f.pause_after);
+    e.pause_for = parse_duration(f.pause_for);
+    if (e.pause_after + e.pause_for >= o.duration_total) {
+      throw parse_error("--pause-after plus --pause-for must end before --duration");
+    }
+  } catch (const parse_error& err) {
+    std::cerr << "backoff load: " << err.what() << '\n';
+    return exit_usage;
+  }
+  e.load = o;
+  const sim::scenario_result result = net::run_outage_experiment(
+      e, [](const std::string& line) { std::cout << line << std::endl; },
+      [] { return interrupted.load(); });
+  std::cout << sim::comparison_table(result) << std::flush;
+  if (!f.out.empty() && !write_outputs(f.out, result)) return exit_failure;
+  return interrupted ? 128 + SIGINT : exit_ok;
 }
 
 int run_load_command(const load_flags& f) {
@@ -122,6 +170,7 @@ int run_load_command(const load_flags& f) {
   }
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
+  if (!f.experiment.empty()) return run_experiment(f, o);
   net::load_run run;
   try {
     run = net::run_load(
@@ -138,22 +187,13 @@ int run_load_command(const load_flags& f) {
   if (!f.out.empty()) {
     sim::scenario_result result;
     result.scenario = "load";
-    result.model = "load";
+    result.model = "network";
     result.seed = o.seed;
     result.strategies.push_back(run.summary);
     result.policies.emplace_back(o.strategy, o.policy.to_string());
     result.events = run.requests;
     result.wall_s = run.wall_s;
-    std::error_code ec;
-    std::filesystem::create_directories(f.out, ec);
-    std::ofstream summary(std::filesystem::path(f.out) / "summary.json");
-    std::ofstream series(std::filesystem::path(f.out) / "timeseries.csv");
-    sim::write_summary_json(result, summary);
-    sim::write_timeseries_csv(result, series);
-    if (!summary || !series) {
-      std::cerr << "backoff load: cannot write the outputs in '" << f.out << "'\n";
-      return exit_failure;
-    }
+    if (!write_outputs(f.out, result)) return exit_failure;
   }
   return interrupted ? 128 + SIGINT : exit_ok;
 }
@@ -189,6 +229,13 @@ void setup_load(CLI::App& app, int& status) {
                   "One retry budget for all clients, e.g. 'token-bucket(max=10, ratio=0.1)'");
   sub->add_option("--seed", f->seed, "Seed for think times and jitter")->capture_default_str();
   sub->add_option("--name", f->name, "Strategy name in the outputs");
+  sub->add_option("--experiment", f->experiment,
+                  "'outage': seed 004 end to end: an in-process server, paused once, and the "
+                  "clients run with fixed, then exponential retries");
+  sub->add_option("--pause-after", f->pause_after, "--experiment: when the server pauses")
+      ->capture_default_str();
+  sub->add_option("--pause-for", f->pause_for, "--experiment: how long it stays paused")
+      ->capture_default_str();
   sub->callback([f, &status] { status = run_load_command(*f); });
 }
 
