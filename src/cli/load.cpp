@@ -211,7 +211,9 @@ void setup_load(CLI::App& app, int& status) {
       ->capture_default_str();
   sub->add_option("--rate", f->rate, "Open loop: operations per second (Poisson) instead");
   sub->add_option("--timeout", f->timeout, "Per request")->capture_default_str();
-  sub->add_option("--duration", f->duration_text, "Length of the run")->capture_default_str();
+  sub->add_option("--duration", f->duration_text,
+                  "Length of the run (of each run with --experiment, where the default is 120s)")
+      ->capture_default_str();
   sub->add_option("--report-every", f->report_every, "Interval of the OK/errors/timedout line")
       ->capture_default_str();
   sub->add_option("--out", f->out, "Write summary.json and timeseries.csv here");
@@ -236,7 +238,12 @@ void setup_load(CLI::App& app, int& status) {
       ->capture_default_str();
   sub->add_option("--pause-for", f->pause_for, "--experiment: how long it stays paused")
       ->capture_default_str();
-  sub->callback([f, &status] { status = run_load_command(*f); });
+  sub->callback([f, sub, &status] {
+    // The experiment needs time after the resume for recovery_s (5 s at 90 % of the earlier
+    // goodput): the simulator puts exponential's at about 30 s after a 10 s pause.
+    if (!f->experiment.empty() && sub->count("--duration") == 0) f->duration_text = "120s";
+    status = run_load_command(*f);
+  });
 }
 
 }  // namespace backoff::cli

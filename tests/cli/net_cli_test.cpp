@@ -92,6 +92,25 @@ TEST(Load, ATimeoutIsCountedAndRetried) {
   EXPECT_EQ(server.probe.wait().status, 0);
 }
 
+TEST(Load, AnAimdWindowAndARetryBudgetPaceTheClients) {
+  served server(
+      {"--base-delay", "5ms", "--tick", "1ms", "-q", "--max-busy", "3", "--retry-after", "0"});
+  const auto dir = backoff::test::fresh_dir("load", "aimd");
+  const cli_result load =
+      run_cli({"load", "--url", server.url(), "--clients", "20", "--lambda", "5ms", "--duration",
+               "1s", "--policy", "constant(initial=1ms)", "--aimd", "aimd(decrease=0.5)",
+               "--budget", "token-bucket(max=10, ratio=0.1)", "--out", dir.string()});
+  ASSERT_EQ(load.status, 0) << load.err;
+  const auto s = nlohmann::json::parse(slurp(dir / "summary.json"))["strategies"][0];
+  EXPECT_GT(s["completed"].get<int>(), 100);
+  // 20 clients against room for 3: without the window most attempts would be rejected; the
+  // window keeps the clients near what the server takes, and the budget caps the retries.
+  EXPECT_LT(s["attempts_per_operation"].get<double>(), 2.0) << s.dump();
+  std::filesystem::remove_all(dir);
+  server.probe.signal(SIGTERM);
+  EXPECT_EQ(server.probe.wait().status, 0);
+}
+
 struct bad_flag_case {
   const char* name;
   std::vector<std::string> args;
