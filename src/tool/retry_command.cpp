@@ -202,24 +202,9 @@ void finish(run_summary& summary, const cancel_scope& scope, const item_summary&
   summary.status = item_status(last);
 }
 
-const char* outcome_name(outcome why) {
-  switch (why) {
-    case outcome::succeeded:
-      return "succeeded";
-    case outcome::attempts_exhausted:
-      return "attempts_exhausted";
-    case outcome::deadline_exceeded:
-      return "deadline_exceeded";
-    case outcome::permanent:
-      return "not_retryable";
-    case outcome::cancelled:
-      return "cancelled";
-    case outcome::budget_exhausted:
-      return "budget_exhausted";
-    case outcome::throttled:
-      return "throttled";
-  }
-  return "?";
+// The library's names, except that "permanent" reads as what it means for a command.
+std::string outcome_name(outcome why) {
+  return why == outcome::permanent ? "not_retryable" : std::string(to_string(why));
 }
 
 }  // namespace
