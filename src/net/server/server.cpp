@@ -262,6 +262,17 @@ struct worker {
   }
 };
 
+// The seed's once-a-second line, until the server stops.
+asio::awaitable<void> log_each_second(asio::steady_timer& timer, const worker& w,
+                                      const server_metrics& metrics) {
+  for (;;) {
+    timer.expires_after(std::chrono::seconds(1));
+    const auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
+    if (ec || w.stopping) co_return;
+    log_line(metrics.concurrency.load(), duration(metrics.last_delay_ns.load()));
+  }
+}
+
 }  // namespace
 
 struct server::impl {
@@ -328,16 +339,9 @@ void server::start() {
     asio::co_spawn(w->context, w->accept_loop(*this), asio::detached);
   }
   if (impl_->options.log_every_second) {
-    auto tick = std::make_shared<std::function<void()>>();
-    *tick = [this, tick] {
-      impl_->ticker->expires_after(std::chrono::seconds(1));
-      impl_->ticker->async_wait([this, tick](const beast::error_code& ec) {
-        if (ec) return;
-        log_line(impl_->metrics.concurrency.load(), duration(impl_->metrics.last_delay_ns.load()));
-        (*tick)();
-      });
-    };
-    asio::post(impl_->workers[0]->context, [tick] { (*tick)(); });
+    asio::co_spawn(impl_->workers[0]->context,
+                   log_each_second(*impl_->ticker, *impl_->workers[0], impl_->metrics),
+                   asio::detached);
   }
   for (auto& w : impl_->workers) {
     impl_->threads.emplace_back([ctx = &w->context] { ctx->run(); });
