@@ -186,6 +186,68 @@ TEST(Server, AMalformedRequestGets400AndOtherConnectionsAreServed) {
   EXPECT_EQ(s.metrics().snapshot().bad_request, 2u);
 }
 
+// The server reads requests itself (waiting for readiness, then a non-blocking read), so what
+// http::async_read handled for it is checked here: several requests in one segment, one request
+// in several, a body, and a client that leaves in the middle of its headers.
+TEST(Server, PipelinedRequestsAreAnsweredInOrder) {
+  server_options o = fast_options();
+  o.service.base_delay = 0ms;
+  server s(o);
+  s.start();
+  client c(s.port());
+  const std::string get = "GET /api HTTP/1.1\r\nHost: x\r\n\r\n";
+  c.send_raw(get + "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n" + get);
+  EXPECT_EQ(c.read().result_int(), 200u);
+  EXPECT_EQ(c.read().result_int(), 404u);
+  EXPECT_EQ(c.read().result_int(), 200u);
+  EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);
+  EXPECT_EQ(s.metrics().snapshot().ok, 3u);
+}
+
+TEST(Server, ARequestArrivingInPiecesIsAnsweredOnce) {
+  server_options o = fast_options();
+  o.service.base_delay = 0ms;
+  server s(o);
+  s.start();
+  client c(s.port());
+  const std::string text = "GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: abcdef\r\n\r\n";
+  for (const char byte : text) {
+    c.send_raw(std::string(1, byte));
+    std::this_thread::sleep_for(1ms);  // separate segments, separate wake-ups
+  }
+  const auto res = c.read();
+  EXPECT_EQ(res.result_int(), 200u);
+  EXPECT_EQ(res.body(), "OK");
+  EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);
+}
+
+TEST(Server, ARequestBodyIsReadAndTheConnectionStaysUsable) {
+  server s(fast_options());
+  s.start();
+  client c(s.port());
+  const std::string body(20000, 'b');  // larger than the 8 KiB header buffer
+  c.send_raw("POST /admin/resume HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(c.read().result_int(), 200u);
+  EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);
+  client big(s.port());
+  big.send_raw("POST /admin/resume HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n");
+  EXPECT_EQ(big.read().result_int(), 400u);  // beyond the 64 KiB body limit
+}
+
+TEST(Server, AClientLeavingMidHeaderDoesNotDisturbOthers) {
+  server s(fast_options());
+  s.start();
+  {
+    client gone(s.port());
+    gone.send_raw("GET /api HTTP/1.1\r\nHost: x\r\nX-Half: ");
+    gone.close();
+  }
+  client c(s.port());
+  EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);
+  EXPECT_TRUE(eventually([&] { return s.metrics().snapshot().connections == 1; }));
+}
+
 TEST(Server, UnknownPathsAndMethodsAre404And405) {
   server s(fast_options());
   s.start();
