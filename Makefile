@@ -2,6 +2,8 @@
 #   make build               configure (once) and build the default preset -> build/bin/backoff
 #   make test [PRESET=...]   configure, build and run ctest for a preset (default: default)
 #   make test-asan / test-tsan, bench, demo, format, clean, deps
+#   make fuzz [FUZZ_SECONDS=60]  libFuzzer: each fuzzer for FUZZ_SECONDS (scripts/fuzz.sh)
+#   make soak [SOAK_CLIENTS=10000 SOAK_SECONDS=60]  backoff serve under load and faults (tests/net/soak.sh)
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := build
@@ -18,7 +20,7 @@ BUILD_DIR := $(call build_dir,$(PRESET))
 
 FORMAT_DIRS := $(wildcard include src tests bench)
 
-.PHONY: deps configure build test test-asan test-tsan bench bench-sim demo format clean
+.PHONY: deps configure build test test-asan test-tsan bench bench-sim demo format clean fuzz soak
 
 deps:
 	scripts/install-deps.sh
@@ -59,6 +61,17 @@ demo:
 	@echo "make demo: every scenario's outputs, charts and report.html are in results/<scenario>/;"
 	@echo "           open results/index.html for all the reports"
 
+FUZZ_SECONDS ?= 60
+fuzz:
+	scripts/install-deps.sh clang libclang-rt-14-dev
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+SOAK_CLIENTS ?= 10000
+SOAK_SECONDS ?= 60
+soak:
+	$(MAKE) build PRESET=default
+	tests/net/soak.sh build/bin/backoff --clients $(SOAK_CLIENTS) --duration $(SOAK_SECONDS)
+
 format:
 	command -v clang-format >/dev/null || { echo "format: clang-format not found" >&2; exit 1; }
 	if [ -z "$(FORMAT_DIRS)" ]; then echo "format: no source directories" >&2; exit 1; fi
@@ -66,4 +79,4 @@ format:
 	  | xargs -0 -r clang-format -i
 
 clean:
-	rm -rf build build-debug build-asan build-tsan build-ci
+	rm -rf build build-debug build-asan build-tsan build-ci build-fuzz

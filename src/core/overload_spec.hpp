@@ -12,10 +12,12 @@
 
 namespace backoff::detail {
 
-// "bad <what> "<spec>": <why>", the format of every spec error (spec.cpp).
+// "bad <what> "<spec>": <why>", the format of every spec error (spec.cpp). Control characters in
+// the spec and in `why` (which may repeat a value) are escaped, so the message stays on one line.
 [[noreturn]] inline void spec_fail(std::string_view what, std::string_view spec,
                                    const std::string& why) {
-  throw parse_error("bad " + std::string(what) + " \"" + std::string(spec) + "\": " + why);
+  throw parse_error("bad " + std::string(what) + " " + quote_for_message(spec) + ": " +
+                    escape_controls(why));
 }
 
 // The shortest text that reads back as the same double, in plain decimals where that stays

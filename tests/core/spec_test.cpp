@@ -11,6 +11,9 @@
 #include <string_view>
 
 #include "backoff/duration.hpp"
+#include "backoff/aimd_window.hpp"
+#include "backoff/retry_budget.hpp"
+#include "backoff/throttle.hpp"
 #include "backoff/error.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/presets.hpp"
@@ -333,6 +336,34 @@ TEST(SpecHelpers, ConvertValuesOrNameTheKey) {
   } catch (const backoff::parse_error& e) {
     EXPECT_EQ(std::string(e.what()), "bad throttle \"throttle(k=lots)\": k=lots is not a number");
   }
+}
+
+// Found by fuzz/spec_fuzzer.cpp (fuzz/regressions/spec/): the window, budget and throttle readers
+// repeated the spec and a bad value as written, so a control character split the message.
+TEST(OverloadSpecs, ErrorsStayOnOneLineWhateverTheSpecHolds) {
+  const auto message_of = [](auto parse, std::string_view text) -> std::string {
+    try {
+      (void)parse(text);
+    } catch (const backoff::parse_error& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::string texts[] = {std::string("aimd(variant=re\nno)"),
+                               std::string("aimd(initial=20, ssthresh=1024\x01\0\0\0se=0.9)", 38),
+                               std::string("sre(k=2,\twindow=\r2m)"), std::string("nope\x7f")};
+  for (const std::string& text : texts) {
+    for (const std::string& m :
+         {message_of(backoff::parse_window, text), message_of(backoff::parse_budget, text),
+          message_of(backoff::parse_throttle, text)}) {
+      EXPECT_TRUE(m.starts_with("bad ")) << m;
+      for (const char c : m) {
+        EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << m;
+      }
+    }
+  }
+  EXPECT_EQ(message_of(backoff::parse_window, "aimd(variant=re\nno)"),
+            "bad window \"aimd(variant=re\\nno)\": variant=re\\nno must be tahoe or reno");
 }
 
 }  // namespace

@@ -139,4 +139,47 @@ TEST(Scenario, EveryBuiltInScenarioLoadsAndChecks) {
   }
 }
 
+// Found by fuzz/scenario_fuzzer.cpp (fuzz/regressions/scenario/).
+TEST(Scenario, ErrorsEscapeControlCharactersFromKeysAndOverrides) {
+  for (const std::string& message :
+       {error_of(valid, {"a\nb=1"}), error_of(valid, {"x=\x01"}),
+        error_of(valid + "[server]\n\"max\\nbusy\" = 3\n"),
+        error_of(valid + "[[strategy]]\nname = \"a\\nb\"\n\"pol\\ticy\" = \"none\"\n")}) {
+    ASSERT_FALSE(message.empty());
+    for (const char c : message) {
+      EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << message;
+    }
+  }
+  EXPECT_NE(error_of(valid + "[server]\n\"max\\nbusy\" = 3\n").find("'server.max\\nbusy'"),
+            std::string::npos);
+}
+
+TEST(Scenario, RangesNeverStepPastStopOrInt64) {
+  const std::string text = "scenario = \"t\"\n[sweep]\n"
+                           "a = { start = 0, stop = 9223372036854775807, "
+                           "step = 4611686018427387904 }\n"
+                           "b = { start = \"0s\", stop = \"9223372036.854775807s\", "
+                           "step = \"4611686018.427387904s\" }\n"
+                           "[[strategy]]\nname = \"s\"\n";
+  const scenario sc = scenario::load({"range.toml", text});
+  ASSERT_EQ(sc.axes().size(), 2u);
+  ASSERT_EQ(sc.axes()[0].values.size(), 2u);
+  EXPECT_EQ(sc.axes()[0].values[1].text, "4611686018427387904");
+  ASSERT_EQ(sc.axes()[1].values.size(), 2u);
+  EXPECT_EQ(sc.axes()[1].values[1].text, "53375d23h53m38.427387904s");
+}
+
+TEST(Scenario, AGridBeyondAMillionPointsIsRefusedBeforeItIsBuilt) {
+  const std::string axes = "scenario = \"t\"\n[sweep]\n"
+                           "a = { start = 1, stop = 100000, step = 1 }\n"
+                           "b = { start = 1, stop = 100000, step = 1 }\n"
+                           "[[strategy]]\nname = \"s\"\n";
+  const std::string message = error_of(axes);
+  EXPECT_NE(message.find("bad.toml:4:1: sweep.b: the grid would have more than 1000000 points"),
+            std::string::npos)
+      << message;
+  // Pinning one axis leaves a grid of 100000 points.
+  EXPECT_EQ(scenario::load({"bad.toml", axes}, {"b=3"}).points().size(), 100000u);
+}
+
 }  // namespace

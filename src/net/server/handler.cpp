@@ -61,6 +61,35 @@ route route_request(http::verb method, std::string_view target) {
   return with_kind(route_kind::not_found);
 }
 
+void limit_request_parser(request_parser& parser) {
+  parser.header_limit(request_header_limit);
+  parser.body_limit(request_body_limit);
+}
+
+boost::beast::error_code parse_buffered(boost::beast::flat_buffer& buffer, request_parser& parser) {
+  // One put() stops after the header (the parser is not eager), so a body that came in the same
+  // read as its header needs another: without it the server waited for bytes it already had.
+  while (buffer.size() > 0) {
+    boost::beast::error_code ec;
+    const std::size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (parser.is_done()) return {};
+    if (ec == http::error::need_more) break;
+    if (ec) return ec;
+    if (used == 0) break;
+  }
+  if (buffer.size() == buffer.max_size()) return http::error::buffer_overflow;
+  return http::error::need_more;
+}
+
+boost::beast::error_code parse_eof(request_parser& parser) {
+  if (!parser.got_some()) return http::error::end_of_stream;
+  boost::beast::error_code ec;
+  parser.put_eof(ec);
+  if (!ec && parser.is_done()) return {};
+  return ec ? ec : http::error::partial_message;
+}
+
 response make_response(http::status status, std::string body, unsigned version, bool keep_alive) {
   response res{status, version};
   res.set(http::field::server, "backoff");

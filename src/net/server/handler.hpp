@@ -12,7 +12,10 @@
 // POST /admin/resume; 503 or 429 with Retry-After when --max-busy is reached.
 #pragma once
 
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +44,26 @@ struct route {
 };
 
 route route_request(http::verb method, std::string_view target);
+
+// Reading a request: the server keeps one flat_buffer of request_header_limit bytes per
+// connection and a fresh parser, set up by limit_request_parser(), per request; a client cannot
+// make a connection hold more memory than that. parse_buffered() is the I/O-free step of its read
+// loop (and what fuzz/http_request_fuzzer.cpp drives): it feeds the buffered bytes to the parser
+// and consumes what the parser took, leaving pipelined bytes for the next request. It returns
+// {} when a request is complete, http::error::need_more when the parser needs more bytes than
+// the buffer holds, http::error::buffer_overflow when the buffer is full without a whole header,
+// and otherwise the parser's error.
+inline constexpr std::uint32_t request_header_limit = 8 * 1024;
+inline constexpr std::uint64_t request_body_limit = 64 * 1024;
+
+using request_parser = http::request_parser<http::string_body>;
+
+void limit_request_parser(request_parser& parser);
+boost::beast::error_code parse_buffered(boost::beast::flat_buffer& buffer, request_parser& parser);
+// The end of the stream after parse_buffered() asked for more: {} when that completes the
+// request, http::error::end_of_stream when no byte of one had arrived, otherwise the error
+// (http::error::partial_message for a request cut short).
+boost::beast::error_code parse_eof(request_parser& parser);
 
 using response = http::response<http::string_body>;
 

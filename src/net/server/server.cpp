@@ -6,6 +6,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -15,6 +16,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <array>
 #include <chrono>
 #include <ctime>
 #include <iostream>
@@ -48,8 +50,7 @@ using timer_type = asio::basic_waitable_timer<steady, asio::wait_traits<steady>,
 constexpr auto as_tuple_awaitable = asio::as_tuple(asio::use_awaitable_t<executor>{});
 
 // Request headers larger than this get 400: a client cannot make a connection hold more memory.
-constexpr std::uint32_t header_limit = 8 * 1024;
-constexpr std::uint64_t body_limit = 64 * 1024;
+constexpr std::uint32_t header_limit = request_header_limit;
 
 // The seed's per-second line: "Jun 21 13:31:18.708: concurrency:    0, last delay: 100ms"
 // (Go's log with time.StampMilli; durations as Go prints them, which format_duration matches).
@@ -98,12 +99,9 @@ bool peer_closed(socket_type& socket) {
 task<beast::error_code> read_request(socket_type& socket, beast::flat_buffer& buffer,
                                      http::request_parser<http::string_body>& parser) {
   for (;;) {
-    if (buffer.size() > 0) {
-      beast::error_code ec;
-      buffer.consume(parser.put(buffer.data(), ec));
-      if (parser.is_done()) co_return beast::error_code{};
-      if (ec && ec != http::error::need_more) co_return ec;
-      if (buffer.size() == buffer.max_size()) co_return http::error::buffer_overflow;
+    if (const beast::error_code parsed = parse_buffered(buffer, parser);
+        parsed != http::error::need_more) {
+      co_return parsed;
     }
     const auto [wait_error] =
         co_await socket.async_wait(tcp::socket::wait_read, as_tuple_awaitable);
@@ -111,15 +109,39 @@ task<beast::error_code> read_request(socket_type& socket, beast::flat_buffer& bu
     beast::error_code ec;
     const std::size_t n = socket.read_some(buffer.prepare(beast::read_size(buffer, 65536)), ec);
     if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
-    if (ec == asio::error::eof) {
-      if (!parser.got_some()) co_return http::error::end_of_stream;
-      parser.put_eof(ec);
-      if (!ec && parser.is_done()) co_return beast::error_code{};
-      co_return ec ? ec : http::error::partial_message;
-    }
+    if (ec == asio::error::eof) co_return parse_eof(parser);
     if (ec) co_return ec;
     buffer.commit(n);
   }
+}
+
+// Reads and drops what the client still sends, until it closes, `limit` bytes, or an error.
+task<> discard_until_eof(socket_type& socket, std::size_t limit) {
+  std::array<char, 4096> sink;
+  std::size_t total = 0;
+  while (total < limit) {
+    const auto [wait_error] =
+        co_await socket.async_wait(tcp::socket::wait_read, as_tuple_awaitable);
+    if (wait_error) co_return;
+    beast::error_code ec;
+    const std::size_t n = socket.read_some(asio::buffer(sink), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
+    if (ec) co_return;
+    total += n;
+  }
+}
+
+// After an error answer, on a connection the server is about to close with request bytes still
+// unread (a header over the limit, a body it refused): closing at once would reset the
+// connection, and the client's TCP would then drop the 400 before the client reads it. So the
+// server stops sending, and drains for at most a second or 1 MiB first (nginx's lingering close).
+task<> close_gently(socket_type& socket) {
+  beast::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_send, ignored);
+  timer_type limit(socket.get_executor());
+  limit.expires_after(std::chrono::seconds(1));
+  using asio::experimental::awaitable_operators::operator||;
+  co_await (discard_until_eof(socket, 1 << 20) || limit.async_wait(as_tuple_awaitable));
 }
 
 // One thread's share of the server: its own io_context, acceptor and pause gate; it touches the
@@ -191,9 +213,8 @@ struct worker {
     beast::error_code ignored;
     stream.non_blocking(true, ignored);  // read_request reads without blocking the thread
     for (;;) {
-      http::request_parser<http::string_body> parser;
-      parser.header_limit(header_limit);
-      parser.body_limit(body_limit);
+      request_parser parser;
+      limit_request_parser(parser);
       const beast::error_code read_error =
           co_await read_request(stream, buffer, parser);
       if (read_error || stopping) {
@@ -204,7 +225,9 @@ struct worker {
           auto res = make_response(http::status::bad_request,
                                    "bad request: " + read_error.message() + "\n", 11, false);
           metrics.answered(400);
-          co_await http::async_write(stream, res, as_tuple_awaitable);
+          const auto [write_error, written] =
+              co_await http::async_write(stream, res, as_tuple_awaitable);
+          if (!write_error) co_await close_gently(stream);
         }
         break;
       }

@@ -397,6 +397,8 @@ sweep_value value_of(const toml::node& n, const std::string& at, const std::stri
 }
 
 constexpr std::size_t max_axis_values = 100'000;
+// The points of a whole grid: points() lists them all, and the runner keeps a result for each.
+constexpr std::size_t max_sweep_points = 1'000'000;
 
 // { start, stop, step }: integers, numbers, or duration strings; stop included when on the grid.
 std::vector<sweep_value> range_values(const toml::table& t, const std::string& at,
@@ -418,6 +420,17 @@ std::vector<sweep_value> range_values(const toml::table& t, const std::string& a
     throw scenario_error(at + ": sweep." + key + ": " + why);
   };
   std::vector<sweep_value> out;
+  // Integers and durations: exact, so that the last value never steps past stop (and int64).
+  const auto exact_count_of = [&](std::int64_t first, std::int64_t last, std::int64_t by) {
+    if (by <= 0) fail("step must be greater than 0");
+    if (last < first) fail("stop must not be less than start");
+    __extension__ typedef __int128 i128;
+    const i128 n = (i128{last} - i128{first}) / by + 1;
+    if (n > static_cast<i128>(max_axis_values)) {
+      fail("more than " + std::to_string(max_axis_values) + " values");
+    }
+    return static_cast<std::size_t>(n);
+  };
   const auto count_of = [&](long double first, long double last, long double by) {
     if (!(by > 0)) fail("step must be greater than 0");
     if (last < first) fail("stop must not be less than start");
@@ -440,7 +453,7 @@ std::vector<sweep_value> range_values(const toml::table& t, const std::string& a
     } catch (const parse_error& e) {
       fail(e.what());
     }
-    const std::size_t n = count_of(a.count(), b.count(), c.count());
+    const std::size_t n = exact_count_of(a.count(), b.count(), c.count());
     for (std::size_t i = 0; i < n; ++i) {
       const std::string text = format_duration(a + c * static_cast<std::int64_t>(i));
       out.push_back({toml_quote(text), text, sweep_value::kind::string});
@@ -451,7 +464,7 @@ std::vector<sweep_value> range_values(const toml::table& t, const std::string& a
   const auto i1 = stop->value_exact<std::int64_t>();
   const auto i2 = step->value_exact<std::int64_t>();
   if (i0 && i1 && i2) {
-    const std::size_t n = count_of(*i0, *i1, *i2);
+    const std::size_t n = exact_count_of(*i0, *i1, *i2);
     for (std::size_t i = 0; i < n; ++i) {
       const std::string text = std::to_string(*i0 + *i2 * static_cast<std::int64_t>(i));
       out.push_back({text, text, sweep_value::kind::integer});
@@ -488,6 +501,7 @@ void scenario::read_sweep(const toml::table& root) {
     toml::source_position at;
   };
   std::vector<found> all;
+  std::size_t listed = 0;
   std::function<void(const toml::table&, const std::string&)> walk =
       [&](const toml::table& t, const std::string& prefix) {
         for (const auto& [k, node] : t) {
@@ -514,6 +528,13 @@ void scenario::read_sweep(const toml::table& root) {
                                  ": expected a list of values or { start, stop, step }, found " +
                                  type_name(node));
           }
+          // Bounds the memory before the grid is checked: any grid within max_sweep_points lists
+          // fewer values than this (pinned axes aside, each at most max_axis_values).
+          listed += axis.values.size();
+          if (listed > max_sweep_points + (sets_.size() + 1) * max_axis_values + all.size()) {
+            throw scenario_error(at + ": sweep." + key + ": the grid would have more than " +
+                                 std::to_string(max_sweep_points) + " points");
+          }
           all.push_back({std::move(axis), k.source().begin});
         }
       };
@@ -521,12 +542,18 @@ void scenario::read_sweep(const toml::table& root) {
   std::stable_sort(all.begin(), all.end(), [](const found& a, const found& b) {
     return a.at.line != b.at.line ? a.at.line < b.at.line : a.at.column < b.at.column;
   });
+  std::size_t grid = 1;
   for (auto& f : all) {
     // A --set of the swept key itself pins it: the axis goes.
     const bool pinned = std::any_of(sets_.begin(), sets_.end(), [&](const std::string& s) {
       return s.substr(0, s.find('=')) == f.axis.key;
     });
     if (pinned) continue;
+    if (grid > max_sweep_points / f.axis.values.size()) {
+      throw scenario_error(f.axis.where + ": sweep." + f.axis.key + ": the grid would have more " +
+                           "than " + std::to_string(max_sweep_points) + " points");
+    }
+    grid *= f.axis.values.size();
     if (f.axis.key == "seed" || f.axis.key == "scenario" || f.axis.key == "model" ||
         f.axis.key == "replications" || f.axis.key.starts_with("strategy") ||
         f.axis.key.starts_with("sweep")) {

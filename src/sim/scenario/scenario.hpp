@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "backoff/duration.hpp"
+#include "backoff/error.hpp"
 
 namespace toml {
 inline namespace v3 {
@@ -46,9 +47,13 @@ class node;
 
 namespace backoff::sim {
 
+// A scenario that cannot run. The message is one line: control characters from the file (a TOML
+// key or string may hold "\n"), from --set or from a model are escaped here, whoever throws.
 class scenario_error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit scenario_error(const std::string& message)
+      : std::runtime_error(escape_controls(message)) {}
+  explicit scenario_error(const char* message) : scenario_error(std::string(message)) {}
 };
 
 struct scenario_source {

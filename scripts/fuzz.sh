@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer fuzzers (the `fuzz` CMake preset: clang, ASan + UBSan) and runs each:
+# first every input in fuzz/regressions/<target>/ (all must pass), then fuzzing for
+# SECONDS_PER_TARGET seconds from a scratch copy of fuzz/corpus/<target>/ (the committed corpus
+# does not grow). Prints one summary line per target; exits 1 if any target crashed, leaked,
+# ran out of memory or timed out, naming the saved input.
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60; FUZZ_TARGETS="spec script" for some)
+set -euo pipefail
+
+seconds="${1:-60}"
+[[ "$seconds" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number" >&2; exit 2; }
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+targets=(${FUZZ_TARGETS:-spec duration scenario script http_request})
+
+# The longest input worth trying, per target.
+max_len() {
+  case "$1" in
+    spec | duration) echo 512 ;;
+    http_request) echo 16384 ;;
+    *) echo 4096 ;;
+  esac
+}
+
+if [ ! -f build-fuzz/CMakeCache.txt ]; then cmake --preset fuzz >/dev/null; fi
+cmake --build build-fuzz --parallel "${JOBS:-2}" --target "${targets[@]/%/_fuzzer}" >/dev/null
+
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/backoff-fuzz.XXXXXX")"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+status=0
+for t in "${targets[@]}"; do
+  bin="$root/build-fuzz/bin/${t}_fuzzer"
+  work="$scratch/$t"
+  mkdir -p "$work/corpus" "$work/artifacts"
+  # Regressions: each input once; any failure is a regression.
+  shopt -s nullglob
+  regressions=("$root/fuzz/regressions/$t"/*)
+  shopt -u nullglob
+  if [ ${#regressions[@]} -gt 0 ]; then
+    if ! "$bin" -timeout=10 -rss_limit_mb=2048 "${regressions[@]}" >"$work/regressions.log" 2>&1; then
+      echo "$t: a regression input fails again; see $work/regressions.log" >&2
+      tail -n 30 "$work/regressions.log" >&2
+      status=1
+      continue
+    fi
+  fi
+  cp "$root/fuzz/corpus/$t"/* "$work/corpus/"
+  rc=0
+  (cd "$work" && "$bin" -max_total_time="$seconds" -max_len="$(max_len "$t")" -timeout=10 \
+     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/artifacts/" \
+     corpus "$root/fuzz/corpus/$t" >"$work/fuzz.log" 2>&1) || rc=$?
+  runs=$(grep -a 'stat::number_of_executed_units' "$work/fuzz.log" | awk '{print $2}')
+  rate=$(grep -a 'stat::average_exec_per_sec' "$work/fuzz.log" | awk '{print $2}')
+  rss=$(grep -a 'stat::peak_rss_mb' "$work/fuzz.log" | awk '{print $2}')
+  found=("$work/artifacts"/*)
+  [ -e "${found[0]}" ] || found=()
+  printf '%-13s %12s execs %8s exec/s %5ss %6s MB peak rss  %d new crash files\n' \
+    "$t" "${runs:-?}" "${rate:-?}" "$seconds" "${rss:-?}" "${#found[@]}"
+  if [ "$rc" -ne 0 ] || [ ${#found[@]} -gt 0 ]; then
+    status=1
+    echo "$t: the fuzzer failed (exit $rc); log: $work/fuzz.log" >&2
+    grep -a -m1 -E 'ERROR: |fuzz property violated|Assertion' "$work/fuzz.log" >&2 || true
+    for f in "${found[@]}"; do
+      echo "  input: $f  (reproduce: $bin $f; keep it in fuzz/regressions/$t/ once fixed)" >&2
+    done
+  fi
+done
+if [ "$status" -eq 0 ]; then rm -rf "$scratch"; fi
+exit "$status"
