@@ -132,11 +132,14 @@ chaos=$!
 # Pause a third of the way in; sample the server's memory every second.
 pause_at=$((duration / 3))
 max_rss=0
+max_connections=0
 pause_answer=
 for ((t = 0; t < duration + 30; t++)); do
   kill -0 "$server" 2>/dev/null || fail "the server died during the run"
   rss=$(rss_kib)
   [ "$rss" -gt "$max_rss" ] && max_rss=$rss
+  connections=$(metric backoff_connections || echo 0)
+  [ "${connections:-0}" -gt "$max_connections" ] && max_connections=$connections
   if [ "$t" = "$pause_at" ]; then
     pause_answer=$(send_raw "POST /admin/pause?for=${pause_for}s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
   fi
@@ -186,6 +189,7 @@ budget=$((idle_rss + clients * 32 + 65536))
 summary=$(tail -n 1 "$work/load.out")
 printf 'soak: %d clients for %d s, paused %d s at %d s\n' "$clients" "$duration" "$pause_for" "$pause_at"
 printf 'soak: load: %s\n' "$summary"
+printf 'soak: open connections at the server: at most %d (sampled each second)\n' "$max_connections"
 printf 'soak: server answered 200 x %s, 503 x %s, 400 x %s; %s requests abandoned in service\n' \
   "$ok" "$rejected" "$bad" "$abandoned_total"
 printf 'soak: faults sent: %d malformed (%d not answered 400), %d half requests, %d abandoned at once\n' \
@@ -195,5 +199,6 @@ printf 'soak: server memory: idle %d KiB, peak %d KiB (VmHWM; sampled max %d), a
 [ "$bad_answers" = 0 ] || fail "$bad_answers malformed requests were not answered 400"
 [ "$malformed" -gt 0 ] || fail "the faulty client sent nothing"
 [ "$ok" -gt 0 ] || fail "no request was answered 200"
+[ "$max_connections" -ge $((clients * 9 / 10)) ] || fail "at most $max_connections connections were open, not $clients"
 [ "$peak" -le "$budget" ] || fail "peak RSS $peak KiB is over the budget of $budget KiB"
 echo "soak: passed"
