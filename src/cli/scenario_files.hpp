@@ -1,16 +1,41 @@
-// Where `backoff sim` and `backoff sweep` find a scenario: a TOML file, or the name of a
-// built-in one (scenarios/*.toml, compiled in).
+// What `backoff sim` and `backoff sweep` share: where they find a scenario (a TOML file, or the
+// name of a built-in one, scenarios/*.toml compiled in), their --memory-limit, and how Ctrl-C
+// stops them (the first SIGINT/SIGTERM stops the run at its next poll, which writes partial
+// outputs; a second one exits at once).
 //
 //   sim::scenario_source s = cli::resolve_scenario("tick-burst");   // or "my/exp.toml"
+//   const cli::stop_signals signals;    // while it lives, SIGINT and SIGTERM stop the run
 #pragma once
 
+#include <csignal>
+#include <cstdint>
+#include <optional>
 #include <string>
 
+#include "engine/guard.hpp"
+#include "run/memory.hpp"
 #include "scenario/scenario.hpp"
 
 namespace backoff::cli {
 
 // Throws sim::scenario_error naming the built-in scenarios when `arg` is neither.
 sim::scenario_source resolve_scenario(const std::string& arg);
+
+// --memory-limit's value in bytes (0: none); empty text: the default. nullopt and `error` set on
+// a bad size.
+std::optional<std::uint64_t> memory_limit_option(const std::string& text, std::string& error);
+
+// Installs the SIGINT and SIGTERM handlers for its lifetime and puts the previous ones back.
+class stop_signals {
+ public:
+  stop_signals();
+  ~stop_signals();
+  stop_signals(const stop_signals&) = delete;
+  stop_signals& operator=(const stop_signals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
 
 }  // namespace backoff::cli

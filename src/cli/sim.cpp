@@ -1,6 +1,8 @@
 // `backoff sim`: runs scenarios (files, built-in names, or the whole built-in suite) and prints
 // the strategies side by side; with --out, writes summary.json, timeseries.csv and clients.csv
 // (SPEC 6.2), or for a sweep summary.json and sweep.csv; with --plot, charts and report.html.
+// A scenario estimated over --memory-limit is refused before anything runs; Ctrl-C stops the
+// run and writes what it did, marked partial (docs/SIMULATOR.md, "Limits").
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -26,7 +28,8 @@ struct sim_options {
   std::string format = "table";
   bool progress = true;
   bool plot = false;
-  unsigned threads = 0;  // 0: one per core
+  unsigned threads = 0;      // 0: one per core
+  std::string memory_limit;  // empty: the default
 };
 
 int run_sim(const sim_options& o) {
@@ -34,6 +37,13 @@ int run_sim(const sim_options& o) {
     std::cerr << "backoff sim: --plot needs --out DIR, where the charts and report.html go\n";
     return exit_usage;
   }
+  std::string error;
+  const auto limit = memory_limit_option(o.memory_limit, error);
+  if (!limit) {
+    std::cerr << "backoff sim: " << error << '\n';
+    return exit_usage;
+  }
+  const stop_signals signals;
   try {
     std::vector<sim::scenario_source> sources;
     if (o.scenarios.empty()) {
@@ -47,6 +57,10 @@ int run_sim(const sim_options& o) {
       loaded.push_back(sim::scenario::load(source, o.sets));
       if (!o.seed.empty()) loaded.back().set_seed(std::stoull(o.seed));
     }
+    for (auto& sc : loaded) {
+      sim::check_scenario(sc);
+      sim::check_memory(sc, o.threads, *limit);
+    }
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     std::vector<std::string> reports;
     for (auto& sc : loaded) {
@@ -57,7 +71,22 @@ int run_sim(const sim_options& o) {
       }
       run.progress = o.progress;
       run.threads = o.threads;
+      run.memory_limit = *limit;
+      run.preflight = false;  // estimated above, every scenario before the first runs
       const sim::scenario_result r = sim::run_scenario(sc, run);
+      if (r.stopped) {
+        // Interrupted (a memory stop throws): what was done is written; the rest is not run.
+        if (o.format == "json") {
+          sim::write_summary_json(r, std::cout);
+        } else {
+          std::cout << sim::comparison_table(r) << std::flush;
+        }
+        std::cerr << "backoff sim: " << sim::describe(*r.stopped) << "; "
+                  << (run.out ? "partial outputs written to " + run.out->string()
+                              : std::string("partial results above"))
+                  << '\n';
+        return 128 + r.stopped->signal;
+      }
       if (o.plot) {
         (void)sim::write_plots(r, *run.out, {sc.source().path, sc.source().text, sc.sets()});
         reports.push_back((*run.out / "report.html").string());
@@ -92,6 +121,9 @@ int run_sim(const sim_options& o) {
   } catch (const parse_error& e) {
     std::cerr << "backoff sim: " << e.what() << '\n';
     return exit_usage;
+  } catch (const sim::memory_limit_error& e) {
+    std::cerr << "backoff sim: " << e.what() << '\n';
+    return exit_failure;
   } catch (const sim::plot_error& e) {
     std::cerr << "backoff sim: " << e.what() << '\n';
     return exit_failure;
@@ -111,7 +143,8 @@ void setup_sim(CLI::App& app, int& status) {
                   "Scenario files (TOML), or built-in names such as tick-burst");
   cmd->add_option("-o,--out", options->out,
                   "Write summary.json, timeseries.csv and clients.csv here (one sub-folder per "
-                  "scenario when there are several)");
+                  "scenario when there are several)")
+      ->check(not_empty("a folder"));
   cmd->add_option("-s,--seed", options->seed, "Override every scenario's seed")
       ->check(whole_number());
   cmd->add_option("--set", options->sets,
@@ -124,6 +157,9 @@ void setup_sim(CLI::App& app, int& status) {
                   "Worker threads for sweeps (default: one per core); the results do not depend "
                   "on it")
       ->check(CLI::Range(1U, 4096U));
+  cmd->add_option("--memory-limit", options->memory_limit,
+                  "Refuse a scenario estimated to need more memory than SIZE, and stop a run that "
+                  "grows past it (512MiB, 4GiB, none; default: half the memory, at most 8GiB)");
   cmd->add_flag("--plot", options->plot,
                 "Also draw PNG and SVG charts (gnuplot) and a self-contained report.html into "
                 "--out");

@@ -2,6 +2,8 @@
 // cores and writes summary.json and sweep.csv (SPEC 2.4); `--shard I/N` runs one slice of it and
 // writes shard-I-of-N.json, and `--merge DIR...` joins the slices into the outputs the whole
 // sweep gives. docs/SIMULATOR.md shows the shards as a Slurm job array and under GNU parallel.
+// --memory-limit and Ctrl-C work as for `backoff sim`: an interrupted sweep writes its finished
+// cells and marks the others (an interrupted shard writes nothing: it cannot be merged).
 #include <charconv>
 #include <filesystem>
 #include <iostream>
@@ -31,6 +33,7 @@ struct sweep_options {
   unsigned threads = 0;
   bool progress = true;
   bool plot = false;
+  std::string memory_limit;  // empty: the default
 };
 
 // "I/N" with 1 <= I <= N.
@@ -117,12 +120,30 @@ int run_sweep(const sweep_options& o) {
                    "'backoff sim'\n";
       return exit_usage;
     }
+    std::string error;
+    const auto limit = memory_limit_option(o.memory_limit, error);
+    if (!limit) {
+      std::cerr << "backoff sweep: " << error << '\n';
+      return exit_usage;
+    }
     sim::run_options run;
     if (!o.out.empty()) run.out = std::filesystem::path(o.out);
     run.progress = o.progress;
     run.threads = o.threads;
     run.shard = shard;
+    run.memory_limit = *limit;
+    const stop_signals signals;
     const sim::scenario_result r = sim::run_scenario(sc, run);
+    if (r.stopped) {
+      print(r, o.format);
+      std::cerr << "backoff sweep: " << sim::describe(*r.stopped) << " after "
+                << r.stopped->runs_done << " of " << r.stopped->runs << " runs; "
+                << (shard            ? std::string("the shard is not written (run it again)")
+                    : !o.out.empty() ? "partial outputs written to " + o.out
+                                     : std::string("partial results above"))
+                << '\n';
+      return 128 + r.stopped->signal;
+    }
     if (shard) {
       std::cerr << "backoff sweep: shard " << shard->index << "/" << shard->count << " written to "
                 << (std::filesystem::path(o.out) / sim::shard_file_name(*shard)).string()
@@ -139,6 +160,9 @@ int run_sweep(const sweep_options& o) {
   } catch (const parse_error& e) {
     std::cerr << "backoff sweep: " << e.what() << '\n';
     return exit_usage;
+  } catch (const sim::memory_limit_error& e) {
+    std::cerr << "backoff sweep: " << e.what() << '\n';
+    return exit_failure;
   } catch (const sim::plot_error& e) {
     std::cerr << "backoff sweep: " << e.what() << '\n';
     return exit_failure;
@@ -158,7 +182,8 @@ void setup_sweep(CLI::App& app, int& status) {
                   "A sweep scenario: a TOML file with [sweep] and/or replications, or a built-in "
                   "name such as aws-occ");
   cmd->add_option("-o,--out", options->out,
-                  "Write summary.json and sweep.csv here (with --shard: shard-I-of-N.json)");
+                  "Write summary.json and sweep.csv here (with --shard: shard-I-of-N.json)")
+      ->check(not_empty("a folder"));
   cmd->add_option("-j,--threads", options->threads,
                   "Worker threads (default: one per core); the results do not depend on it")
       ->check(CLI::Range(1U, 4096U));
@@ -176,6 +201,9 @@ void setup_sweep(CLI::App& app, int& status) {
   cmd->add_option("-f,--format", options->format, "Output on stdout")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
+  cmd->add_option("--memory-limit", options->memory_limit,
+                  "Refuse a sweep estimated to need more memory than SIZE, and stop one that "
+                  "grows past it (512MiB, 4GiB, none; default: half the memory, at most 8GiB)");
   cmd->add_flag("--plot", options->plot,
                 "Also draw charts of each metric against the swept key and report.html into --out");
   cmd->add_flag("!--no-progress", options->progress,

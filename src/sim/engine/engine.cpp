@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "guard.hpp"
+
 namespace backoff::sim {
 
 void engine::schedule_at(time_ns at, handler_id target, std::uint32_t kind, std::uint64_t payload) {
@@ -92,6 +94,10 @@ event engine::take(int source) noexcept {
   return ev;
 }
 
+void engine::checkpoint() {
+  if (guard_ != nullptr) guard_->poll(now_, processed_);
+}
+
 bool engine::step() {
   int source = -1;
   if (earliest(source) == nullptr) return false;
@@ -99,6 +105,8 @@ bool engine::step() {
   now_ = ev.time;
   ++processed_;
   models_[ev.target]->handle(*this, ev);
+  if ((processed_ & run_guard::poll_mask) == 0) [[unlikely]]
+    checkpoint();
   return true;
 }
 
@@ -117,6 +125,8 @@ void engine::run_until(time_ns until) {
     now_ = ev.time;
     ++processed_;
     models_[ev.target]->handle(*this, ev);
+    if ((processed_ & run_guard::poll_mask) == 0) [[unlikely]]
+      checkpoint();
   }
   if (!stopped_ && now_ < until) now_ = until;
 }

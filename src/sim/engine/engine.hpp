@@ -24,6 +24,10 @@
 //
 // The next event is the earliest of the heap's top and the lanes' fronts, by (time, sequence),
 // so lanes change the speed, never the order.
+//
+// An engine built while a run_guard is installed on its thread (guard.hpp) polls it every 2^16
+// events, which may end run()/run_until()/step() with a run_stopped exception between two events:
+// how the runner stops a run on Ctrl-C or over a memory limit without touching the models.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +51,8 @@ struct event {
 };
 
 class engine;
+struct run_guard;
+run_guard* current_guard() noexcept;
 
 class model {
  public:
@@ -115,6 +121,8 @@ class engine {
   // The earliest pending event: its source (-1 for the heap, else the lane) and the event.
   const event* earliest(int& source) const noexcept;
   event take(int source) noexcept;
+  // Every 2^16 events: lets the guard stop the run (throws run_stopped).
+  void checkpoint();
 
   std::vector<event> heap_;
   std::vector<lane> lanes_;
@@ -123,6 +131,7 @@ class engine {
   std::uint64_t next_sequence_ = 0;
   std::uint64_t processed_ = 0;
   bool stopped_ = false;
+  run_guard* guard_ = current_guard();
 };
 
 }  // namespace backoff::sim

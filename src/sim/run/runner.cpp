@@ -7,6 +7,7 @@
 #include <boost/math/distributions/students_t.hpp>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -163,13 +164,17 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
   std::atomic<bool> failed{false};
-  std::mutex lock;  // guards the progress bar and the first error
+  std::mutex lock;  // guards the progress bar, the first error and the first stop
   std::exception_ptr error;
   std::size_t error_task = tasks;
+  std::optional<run_stopped> stop;
+  run_guard limits;
+  limits.memory_limit = options.memory_limit;
   progress_bar bar(options.progress && ::isatty(STDERR_FILENO) == 1,
                    fmt::format("{} ({} runs)", sc.name(), tasks));
 
   const auto worker = [&] {
+    const guard_scope scope(limits);
     std::size_t point = points.size();
     std::unique_ptr<model_runner> model;
     for (;;) {
@@ -177,6 +182,7 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
       if (slot >= tasks || failed.load()) return;
       const std::size_t task = mine[slot];
       try {
+        limits.check_between_runs();
         const std::size_t p = task / per_point;
         const std::size_t s = (task % per_point) / sc.replications();
         const auto rep = static_cast<std::uint32_t>(task % sc.replications());
@@ -193,6 +199,12 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
         summary.buckets.shrink_to_fit();
         result.points[p].strategies[s].runs[rep] = std::move(summary);
         result.points[p].strategies[s].ran[rep] = 1;
+      } catch (const run_stopped& stopped) {
+        // Not an error: the runs done so far are kept and the outputs marked partial.
+        const std::scoped_lock guard_lock(lock);
+        if (!stop || stopped.resident > stop->resident) stop = stopped;
+        failed.store(true);
+        return;
       } catch (...) {
         const std::scoped_lock guard(lock);
         if (task < error_task) {
@@ -218,6 +230,30 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
     }
   }
   result.fingerprint = sc.fingerprint();
+  if (stop) {
+    run_stop info;
+    info.reason = stop->reason;
+    info.signal = stop->signal;
+    info.resident = stop->resident;
+    info.runs_done = done.load();
+    info.runs = tasks;
+    result.stopped = std::move(info);
+  }
+}
+
+// The memory guard stopped the run: the one-line error, once the partial outputs are written.
+[[noreturn]] void over_limit(const scenario& sc, const run_options& options,
+                             const memory_estimate& e, const run_stop& stop) {
+  const std::string where =
+      !stop.strategy.empty() ? fmt::format("stopped at {:.6g} s of simulated time in strategy '{}'",
+                                           stop.at_s, stop.strategy)
+      : stop.runs != 0       ? fmt::format("stopped after {} of {} runs", stop.runs_done, stop.runs)
+                             : std::string("stopped");
+  const std::string uses =
+      stop.resident != 0 ? "the process uses " + format_size(stop.resident) + ", " : std::string();
+  throw memory_limit_error(fmt::format(
+      "scenario '{}' {}: {}over the limit of {} (--memory-limit); the estimate was about {} ({})",
+      sc.name(), where, uses, format_size(options.memory_limit), format_size(e.bytes), e.driver));
 }
 
 }  // namespace
@@ -230,10 +266,27 @@ void check_scenario(scenario& sc) {
   }
 }
 
+std::string describe(const run_stop& stop) {
+  if (stop.reason == stop_reason::memory) return "over the memory limit";
+  const char* name = stop.signal == SIGINT    ? "SIGINT"
+                     : stop.signal == SIGTERM ? "SIGTERM"
+                                              : nullptr;
+  return name != nullptr ? fmt::format("interrupted ({})", name)
+                         : fmt::format("interrupted (signal {})", stop.signal);
+}
+
 scenario_result run_scenario(scenario& sc, const run_options& options) {
   std::unique_ptr<model_runner> model = make_model(sc);
   std::vector<client_strategy> strategies;
   for (const auto& spec : sc.strategies()) strategies.emplace_back(spec);
+  // Made before the run when checked up front (so that the message shows what the process held
+  // then), else only when the guard stops the run.
+  std::optional<memory_estimate> estimate;
+  if (options.memory_limit != 0 && options.preflight) {
+    if (sc.is_sweep()) check_scenario(sc);  // every point's keys, before estimating them
+    estimate = estimate_memory(sc, options.threads);
+    check_memory(sc, *estimate, options.memory_limit);
+  }
 
   if (sc.is_sweep()) {
     scenario_result result;
@@ -245,7 +298,9 @@ scenario_result run_scenario(scenario& sc, const run_options& options) {
     run_sweep(sc, strategies, options, result);
     result.wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    if (options.out && options.shard) {
+    if (options.out && options.shard && result.stopped) {
+      // A partial shard cannot be merged: nothing is written, the shard is run again.
+    } else if (options.out && options.shard) {
       std::filesystem::create_directories(*options.out);
       const auto file = *options.out / shard_file_name(*options.shard);
       std::ofstream shard(file, std::ios::binary);
@@ -253,6 +308,10 @@ scenario_result run_scenario(scenario& sc, const run_options& options) {
       if (!shard) throw scenario_error(file.string() + ": could not write");
     } else if (options.out) {
       write_sweep_outputs(result, *options.out);
+    }
+    if (result.stopped && result.stopped->reason == stop_reason::memory) {
+      over_limit(sc, options, estimate ? *estimate : estimate_memory(sc, options.threads),
+                 *result.stopped);
     }
     return result;
   }
@@ -279,14 +338,41 @@ scenario_result run_scenario(scenario& sc, const run_options& options) {
   }
   const auto wall_start = std::chrono::steady_clock::now();
   const bool show = options.progress && ::isatty(STDERR_FILENO) == 1;
+  run_guard guard;
+  guard.memory_limit = options.memory_limit;
+  const guard_scope scope(guard);
   for (std::size_t i = 0; i < strategies.size(); ++i) {
     recorder rec(recorder_for(*model, strategies[i].name()), options.out ? &clients : nullptr);
-    progress_bar bar(show, fmt::format("{} {} ({}/{})", sc.name(), strategies[i].name(), i + 1,
-                                       strategies.size()));
-    const run_info info =
-        model->run(strategies[i], sc.seed(), rec, [&](double f) { bar.update(f); });
-    result.strategies.push_back(rec.finish(info.end, info.events));
-    result.events += info.events;
+    try {
+      guard.check_between_runs();
+      progress_bar bar(show, fmt::format("{} {} ({}/{})", sc.name(), strategies[i].name(), i + 1,
+                                         strategies.size()));
+      const run_info info =
+          model->run(strategies[i], sc.seed(), rec, [&](double f) { bar.update(f); });
+      result.strategies.push_back(rec.finish(info.end, info.events));
+      result.events += info.events;
+    } catch (const run_stopped& stopped) {
+      run_stop info;
+      info.reason = stopped.reason;
+      info.signal = stopped.signal;
+      info.resident = stopped.resident;
+      if (stopped.events > 0) {
+        // The figures up to where the engine stopped; the operations still in flight were not
+        // reported by the model (it did not get to its end), so they are counted unfinished
+        // here and have no clients.csv row.
+        strategy_summary partial = rec.finish(stopped.at, stopped.events);
+        partial.unfinished = partial.operations - partial.completed - partial.gave_up;
+        result.strategies.push_back(std::move(partial));
+        result.events += stopped.events;
+        info.strategy = strategies[i].name();
+        info.at_s = static_cast<double>(stopped.at) * model->seconds_per_unit();
+      }
+      for (std::size_t j = info.strategy.empty() ? i : i + 1; j < strategies.size(); ++j) {
+        info.not_run.push_back(strategies[j].name());
+      }
+      result.stopped = std::move(info);
+      break;
+    }
   }
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -299,6 +385,10 @@ scenario_result run_scenario(scenario& sc, const run_options& options) {
     if (!summary || !series || !clients) {
       throw scenario_error(options.out->string() + ": could not write the outputs");
     }
+  }
+  if (result.stopped && result.stopped->reason == stop_reason::memory) {
+    over_limit(sc, options, estimate ? *estimate : estimate_memory(sc, options.threads),
+               *result.stopped);
   }
   return result;
 }
@@ -402,6 +492,39 @@ nlohmann::ordered_json cell_json(const sweep_cell& cell) {
   return j;
 }
 
+// A cell of an interrupted sweep: only the replications that ran.
+sweep_cell ran_runs(const sweep_cell& cell) {
+  sweep_cell out{cell.name, {}, {}};
+  for (std::size_t r = 0; r < cell.runs.size(); ++r) {
+    if (cell.ran[r] != 0) {
+      out.runs.push_back(cell.runs[r]);
+      out.ran.push_back(1);
+    }
+  }
+  return out;
+}
+
+bool complete(const sweep_cell& cell) {
+  return std::find(cell.ran.begin(), cell.ran.end(), 0) == cell.ran.end();
+}
+
+nlohmann::ordered_json partial_cell_json(const sweep_cell& cell) {
+  const sweep_cell done = ran_runs(cell);
+  nlohmann::ordered_json j;
+  if (done.runs.empty()) {
+    j["name"] = cell.name;
+  } else {
+    j = cell_json(done);
+  }
+  j["partial"] = true;
+  j["replications_done"] = done.runs.size();
+  return j;
+}
+
+const char* reason_key(stop_reason r) {
+  return r == stop_reason::memory ? "memory-limit" : "interrupted";
+}
+
 nlohmann::ordered_json param_json(const sweep_value& v) {
   switch (v.type) {
     case sweep_value::kind::integer:
@@ -434,6 +557,27 @@ void write_summary_json(const scenario_result& r, std::ostream& out) {
   doc["run"] = {{"events", r.events},
                 {"wall_s", r.wall_s},
                 {"events_per_s", r.wall_s > 0 ? static_cast<double>(r.events) / r.wall_s : 0.0}};
+  // Only a stopped run has these keys: a whole run's summary.json is as it always was.
+  if (r.stopped) {
+    const run_stop& stop = *r.stopped;
+    doc["partial"] = true;
+    doc["reason"] = reason_key(stop.reason);
+    if (stop.reason == stop_reason::interrupted) {
+      doc["signal"] = stop.signal == SIGINT    ? "SIGINT"
+                      : stop.signal == SIGTERM ? "SIGTERM"
+                                               : std::to_string(stop.signal);
+    }
+    if (r.sweep) {
+      doc["runs_done"] = stop.runs_done;
+      doc["runs"] = stop.runs;
+    } else {
+      doc["stopped_at_s"] = stop.strategy.empty() ? nlohmann::ordered_json(nullptr)
+                                                  : nlohmann::ordered_json(stop.at_s);
+      doc["stopped_in"] = stop.strategy.empty() ? nlohmann::ordered_json(nullptr)
+                                                : nlohmann::ordered_json(stop.strategy);
+      doc["not_run"] = stop.not_run;
+    }
+  }
   if (r.sweep) {
     doc["replications"] = r.replications;
     auto& points = doc["points"] = nlohmann::ordered_json::array();
@@ -442,12 +586,17 @@ void write_summary_json(const scenario_result& r, std::ostream& out) {
       point["params"] = nlohmann::ordered_json::object();
       for (const auto& [key, value] : p.params) point["params"][key] = param_json(value);
       auto& list = point["strategies"] = nlohmann::ordered_json::array();
-      for (const auto& cell : p.strategies) list.push_back(cell_json(cell));
+      for (const auto& cell : p.strategies) {
+        list.push_back(complete(cell) ? cell_json(cell) : partial_cell_json(cell));
+      }
       points.push_back(std::move(point));
     }
   } else {
     auto& list = doc["strategies"] = nlohmann::ordered_json::array();
-    for (const auto& s : r.strategies) list.push_back(strategy_json(s));
+    for (const auto& s : r.strategies) {
+      list.push_back(strategy_json(s));
+      if (r.stopped && s.name == r.stopped->strategy) list.back()["partial"] = true;
+    }
   }
   out << doc.dump(2) << '\n';
 }
@@ -475,6 +624,7 @@ void write_sweep_csv(const scenario_result& r, std::ostream& out) {
   std::string row;
   for (const auto& p : r.points) {
     for (const auto& cell : p.strategies) {
+      if (!complete(cell)) continue;  // an interrupted sweep: summary.json marks these
       row.clear();
       for (const auto& [key, value] : p.params) row += csv_field(value.text) + ",";
       row += csv_field(cell.name) + "," + std::to_string(cell.runs.size());
@@ -541,10 +691,15 @@ std::string comparison_table(const scenario_result& r) {
   };
   for (const auto& s : r.strategies) add({s.name}, s);
   for (const auto& p : r.points) {
-    for (const auto& cell : p.strategies) {
+    for (const auto& full : p.strategies) {
+      const bool whole = complete(full);
+      const sweep_cell cell = whole ? full : ran_runs(full);
+      if (cell.runs.empty()) continue;
       std::vector<std::string> row;
       for (const auto& [key, value] : p.params) row.push_back(value.text);
-      row.push_back(cell.name);
+      row.push_back(
+          whole ? cell.name
+                : fmt::format("{} ({}/{} runs)", cell.name, cell.runs.size(), full.runs.size()));
       if (cell.runs.size() == 1) {
         add(std::move(row), cell.runs.front());
         continue;
@@ -590,6 +745,23 @@ std::string comparison_table(const scenario_result& r) {
                               : fmt::format("{}{:>{}}", sep, row[c], width[c]);
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += '\n';
+  }
+  if (r.stopped) {
+    const run_stop& stop = *r.stopped;
+    out += "partial: " + describe(stop);
+    if (r.sweep) {
+      out += fmt::format(" after {} of {} runs; a strategy marked (k/n runs) has only k",
+                         stop.runs_done, stop.runs);
+    } else if (!stop.strategy.empty()) {
+      out += fmt::format(" at {:.6g} s of simulated time in {} (its row stops there)", stop.at_s,
+                         stop.strategy);
+    }
+    if (!stop.not_run.empty()) {
+      std::string names;
+      for (const auto& n : stop.not_run) names += (names.empty() ? "" : ", ") + n;
+      out += "; not run: " + names;
+    }
     out += '\n';
   }
   return out;

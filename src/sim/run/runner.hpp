@@ -12,6 +12,12 @@
 // and strategy, the mean of each metric and the half-width of its 95 % confidence interval
 // (Student's t over the replications). Per-run series (timeseries.csv, clients.csv) are not
 // written for sweeps: run one point with --set to get them.
+//
+// Limits (memory.hpp, engine/guard.hpp): with a memory_limit, a scenario whose estimate is over
+// it is refused before anything runs (memory_limit_error), and a run that grows past it anyway
+// is stopped, its partial outputs written, and memory_limit_error thrown. A SIGINT or SIGTERM
+// (request_interrupt) stops the run at the next poll: run_scenario returns what was done with
+// `stopped` set, and writes the outputs marked partial.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/guard.hpp"
+#include "memory.hpp"
 #include "report/recorder.hpp"
 #include "scenario/scenario.hpp"
 
@@ -37,6 +45,9 @@ struct run_options {
   bool progress = false;                     // draw a progress bar on stderr
   unsigned threads = 0;                      // sweeps: worker threads (0: one per core)
   std::optional<shard_spec> shard;  // sweeps: run only this slice; writes shard-I-of-N.json
+  std::uint64_t memory_limit = 0;   // bytes of resident set (memory.hpp); 0: no limit
+  // false: skip the up-front estimate, leaving only the guard during the run (for tests).
+  bool preflight = true;
 };
 
 // The seed of replication r: r = 0 keeps the scenario's seed, so a one-replication run of a
@@ -55,6 +66,17 @@ struct point_result {
   std::vector<sweep_cell> strategies;
 };
 
+// Why and where a run stopped before its end (the outputs are then partial).
+struct run_stop {
+  stop_reason reason = stop_reason::interrupted;
+  int signal = 0;        // interrupted: SIGINT or SIGTERM
+  std::string strategy;  // a plain run: the strategy cut short ("" if between strategies)
+  double at_s = 0;       // ... and the simulated time it reached (ticks in tick models)
+  std::vector<std::string> not_run;     // a plain run: the strategies that did not start
+  std::size_t runs_done = 0, runs = 0;  // a sweep (or its shard): runs finished, of how many
+  std::uint64_t resident = 0;           // memory: the resident set found over the limit
+};
+
 struct scenario_result {
   std::string scenario;
   std::string model;
@@ -71,7 +93,11 @@ struct scenario_result {
   std::string fingerprint;              // the scenario's (shards of one sweep share it)
   std::uint64_t events = 0;
   double wall_s = 0;
+  std::optional<run_stop> stopped;  // set when the outputs are partial
 };
+
+// "interrupted (SIGINT)", "over the memory limit": for messages and the comparison table.
+std::string describe(const run_stop& stop);
 
 // Mean and 95 % confidence half-width (Student's t; 0 for fewer than two values).
 struct mean_ci {

@@ -1,0 +1,105 @@
+#include "guard.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace backoff::sim {
+namespace {
+
+// Lock-free, so that storing from a signal handler is async-signal-safe.
+std::atomic<int> interrupt_requested{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+thread_local run_guard* installed = nullptr;
+
+std::string stop_message(stop_reason why, int signo) {
+  if (why == stop_reason::memory) return "the run went over the memory limit";
+  return "the run was interrupted (signal " + std::to_string(signo) + ")";
+}
+
+}  // namespace
+
+run_stopped::run_stopped(stop_reason why, time_ns when, std::uint64_t events_done, int signo,
+                         std::uint64_t resident_bytes)
+    : std::runtime_error(stop_message(why, signo)),
+      reason(why),
+      at(when),
+      events(events_done),
+      signal(signo),
+      resident(resident_bytes) {}
+
+void request_interrupt(int signo) noexcept {
+  int none = 0;
+  interrupt_requested.compare_exchange_strong(none, signo);
+}
+
+int interrupt_signal() noexcept {
+  return interrupt_requested.load(std::memory_order_relaxed);
+}
+
+void clear_interrupt() noexcept {
+  interrupt_requested.store(0);
+}
+
+std::uint64_t resident_bytes() noexcept {
+  // open/read/close rather than a stream: no allocation, and a few microseconds.
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char text[128];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  // "size resident shared ...", in pages.
+  char* end = nullptr;
+  (void)std::strtoull(text, &end, 10);
+  const unsigned long long pages = std::strtoull(end, nullptr, 10);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page > 0 ? page : 4096);
+}
+
+void run_guard::poll(time_ns now, std::uint64_t events) {
+  if (const int signo = interrupt_signal(); signo != 0) {
+    throw run_stopped(stop_reason::interrupted, now, events, signo, 0);
+  }
+  if (memory_limit == 0) return;
+  if (over_limit.load(std::memory_order_relaxed)) {
+    throw run_stopped(stop_reason::memory, now, events, 0, 0);
+  }
+  if (((events >> poll_shift) & 3) != 0) return;
+  if (const std::uint64_t rss = resident_bytes(); rss > memory_limit) {
+    over_limit.store(true);
+    throw run_stopped(stop_reason::memory, now, events, 0, rss);
+  }
+}
+
+void run_guard::check_between_runs() {
+  if (const int signo = interrupt_signal(); signo != 0) {
+    throw run_stopped(stop_reason::interrupted, 0, 0, signo, 0);
+  }
+  if (memory_limit == 0) return;
+  if (over_limit.load(std::memory_order_relaxed)) {
+    throw run_stopped(stop_reason::memory, 0, 0, 0, 0);
+  }
+  if (const std::uint64_t rss = resident_bytes(); rss > memory_limit) {
+    over_limit.store(true);
+    throw run_stopped(stop_reason::memory, 0, 0, 0, rss);
+  }
+}
+
+guard_scope::guard_scope(run_guard& guard) noexcept : previous_(installed) {
+  installed = &guard;
+}
+
+guard_scope::~guard_scope() {
+  installed = previous_;
+}
+
+run_guard* current_guard() noexcept {
+  return installed;
+}
+
+}  // namespace backoff::sim

@@ -1,0 +1,79 @@
+// Stops a long simulated run from outside its event loop: on SIGINT or SIGTERM (the CLI's signal
+// handler calls request_interrupt) or when the process grows past a memory limit. Models build
+// their engines themselves, so the runner cannot hand a guard to an engine: it installs one for
+// the current thread (guard_scope), and every engine built on that thread while it is installed
+// polls it. An engine built with no guard installed (tests, the network experiment) never stops
+// early.
+//
+//   sim::run_guard guard{.memory_limit = 2ULL << 30};
+//   const sim::guard_scope scope(guard);         // engines built on this thread poll `guard`
+//   try { model->run(...); } catch (const sim::run_stopped& s) { /* s.reason, s.at, s.events */ }
+//
+// The engine polls every 2^16 events (a mask test per event, nothing more on the hot path); a
+// poll reads one atomic, and every fourth one also reads the resident set from /proc/self/statm.
+// run_stopped is thrown between two events, so the recorder's figures up to `at` are consistent.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <stdexcept>
+
+#include "engine.hpp"
+
+namespace backoff::sim {
+
+enum class stop_reason : std::uint8_t { interrupted, memory };
+
+// Thrown out of engine::run_until/run/step (between two events) when the guard says stop.
+class run_stopped : public std::runtime_error {
+ public:
+  run_stopped(stop_reason why, time_ns when, std::uint64_t events_done, int signo,
+              std::uint64_t resident_bytes);
+  stop_reason reason;
+  time_ns at;              // the engine's time when it stopped, in model units
+  std::uint64_t events;    // events the engine had processed
+  int signal;              // interrupted: the signal number
+  std::uint64_t resident;  // memory: the resident set that was over the limit, in bytes
+};
+
+// Async-signal-safe: stores the signal number (the first one wins) for every guard to see.
+void request_interrupt(int signo) noexcept;
+// The signal asked for, 0 if none.
+int interrupt_signal() noexcept;
+// Forgets a request (for tests, and a program that goes on after an interrupted run).
+void clear_interrupt() noexcept;
+
+// The process's resident set in bytes (/proc/self/statm), 0 where it cannot be read.
+std::uint64_t resident_bytes() noexcept;
+
+struct run_guard {
+  // Engines poll every 2^poll_shift events; the resident set is read every fourth poll.
+  static constexpr unsigned poll_shift = 16;
+  static constexpr std::uint64_t poll_mask = (std::uint64_t{1} << poll_shift) - 1;
+
+  std::uint64_t memory_limit = 0;  // bytes of resident set; 0: no limit
+  // Set once a run on any thread went over the limit, so that the other workers of a sweep stop
+  // too instead of finishing their runs.
+  std::atomic<bool> over_limit{false};
+
+  // Throws run_stopped when interrupted or over the limit.
+  void poll(time_ns now, std::uint64_t events);
+  // Between runs: throws run_stopped (at time 0, no events) when interrupted or over the limit.
+  void check_between_runs();
+};
+
+// The guard of engines built on this thread while the scope lives (scopes nest).
+class guard_scope {
+ public:
+  explicit guard_scope(run_guard& guard) noexcept;
+  ~guard_scope();
+  guard_scope(const guard_scope&) = delete;
+  guard_scope& operator=(const guard_scope&) = delete;
+
+ private:
+  run_guard* previous_;
+};
+
+run_guard* current_guard() noexcept;
+
+}  // namespace backoff::sim

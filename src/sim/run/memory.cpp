@@ -1,0 +1,251 @@
+#include "memory.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "backoff/duration.hpp"
+#include "engine/guard.hpp"
+#include "report/recorder.hpp"
+
+namespace backoff::sim {
+namespace {
+
+constexpr std::uint64_t kib = 1024, mib = kib * 1024, gib = mib * 1024;
+
+// Bytes per client or operation in flight, measured as the growth of the peak resident set
+// between 10^5 and 4 x 10^5 of them (RelWithDebInfo, glibc malloc), rounded up: what the model
+// keeps per client (retry controller, window ticket, random streams) plus its pending events and
+// the heap's doubling.
+constexpr double one_client_burst_per_operation = 256;  // measured 248
+constexpr double tick_burst_per_client = 640;           // measured 632
+constexpr double outage_recovery_per_client = 128;      // measured 120
+constexpr double aws_occ_per_client = 256;              // measured 194
+constexpr double ethernet_per_client = 256;             // measured 195
+// queueing keeps a double per 64 waits (its batch means), reserved 10 % ahead.
+constexpr double queueing_per_arrival = 8.0 * 1.1 / 64;
+// A sweep keeps every run's summary (strategy_summary without its buckets, and its name).
+constexpr double per_sweep_run = sizeof(strategy_summary) + 64;
+
+struct term {
+  double bytes = 0;
+  std::string what;
+};
+
+std::int64_t integer(config_reader& c, std::string_view key, std::int64_t fallback) {
+  if (!c.has(key)) return fallback;
+  return c.integer(key, fallback, std::numeric_limits<std::int64_t>::min(),
+                   std::numeric_limits<std::int64_t>::max());
+}
+
+double number(config_reader& c, std::string_view key, double fallback) {
+  if (!c.has(key)) return fallback;
+  return c.number(key, fallback, -std::numeric_limits<double>::max(),
+                  std::numeric_limits<double>::max());
+}
+
+std::int64_t nanos(config_reader& c, std::string_view key, duration fallback) {
+  if (!c.has(key)) return fallback.count();
+  return c.duration_value(key, fallback).count();
+}
+
+std::string shown(std::int64_t ns) {
+  return format_duration(duration{ns});
+}
+
+// What one run of one strategy holds: its clients or operations, and its timeseries buckets (of
+// which a plain run keeps one set per strategy).
+struct run_terms {
+  term state;
+  double buckets = 0;
+  std::string buckets_what;
+};
+
+run_terms terms_of(scenario& sc) {
+  using namespace std::chrono_literals;
+  config_reader& c = sc.config();
+  run_terms t;
+  const auto per = [&](std::string_view key, std::int64_t fallback, double bytes,
+                       const char* what) {
+    const std::int64_t n = std::max<std::int64_t>(integer(c, key, fallback), 0);
+    t.state = {static_cast<double>(n) * bytes, fmt::format("{} = {} {}", key, n, what)};
+  };
+  const auto horizon = [&](std::string_view key, duration fallback, duration bucket_fallback) {
+    const std::int64_t h = std::max<std::int64_t>(nanos(c, key, fallback), 0);
+    const std::int64_t w = std::max<std::int64_t>(nanos(c, "run.bucket", bucket_fallback), 1);
+    t.buckets = std::ceil(static_cast<double>(h) / static_cast<double>(w));
+    t.buckets_what = fmt::format("{} = {} in buckets of run.bucket = {}", key, shown(h), shown(w));
+  };
+  const std::string& model = sc.model();
+  if (model == "one-client-burst") {
+    per("workload.operations", 2000, one_client_burst_per_operation, "in flight at once");
+    horizon("run.limit", 24h, 1s);
+  } else if (model == "tick-burst") {
+    per("workload.clients", 800, tick_burst_per_client, "clients in flight at once");
+    const std::int64_t ticks = std::max<std::int64_t>(integer(c, "run.ticks", 3000), 0);
+    const std::int64_t w = std::max<std::int64_t>(integer(c, "run.bucket", 10), 1);
+    t.buckets = std::ceil(static_cast<double>(ticks) / static_cast<double>(w));
+    t.buckets_what = fmt::format("run.ticks = {} in buckets of run.bucket = {}", ticks, w);
+  } else if (model == "outage-recovery") {
+    per("workload.clients", 1000, outage_recovery_per_client, "clients");
+    horizon("run.duration", 400s, 1s);
+  } else if (model == "aws-occ") {
+    per("clients", 100, aws_occ_per_client, "clients in flight at once");
+    horizon("run.limit", 1h, 10ms);
+  } else if (model == "ethernet-clients") {
+    per("clients", 100, ethernet_per_client, "clients");
+    horizon("run.window", 5min, 5s);
+  } else if (model == "queueing") {
+    const double rate = std::max(number(c, "workload.rate_per_s", 80.0), 0.0);
+    const std::int64_t length = nanos(c, "run.duration", 4h) + nanos(c, "run.warmup", 60s);
+    const double arrivals = rate * static_cast<double>(length) * 1e-9;
+    t.state = {arrivals * queueing_per_arrival,
+               fmt::format("run.duration = {} at workload.rate_per_s = {}",
+                           shown(nanos(c, "run.duration", 4h)), rate)};
+    const std::int64_t w = std::max<std::int64_t>(nanos(c, "run.bucket", 1min), 1);
+    t.buckets = std::ceil(static_cast<double>(length) / static_cast<double>(w));
+    t.buckets_what = fmt::format("run.duration + run.warmup = {} in buckets of run.bucket = {}",
+                                 shown(length), shown(w));
+  }
+  return t;
+}
+
+std::uint64_t physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  std::uint64_t bytes = pages > 0 && page > 0
+                            ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
+                            : 0;
+  // A container's limit (cgroup v2; "max" when there is none).
+  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+  std::string text;
+  if (cgroup >> text && !text.empty() && text != "max") {
+    std::uint64_t limit = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
+    if (ec == std::errc{} && limit > 0) bytes = bytes == 0 ? limit : std::min(bytes, limit);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_size(std::string_view text, std::string& error) {
+  const std::string original(text);
+  if (text == "none" || text == "0") return 0;
+  std::size_t i = 0;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+  const std::string digits(text.substr(0, i));
+  std::string unit(text.substr(i));
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  double value = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) {
+    error = "expected a size such as 512MiB, 4GiB or none, got '" + original + "'";
+    return std::nullopt;
+  }
+  struct suffix {
+    const char* name;
+    double factor;
+  };
+  static const suffix units[] = {
+      {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},
+      {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GiB", 0x1p30},
+      {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40}, {"TB", 1e12},
+  };
+  for (const auto& u : units) {
+    if (unit != u.name) continue;
+    const double bytes = std::round(value * u.factor);
+    if (!(bytes < 0x1p63)) {
+      error = "'" + original + "' is too large";
+      return std::nullopt;
+    }
+    return static_cast<std::uint64_t>(bytes);
+  }
+  error = "unknown unit '" + unit + "' in '" + original +
+          "' (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)";
+  return std::nullopt;
+}
+
+std::string format_size(std::uint64_t bytes) {
+  const auto b = static_cast<double>(bytes);
+  if (bytes >= gib) return fmt::format("{:.1f} GiB", b / static_cast<double>(gib));
+  if (bytes >= mib) return fmt::format("{:.0f} MiB", b / static_cast<double>(mib));
+  if (bytes >= kib) return fmt::format("{:.0f} KiB", b / static_cast<double>(kib));
+  return fmt::format("{} B", bytes);
+}
+
+std::uint64_t default_memory_limit() {
+  const std::uint64_t physical = physical_memory();
+  if (physical == 0) return 8 * gib;
+  return std::min(physical / 2, 8 * gib);
+}
+
+memory_estimate estimate_memory(scenario& sc, unsigned threads) {
+  memory_estimate out;
+  out.baseline = resident_bytes();
+  std::vector<term> terms;
+  constexpr double bucket_bytes = sizeof(bucket);
+  if (!sc.is_sweep()) {
+    const run_terms t = terms_of(sc);
+    terms.push_back(t.state);
+    // Every strategy's series is kept until the outputs are written; the one being recorded may
+    // be twice its size while its vector grows.
+    const double sets = static_cast<double>(sc.strategies().size() + 1);
+    terms.push_back({t.buckets * bucket_bytes * sets,
+                     fmt::format("{}, for {} strategies", t.buckets_what, sc.strategies().size())});
+  } else {
+    // Each worker holds one run at a time (its series is dropped after the run); the costliest
+    // point sets the figure.
+    const std::vector<sweep_point> points = sc.points();
+    const std::size_t runs = points.size() * sc.strategies().size() * sc.replications();
+    unsigned workers = threads != 0 ? threads : std::max(1U, std::thread::hardware_concurrency());
+    workers = static_cast<unsigned>(std::min<std::size_t>(workers, std::max<std::size_t>(runs, 1)));
+    term state, series;
+    for (const auto& p : points) {
+      scenario at = sc.at(p);
+      const run_terms t = terms_of(at);
+      if (t.state.bytes >= state.bytes) state = t.state;
+      if (2 * t.buckets * bucket_bytes >= series.bytes) {
+        series = {2 * t.buckets * bucket_bytes, t.buckets_what};
+      }
+    }
+    const auto w = static_cast<double>(workers);
+    terms.push_back(
+        {state.bytes * w, fmt::format("{}, on {} worker threads", state.what, workers)});
+    terms.push_back(
+        {series.bytes * w, fmt::format("{}, on {} worker threads", series.what, workers)});
+    terms.push_back({static_cast<double>(runs) * per_sweep_run,
+                     fmt::format("{} runs: {} points x {} strategies x replications = {}", runs,
+                                 points.size(), sc.strategies().size(), sc.replications())});
+  }
+  double total = static_cast<double>(out.baseline);
+  const term* largest = nullptr;
+  for (const auto& t : terms) {
+    total += t.bytes;
+    if (largest == nullptr || t.bytes > largest->bytes) largest = &t;
+  }
+  out.bytes = total < 0x1p63 ? static_cast<std::uint64_t>(total) : std::uint64_t{1} << 63;
+  out.driver = largest != nullptr && !largest->what.empty() ? largest->what : "its model's state";
+  return out;
+}
+
+void check_memory(scenario& sc, unsigned threads, std::uint64_t limit) {
+  if (limit == 0) return;
+  check_memory(sc, estimate_memory(sc, threads), limit);
+}
+
+void check_memory(const scenario& sc, const memory_estimate& e, std::uint64_t limit) {
+  if (limit == 0 || e.bytes <= limit) return;
+  throw memory_limit_error(
+      fmt::format("scenario '{}' would need about {} ({}); the limit is {} (--memory-limit)",
+                  sc.name(), format_size(e.bytes), e.driver, format_size(limit)));
+}
+
+}  // namespace backoff::sim

@@ -1,0 +1,53 @@
+// The simulator's memory limit: sizes as users write them (`512MiB`, `4GiB`, `none`), the default
+// limit, and the up-front estimate that refuses a scenario before it allocates, naming the key
+// that drives it. The engine's guard (engine/guard.hpp) enforces the same limit during the run,
+// on the resident set, in case the estimate was wrong.
+//
+// The estimate is an upper bound built from per-model figures measured with /usr/bin/time at
+// 10^5 to 4 x 10^5 clients or operations (docs/SIMULATOR.md, "Memory limit"): bytes per client
+// or operation that can be in flight at once, timeseries buckets (kept for every strategy of a
+// plain run), and for sweeps each worker's run plus every run's summary; plus what the process
+// already holds. A model without a row here is estimated from its buckets only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "scenario/scenario.hpp"
+
+namespace backoff::sim {
+
+class memory_limit_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "4GiB", "512MiB", "1.5G", "100000000" (bytes); K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024,
+// KB/MB/GB/TB powers of 1000; "0" or "none": no limit (returns 0). nullopt and `error` set when
+// the text is not a size.
+std::optional<std::uint64_t> parse_size(std::string_view text, std::string& error);
+// "3.1 GiB", "512 MiB", "900 KiB", "12 B".
+std::string format_size(std::uint64_t bytes);
+
+// min(physical memory / 2, 8 GiB), where physical memory is the smaller of the machine's and the
+// cgroup's (memory.max) when there is one.
+std::uint64_t default_memory_limit();
+
+struct memory_estimate {
+  std::uint64_t bytes = 0;     // the whole process, what it holds now included
+  std::uint64_t baseline = 0;  // what it held when estimated
+  std::string driver;          // the largest term, e.g. "workload.operations = 20000000 in flight"
+};
+
+// The estimate for running `sc` (a checked scenario: run_scenario and check_scenario have read
+// its keys) on `threads` sweep workers (0: one per core).
+memory_estimate estimate_memory(scenario& sc, unsigned threads);
+
+// Throws memory_limit_error, "scenario 'x' would need about 3.1 GiB (driver); the limit is
+// 2.0 GiB (--memory-limit)", when the estimate is over `limit` (0: no limit).
+void check_memory(scenario& sc, unsigned threads, std::uint64_t limit);
+void check_memory(const scenario& sc, const memory_estimate& estimate, std::uint64_t limit);
+
+}  // namespace backoff::sim

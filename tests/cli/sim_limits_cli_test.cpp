@@ -1,0 +1,171 @@
+// `backoff sim` and `backoff sweep` at their limits, as users meet them: a scenario too big for
+// --memory-limit is refused in one line before it runs; Ctrl-C (SIGINT) or SIGTERM stops a long
+// run, which writes its outputs marked partial and exits 130 or 143; whole runs are unchanged.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "cli_runner.hpp"
+#include "process_probe.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using backoff::test::process_probe;
+using backoff::test::run_cli;
+using backoff::test::slurp;
+
+fs::path fresh_dir(const std::string& name) {
+  return backoff::test::fresh_dir("limits", name);
+}
+
+// CPU time the process has used, in clock ticks (utime + stime of /proc/PID/stat).
+long cpu_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const auto paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string skip;
+  for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt
+  long utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return utime + stime;
+}
+
+// Waits (bounded) until `p` has computed for a while: past start-up, so its handlers are set.
+bool wait_until_busy(const process_probe& p) {
+  for (int i = 0; i < 2000; ++i) {
+    if (cpu_ticks(p.pid()) >= 20) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// A plain run that takes minutes: 10^5 operations against one slot, never giving up.
+const std::vector<std::string> long_sim{"sim",
+                                        "one-client-burst",
+                                        "--no-progress",
+                                        "--set",
+                                        "workload.operations=100000",
+                                        "--set",
+                                        "workload.rate_per_s=1000000",
+                                        "--set",
+                                        "server.max_busy=1"};
+
+TEST(SimLimitsCli, RefusesAScenarioOverTheLimitBeforeRunningIt) {
+  const fs::path out = fresh_dir("refuse");
+  const auto r = run_cli({"sim", "one-client-burst", "--set", "workload.operations=100000000",
+                          "--memory-limit", "2GiB", "--out", out.string()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("backoff sim: scenario 'one-client-burst' would need about"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(workload.operations = 100000000 in flight at once); the limit is 2.0 GiB "
+                       "(--memory-limit)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out));  // refused before anything was written
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(SimLimitsCli, RefusesASweepOverTheLimit) {
+  const auto r = run_cli({"sweep", "aws-occ", "--set", "sweep.clients=[10, 5000000]", "--threads",
+                          "2", "--memory-limit", "512MiB"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("clients = 5000000 clients in flight at once, on 2 worker threads"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(SimLimitsCli, ABadLimitIsAUsageError) {
+  for (const char* bad : {"lots", "4XB", "-1G"}) {
+    const auto r = run_cli({"sim", "mm1", "--memory-limit", bad});
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("backoff sim: --memory-limit: "), std::string::npos) << r.err;
+  }
+}
+
+TEST(SimLimitsCli, SigintWritesAPartialSummaryAndExits130) {
+  const fs::path out = fresh_dir("sigint");
+  auto args = long_sim;
+  args.insert(args.end(), {"--out", out.string()});
+  process_probe p(args);
+  // The run has started once its clients.csv exists (written from the first strategy on).
+  for (int i = 0; i < 2000 && !fs::exists(out / "clients.csv"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(fs::exists(out / "clients.csv"));
+  p.signal(SIGINT);
+  const auto r = p.wait(std::chrono::seconds(60));
+  ASSERT_TRUE(r.finished);
+  EXPECT_TRUE(r.exited);
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_NE(r.err.find("backoff sim: interrupted (SIGINT); partial outputs written to"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("partial: interrupted (SIGINT)"), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(slurp(out / "summary.json"));
+  EXPECT_EQ(doc["partial"], true);
+  EXPECT_EQ(doc["reason"], "interrupted");
+  EXPECT_EQ(doc["signal"], "SIGINT");
+  EXPECT_TRUE(doc.contains("stopped_at_s"));
+  EXPECT_TRUE(fs::exists(out / "timeseries.csv"));
+  fs::remove_all(out);
+}
+
+TEST(SimLimitsCli, SigtermStopsASweepWhichKeepsItsFinishedCells) {
+  const fs::path out = fresh_dir("sigterm");
+  process_probe p({"sweep", "aws-occ", "--set", "replications=2000", "--set", "sweep.clients=[190]",
+                   "--threads", "1", "--no-progress", "--out", out.string()});
+  ASSERT_TRUE(wait_until_busy(p));
+  p.signal(SIGTERM);
+  const auto r = p.wait(std::chrono::seconds(60));
+  ASSERT_TRUE(r.finished);
+  EXPECT_EQ(r.status, 143) << r.err;
+  EXPECT_NE(r.err.find("backoff sweep: interrupted (SIGTERM) after"), std::string::npos) << r.err;
+  const auto doc = nlohmann::json::parse(slurp(out / "summary.json"));
+  EXPECT_EQ(doc["partial"], true);
+  EXPECT_EQ(doc["signal"], "SIGTERM");
+  EXPECT_LT(doc["runs_done"].get<std::size_t>(), doc["runs"].get<std::size_t>());
+  // The first cell is unfinished (2000 replications of 190 clients): marked, and not in sweep.csv.
+  EXPECT_EQ(doc["points"][0]["strategies"][0]["partial"], true);
+  const std::string csv = slurp(out / "sweep.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1);
+  fs::remove_all(out);
+}
+
+TEST(SimLimitsCli, WholeRunsAreTheSameWhateverTheLimit) {
+  const fs::path base = fresh_dir("same");
+  for (const char* limit : {"none", "4GiB", ""}) {
+    std::vector<std::string> args{"sim", "tick-burst", "--out", (base / limit).string()};
+    if (*limit != '\0') args.insert(args.end(), {"--memory-limit", limit});
+    const auto r = run_cli(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.find("partial"), std::string::npos);
+  }
+  const auto summary = [](const fs::path& p) {
+    auto doc = nlohmann::json::parse(slurp(p / "summary.json"));
+    doc["run"].erase("wall_s");
+    doc["run"].erase("events_per_s");
+    return doc;
+  };
+  for (const char* other : {"4GiB", ""}) {
+    EXPECT_EQ(slurp(base / "none" / "clients.csv"), slurp(base / other / "clients.csv"));
+    EXPECT_EQ(slurp(base / "none" / "timeseries.csv"), slurp(base / other / "timeseries.csv"));
+    EXPECT_EQ(summary(base / "none"), summary(base / other));
+    EXPECT_FALSE(summary(base / other).contains("partial"));
+  }
+  fs::remove_all(base);
+}
+
+}  // namespace

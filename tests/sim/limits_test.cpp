@@ -1,0 +1,238 @@
+// The simulator's limits: sizes, the up-front memory estimate (which refuses without
+// allocating), the engine's guard (interrupts and the resident-set limit, polled every 2^16
+// events), and partial results that are marked as such. Whole runs are unchanged by all of it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "engine/engine.hpp"
+#include "engine/guard.hpp"
+#include "run/memory.hpp"
+#include "run/runner.hpp"
+#include "scenario/scenario.hpp"
+
+namespace {
+
+namespace sim = backoff::sim;
+namespace fs = std::filesystem;
+
+const sim::scenario_source& builtin(const std::string& name) {
+  for (const auto& s : sim::builtin_scenarios()) {
+    if (s.path == "builtin/" + name + ".toml") return s;
+  }
+  throw std::runtime_error("no built-in " + name);
+}
+
+// Leaves no interrupt request behind for the next test, whatever happens in this one.
+struct interrupt_cleanup {
+  interrupt_cleanup() { sim::clear_interrupt(); }
+  ~interrupt_cleanup() { sim::clear_interrupt(); }
+};
+
+// Schedules itself again after every event, for ever.
+struct ticker final : sim::model {
+  void handle(sim::engine& e, const sim::event& ev) override { e.schedule_after(1, ev.target, 0); }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// summary.json without its wall-clock figures.
+nlohmann::json summary_without_wall(const fs::path& p) {
+  auto doc = nlohmann::json::parse(slurp(p));
+  doc["run"].erase("wall_s");
+  doc["run"].erase("events_per_s");
+  return doc;
+}
+
+TEST(SimLimits, ParsesSizes) {
+  std::string error;
+  EXPECT_EQ(sim::parse_size("512MiB", error), 512ULL << 20);
+  EXPECT_EQ(sim::parse_size("4GiB", error), 4ULL << 30);
+  EXPECT_EQ(sim::parse_size("1.5G", error), 3ULL << 29);
+  EXPECT_EQ(sim::parse_size("2GB", error), 2'000'000'000ULL);
+  EXPECT_EQ(sim::parse_size("1000", error), 1000ULL);
+  EXPECT_EQ(sim::parse_size("none", error), 0ULL);
+  EXPECT_EQ(sim::parse_size("0", error), 0ULL);
+  for (const char* bad : {"", "GiB", "4XB", "-1GiB", "1..2G", "99999999999TiB"}) {
+    error.clear();
+    EXPECT_FALSE(sim::parse_size(bad, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+  EXPECT_EQ(sim::format_size(3ULL << 30), "3.0 GiB");
+  EXPECT_EQ(sim::format_size(512ULL << 20), "512 MiB");
+  const std::uint64_t def = sim::default_memory_limit();
+  EXPECT_GT(def, 0u);
+  EXPECT_LE(def, 8ULL << 30);
+}
+
+TEST(SimLimits, EstimateRefusesAHugeScenarioBeforeAllocating) {
+  sim::scenario sc =
+      sim::scenario::load(builtin("one-client-burst"), {"workload.operations=100000000"});
+  sim::run_options o;
+  o.memory_limit = 1ULL << 30;
+  const std::uint64_t before = sim::resident_bytes();
+  try {
+    (void)sim::run_scenario(sc, o);
+    FAIL() << "not refused";
+  } catch (const sim::memory_limit_error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("scenario 'one-client-burst' would need about"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("workload.operations = 100000000 in flight at once"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("the limit is 1.0 GiB (--memory-limit)"), std::string::npos) << message;
+  }
+  // 10^8 operations would be about 24 GiB: nothing of the kind was allocated.
+  EXPECT_LT(sim::resident_bytes(), before + (256ULL << 20));
+}
+
+TEST(SimLimits, EstimateNamesTheSweepsLargestTerm) {
+  sim::scenario sc = sim::scenario::load(builtin("aws-occ"), {"sweep.clients=[10, 1000000]"});
+  const sim::memory_estimate e = sim::estimate_memory(sc, 2);
+  EXPECT_NE(e.driver.find("clients = 1000000"), std::string::npos) << e.driver;
+  EXPECT_NE(e.driver.find("2 worker threads"), std::string::npos) << e.driver;
+  EXPECT_GT(e.bytes, e.baseline + 2 * 1'000'000ULL * 190);
+}
+
+TEST(SimLimits, AnEngineWithoutAGuardIgnoresInterrupts) {
+  const interrupt_cleanup cleanup;
+  sim::request_interrupt(SIGINT);
+  sim::engine e;
+  ticker t;
+  e.schedule_at(0, e.add(t), 0);
+  e.run_until(200'000);
+  EXPECT_EQ(e.now(), 200'000);
+}
+
+TEST(SimLimits, TheGuardStopsAnEngineAtItsNextPoll) {
+  const interrupt_cleanup cleanup;
+  sim::run_guard guard;
+  const sim::guard_scope scope(guard);
+  sim::engine e;
+  ticker t;
+  e.schedule_at(0, e.add(t), 0);
+  e.run_until(1000);  // not interrupted: runs to its bound
+  EXPECT_EQ(e.now(), 1000);
+  sim::request_interrupt(SIGTERM);
+  sim::request_interrupt(SIGINT);  // the first signal wins
+  try {
+    e.run_until(sim::time_max);
+    FAIL() << "not stopped";
+  } catch (const sim::run_stopped& s) {
+    EXPECT_EQ(s.reason, sim::stop_reason::interrupted);
+    EXPECT_EQ(s.signal, SIGTERM);
+    EXPECT_EQ(s.events, std::uint64_t{1} << sim::run_guard::poll_shift);
+    EXPECT_EQ(s.at, e.now());
+  }
+}
+
+TEST(SimLimits, TheGuardStopsARunWhoseEstimateWasWrong) {
+  // The estimate is skipped (as if it had been fooled); the run holds about 50 MiB of
+  // operations in flight, the limit leaves it 8 MiB more than the process holds now.
+  const interrupt_cleanup cleanup;
+  sim::scenario sc = sim::scenario::load(
+      builtin("one-client-burst"),
+      {"workload.operations=200000", "workload.rate_per_s=1000000", "server.max_busy=1"});
+  sim::run_options o;
+  o.preflight = false;
+  o.memory_limit = sim::resident_bytes() + (8ULL << 20);
+  try {
+    (void)sim::run_scenario(sc, o);
+    FAIL() << "not stopped";
+  } catch (const sim::memory_limit_error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("scenario 'one-client-burst' stopped at"), std::string::npos) << message;
+    EXPECT_NE(message.find("in strategy 'exponential-none'"), std::string::npos) << message;
+    EXPECT_NE(message.find("over the limit of"), std::string::npos) << message;
+    EXPECT_NE(message.find("the estimate was about"), std::string::npos) << message;
+  }
+}
+
+TEST(SimLimits, AnInterruptedRunIsMarkedPartial) {
+  const interrupt_cleanup cleanup;
+  sim::scenario sc = sim::scenario::load(
+      builtin("one-client-burst"),
+      {"workload.operations=100000", "workload.rate_per_s=1000000", "server.max_busy=1"});
+  const fs::path out =
+      fs::temp_directory_path() / ("backoff-limits-partial-" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  sim::run_options o;
+  o.out = out;
+  // Interrupt once the run has started (its clients.csv exists); bounded wait.
+  std::thread interrupter([&] {
+    for (int i = 0; i < 2000 && !fs::exists(out / "clients.csv"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    sim::request_interrupt(SIGINT);
+  });
+  const sim::scenario_result r = sim::run_scenario(sc, o);
+  interrupter.join();
+  ASSERT_TRUE(r.stopped.has_value());
+  EXPECT_EQ(r.stopped->reason, sim::stop_reason::interrupted);
+  EXPECT_EQ(r.stopped->signal, SIGINT);
+  // Each strategy ran, was cut short (and is in `strategies`), or did not start.
+  EXPECT_EQ(r.strategies.size() + r.stopped->not_run.size(), sc.strategies().size());
+  const auto doc = nlohmann::json::parse(slurp(out / "summary.json"));
+  EXPECT_EQ(doc["partial"], true);
+  EXPECT_EQ(doc["reason"], "interrupted");
+  EXPECT_EQ(doc["signal"], "SIGINT");
+  EXPECT_TRUE(doc.contains("stopped_at_s"));
+  EXPECT_NE(sim::comparison_table(r).find("partial: interrupted (SIGINT)"), std::string::npos);
+  fs::remove_all(out);
+}
+
+TEST(SimLimits, AnInterruptedSweepWritesFinishedCellsAndMarksTheRest) {
+  const interrupt_cleanup cleanup;
+  sim::scenario sc = sim::scenario::load(builtin("attempts-vs-operations"), {});
+  sim::request_interrupt(SIGINT);  // before the first run: every cell is unfinished
+  sim::run_options o;
+  o.threads = 2;
+  const sim::scenario_result r = sim::run_scenario(sc, o);
+  ASSERT_TRUE(r.stopped.has_value());
+  EXPECT_EQ(r.stopped->runs_done, 0u);
+  EXPECT_EQ(r.stopped->runs, 8u * 2u * 5u);
+  std::ostringstream json, csv;
+  sim::write_summary_json(r, json);
+  sim::write_sweep_csv(r, csv);
+  const auto doc = nlohmann::json::parse(json.str());
+  EXPECT_EQ(doc["partial"], true);
+  EXPECT_EQ(doc["runs_done"], 0);
+  EXPECT_EQ(doc["points"][0]["strategies"][0]["partial"], true);
+  EXPECT_EQ(doc["points"][0]["strategies"][0]["replications_done"], 0);
+  const std::string rows = csv.str();
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 1);  // the header only
+}
+
+TEST(SimLimits, AWholeRunIsTheSameWithOrWithoutALimit) {
+  const interrupt_cleanup cleanup;
+  const fs::path base =
+      fs::temp_directory_path() / ("backoff-limits-same-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  for (const std::uint64_t limit : {std::uint64_t{0}, sim::default_memory_limit()}) {
+    sim::scenario sc = sim::scenario::load(builtin("tick-burst"), {});
+    sim::run_options o;
+    o.out = base / std::to_string(limit);
+    o.memory_limit = limit;
+    const sim::scenario_result r = sim::run_scenario(sc, o);
+    EXPECT_FALSE(r.stopped.has_value());
+    EXPECT_FALSE(nlohmann::json::parse(slurp(*o.out / "summary.json")).contains("partial"));
+  }
+  const fs::path a = base / "0", b = base / std::to_string(sim::default_memory_limit());
+  EXPECT_EQ(slurp(a / "clients.csv"), slurp(b / "clients.csv"));
+  EXPECT_EQ(slurp(a / "timeseries.csv"), slurp(b / "timeseries.csv"));
+  EXPECT_EQ(summary_without_wall(a / "summary.json"), summary_without_wall(b / "summary.json"));
+  fs::remove_all(base);
+}
+
+}  // namespace
