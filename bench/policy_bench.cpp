@@ -70,8 +70,8 @@ void RetryFirstCallSucceeds(benchmark::State& state, backoff::duration max_elaps
   const std::size_t before = backoff::bench::allocations();
   for (auto _ : state) {
     benchmark::DoNotOptimize(calls);
-    auto r = backoff::retry([&] { return (++calls, true); }, policy, backoff::default_classifier{},
-                            env);
+    auto r =
+        backoff::retry([&] { return (++calls, true); }, policy, backoff::default_classifier{}, env);
     benchmark::DoNotOptimize(r);
   }
   report_allocations(state, before);

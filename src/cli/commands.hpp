@@ -33,6 +33,16 @@ inline CLI::Validator whole_number() {
       "UINT");
 }
 
+// A flag whose empty value would otherwise read as "not given" (--out '' writing nothing, with
+// nothing said): `what` is what it needs, as in "a folder".
+inline CLI::Validator not_empty(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& value) -> std::string {
+        return value.empty() ? "needs " + what + ", got an empty value" : std::string();
+      },
+      "");
+}
+
 // Each setup_* adds its subcommand to `app` and arranges for `status` to receive its result.
 void setup_delays(CLI::App& app, int& status);
 void setup_presets(CLI::App& app, int& status);

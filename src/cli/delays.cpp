@@ -185,7 +185,8 @@ void setup_delays(CLI::App& app, int& status) {
   cmd->add_option("--plot", options->plot,
                   "Also draw delay vs retry number with gnuplot: PREFIX.png and PREFIX.svg "
                   "(linear), PREFIX-log.png and PREFIX-log.svg (log scale)")
-      ->type_name("PREFIX");
+      ->type_name("PREFIX")
+      ->check(not_empty("a file prefix"));
   cmd->callback([options, &status] { status = run_delays(*options); });
 }
 

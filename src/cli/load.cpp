@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
@@ -33,7 +34,7 @@ struct load_flags {
   std::string timeout = "2s";
   std::string duration_text = "60s";
   std::string report_every = "5s";
-  std::string out;
+  std::optional<std::string> out;  // given empty is a mistake, not "no outputs"
   std::string policy;
   bool exponential = false;
   std::string simple_delay;
@@ -62,6 +63,20 @@ duration seconds_or_duration(const std::string& text) {
     return std::chrono::duration_cast<duration>(std::chrono::duration<double>(seconds));
   }
   return parse_duration(text);
+}
+
+// A duration flag: the error names the flag, and `positive` refuses zero.
+duration flag_duration(const std::string& flag, const std::string& text, bool positive) {
+  duration d{};
+  try {
+    d = parse_duration(text);
+  } catch (const parse_error& e) {
+    throw parse_error(flag + ": " + e.what());
+  }
+  if (positive && d.count() == 0) {
+    throw parse_error(flag + ": must be more than 0, got \"" + text + "\"");
+  }
+  return d;
 }
 
 std::uint64_t whole(const std::string& flag, const std::string& text) {
@@ -99,8 +114,8 @@ int run_experiment(const load_flags& f, const net::load_options& o) {
       throw parse_error(
           "--experiment outage runs fixed and exponential retries itself; drop the policy flags");
     }
-    e.pause_after = parse_duration(f.pause_after);
-    e.pause_for = parse_duration(f.pause_for);
+    e.pause_after = flag_duration("--pause-after", f.pause_after, false);
+    e.pause_for = flag_duration("--pause-for", f.pause_for, true);
     if (e.pause_after + e.pause_for >= o.duration_total) {
       throw parse_error("--pause-after plus --pause-for must end before --duration");
     }
@@ -113,7 +128,7 @@ int run_experiment(const load_flags& f, const net::load_options& o) {
       e, [](const std::string& line) { std::cout << line << std::endl; },
       [] { return interrupted.load(); });
   std::cout << sim::comparison_table(result) << std::flush;
-  if (!f.out.empty() && !write_outputs(f.out, result)) return exit_failure;
+  if (f.out && !write_outputs(*f.out, result)) return exit_failure;
   return interrupted ? 128 + SIGINT : exit_ok;
 }
 
@@ -126,15 +141,17 @@ int run_load_command(const load_flags& f) {
       throw parse_error("--clients: expected 1 to 1000000, got \"" + f.clients + "\"");
     }
     o.clients = static_cast<std::uint32_t>(clients);
-    o.think_mean = seconds_or_duration(f.lambda);
+    try {
+      o.think_mean = seconds_or_duration(f.lambda);
+    } catch (const parse_error& e) {
+      throw parse_error(std::string("--lambda: ") + e.what());
+    }
     if (!(f.rate >= 0) || f.rate > 1e7) throw parse_error("--rate: expected 0 to 1e7 per second");
     o.rate_per_s = f.rate;
-    o.timeout = parse_duration(f.timeout);
-    o.duration_total = parse_duration(f.duration_text);
-    o.report_every = parse_duration(f.report_every);
-    if (o.timeout.count() == 0 || o.duration_total.count() == 0 || o.report_every.count() == 0) {
-      throw parse_error("--timeout, --duration and --report-every must be more than 0");
-    }
+    o.timeout = flag_duration("--timeout", f.timeout, true);
+    o.duration_total = flag_duration("--duration", f.duration_text, true);
+    o.report_every = flag_duration("--report-every", f.report_every, true);
+    if (f.out && f.out->empty()) throw parse_error("--out: needs a folder");
     const int choices =
         (f.exponential ? 1 : 0) + (f.policy.empty() ? 0 : 1) + (f.simple_delay.empty() ? 0 : 1);
     if (choices > 1) {
@@ -146,7 +163,8 @@ int run_load_command(const load_flags& f) {
       spec = "smira-go";
       name = "exponential";
     } else if (!f.simple_delay.empty()) {
-      spec = "constant(initial=" + format_duration(parse_duration(f.simple_delay)) + ")";
+      spec = "constant(initial=" +
+             format_duration(flag_duration("--simple-backoff-delay", f.simple_delay, false)) + ")";
     } else if (!f.policy.empty()) {
       spec = f.policy;
       name = f.policy;
@@ -184,7 +202,7 @@ int run_load_command(const load_flags& f) {
             << " OK, " << run.errors << " errors, " << run.timeouts << " timed out"
             << (run.dropped ? ", " + std::to_string(run.dropped) + " arrivals dropped" : "")
             << (interrupted ? " (interrupted)" : "") << '\n';
-  if (!f.out.empty()) {
+  if (f.out) {
     sim::scenario_result result;
     result.scenario = "load";
     result.model = "network";
@@ -193,7 +211,7 @@ int run_load_command(const load_flags& f) {
     result.policies.emplace_back(o.strategy, o.policy.to_string());
     result.events = run.requests;
     result.wall_s = run.wall_s;
-    if (!write_outputs(f.out, result)) return exit_failure;
+    if (!write_outputs(*f.out, result)) return exit_failure;
   }
   return interrupted ? 128 + SIGINT : exit_ok;
 }

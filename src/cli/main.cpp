@@ -22,10 +22,6 @@ bool is_retry_command(const char* name) {
 
 int main(int argc, char** argv) {
   const backoff::cli::command_tail tail = backoff::cli::split_command_tail(argc, argv);
-  std::vector<std::string> args = backoff::cli::with_seed_flags(argc, argv);
-  std::vector<char*> arg_pointers;
-  for (std::string& a : args) arg_pointers.push_back(a.data());
-  argv = arg_pointers.data();
   CLI::App app{"backoff: when a call fails, when and whether to try again"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("backoff ") + BACKOFF_VERSION);
@@ -41,6 +37,15 @@ int main(int argc, char** argv) {
   backoff::cli::setup_serve(app, status);
   backoff::cli::setup_load(app, status);
 
+  std::vector<std::string> args = backoff::cli::with_seed_flags(
+      argc, argv, [&app](std::string_view command, const std::string& flag) {
+        const CLI::App* sub = app.get_subcommand(std::string(command));
+        return sub->get_option_no_throw(flag) != nullptr;
+      });
+  std::vector<char*> arg_pointers;
+  for (std::string& a : args) arg_pointers.push_back(a.data());
+  argv = arg_pointers.data();
+
   // CLI11 reports an unknown command as a missing one; name it instead.
   const auto all = app.get_subcommands([](const CLI::App*) { return true; });
   const auto is_command = [&](const std::string& name) {
@@ -49,12 +54,22 @@ int main(int argc, char** argv) {
     }
     return false;
   };
+  std::string known;
+  for (const CLI::App* sub : all) known += (known.empty() ? "" : ", ") + sub->get_name();
   if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
-    std::string known;
-    for (const CLI::App* sub : all) known += (known.empty() ? "" : ", ") + sub->get_name();
     std::cerr << "backoff: unknown command '" << argv[1] << "' (commands: " << known
               << "; see 'backoff --help')\n";
     return backoff::cli::exit_usage;
+  }
+  // Before the command only --help and --version mean anything; CLI11 would call any other flag
+  // a missing command.
+  if (argc > 1 && argv[1][0] == '-') {
+    const std::string_view flag = argv[1];
+    if (flag != "-h" && flag != "--help" && flag != "--help-all" && flag != "--version") {
+      std::cerr << "backoff: unknown option '" << flag
+                << "' (before the command: --help, --version; commands: " << known << ")\n";
+      return backoff::cli::exit_usage;
+    }
   }
 
   try {

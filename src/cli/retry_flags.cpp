@@ -19,13 +19,14 @@ namespace {
 
 constexpr std::uint32_t default_times = 5;
 
-bool parse_time(const std::string& name, const std::string& flag, const std::string& text,
-                bool allow_zero, std::optional<duration>& out) {
-  if (text.empty()) return true;
+bool parse_time(const std::string& name, const std::string& flag,
+                const std::optional<std::string>& text, bool allow_zero,
+                std::optional<duration>& out) {
+  if (!text) return true;
   try {
-    const duration d = parse_duration(text);
+    const duration d = parse_duration(*text);
     if (!allow_zero && d.count() == 0) {
-      std::cerr << "backoff " << name << ": " << flag << " must be more than 0, got '" << text
+      std::cerr << "backoff " << name << ": " << flag << " must be more than 0, got '" << *text
                 << "'\n";
       return false;
     }
@@ -53,8 +54,8 @@ void add_retry_flags(CLI::App& sub, retry_flags& f) {
   sub.add_option("--policy", f.policy,
                  "Backoff policy spec or preset (see `backoff presets`). Default: ftsh, "
                  "1 s doubling to 1 h, times U(1, 2)");
-  sub.add_option("--grace", f.grace, "Between TERM and KILL when an attempt is stopped")
-      ->capture_default_str();
+  sub.add_option("--grace", f.grace,
+                 "Between TERM and KILL when an attempt is stopped (default: 5s)");
   sub.add_option("--until", f.until,
                  "Stop retrying on any of these statuses: success, fail, N, N-M, comma-separated "
                  "(default: success)");
@@ -84,11 +85,14 @@ bool to_command_options(const std::string& name, const retry_flags& f,
   if (f.command.empty()) {
     return fail("no command given (usage: backoff " + name + " [OPTIONS] -- COMMAND [ARGS...])");
   }
-  if (!f.every.empty() && !f.policy.empty()) {
+  if (f.every && f.policy) {
     return fail("--every and --policy both set the wait between attempts; give one");
   }
-  if (!f.until.empty() && !f.while_.empty()) {
+  if (f.until && f.while_) {
     return fail("--until and --while both decide when to stop; give one");
+  }
+  if (f.report && f.report->empty()) {
+    return fail("--report: needs a FILE, or - for stdout");
   }
   std::optional<duration> within;
   std::optional<duration> every;
@@ -101,11 +105,19 @@ bool to_command_options(const std::string& name, const retry_flags& f,
     return false;
   }
   try {
-    options.loop.policy.backoff = parse_policy(f.policy.empty() ? "ftsh" : f.policy);
-    if (!f.until.empty()) options.until = tool::parse_status_list(f.until);
-    if (!f.while_.empty()) options.while_ = tool::parse_status_list(f.while_);
+    options.loop.policy.backoff = parse_policy(f.policy.value_or("ftsh"));
   } catch (const parse_error& e) {
     return fail(e.what());
+  }
+  try {
+    if (f.until) options.until = tool::parse_status_list(*f.until);
+  } catch (const parse_error& e) {
+    return fail(std::string("--until: ") + e.what());
+  }
+  try {
+    if (f.while_) options.while_ = tool::parse_status_list(*f.while_);
+  } catch (const parse_error& e) {
+    return fail(std::string("--while: ") + e.what());
   }
   std::uint32_t times = within ? 0 : default_times;
   if (!f.times.empty()) {
@@ -141,10 +153,10 @@ int run_retry_command(
     seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   }
   std::ofstream report_file;
-  if (!f.report.empty() && f.report != "-") {
-    report_file.open(f.report);
+  if (f.report && *f.report != "-") {
+    report_file.open(*f.report);
     if (!report_file) {
-      std::cerr << "backoff " << name << ": --report: cannot write '" << f.report << "'\n";
+      std::cerr << "backoff " << name << ": --report: cannot write '" << *f.report << "'\n";
       return exit_tool_error;
     }
   }
@@ -163,12 +175,12 @@ int run_retry_command(
       random_generator rng(seed);
       summary = run(options, scope, rng);
     }
-    if (!f.report.empty()) {
-      std::ostream& out = f.report == "-" ? std::cout : report_file;
+    if (f.report) {
+      std::ostream& out = *f.report == "-" ? std::cout : report_file;
       out << tool::to_json(summary).dump(2) << '\n';
       out.flush();
       if (!out) {
-        std::cerr << "backoff " << name << ": --report: cannot write '" << f.report << "'\n";
+        std::cerr << "backoff " << name << ": --report: cannot write '" << *f.report << "'\n";
         return exit_tool_error;
       }
     }

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,16 +18,18 @@ namespace backoff::cli {
 // cannot be mistaken for the command's statuses.
 inline constexpr int exit_tool_error = tool::status_tool_error;
 
+// A flag given with an empty value (--timeout '') is a mistake to report, not the flag left out:
+// hence std::optional for the flags whose absence means a default.
 struct retry_flags {
   std::string times;
-  std::string within;  // --for
-  std::string every;
-  std::string timeout;
-  std::string policy;
-  std::string grace = "5s";
-  std::string until;
-  std::string while_;
-  std::string report;
+  std::optional<std::string> within;  // --for
+  std::optional<std::string> every;
+  std::optional<std::string> timeout;
+  std::optional<std::string> policy;
+  std::optional<std::string> grace;
+  std::optional<std::string> until;
+  std::optional<std::string> while_;
+  std::optional<std::string> report;
   std::string seed;
   bool replay_stdin = false;
   bool stdout_on_success = false;

@@ -54,8 +54,9 @@ sim::scenario_source resolve_scenario(const std::string& arg) {
     if (s.path == "builtin/" + arg + ".toml" || s.path == "builtin/" + arg) return s;
   }
   if (fs::is_directory(arg, ec)) {
-    throw sim::scenario_error(arg + ": is a folder, not a scenario file (a .toml file, or a "
-                                    "built-in name)");
+    throw sim::scenario_error(arg +
+                              ": is a folder, not a scenario file (a .toml file, or a "
+                              "built-in name)");
   }
   std::string known;
   for (const auto& s : sim::builtin_scenarios()) {

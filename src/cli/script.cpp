@@ -2,7 +2,10 @@
 // `try [for] N times | for DURATION [or ...] [every DURATION] ... [catch ...] end`, forany, forall,
 // for, success and failure, every command in its own process group under the tool's deadlines.
 // Parse errors print "FILE:LINE: message" and exit 125, like the tool's other errors.
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -38,9 +41,13 @@ int run_script_command(const script_flags& f) {
   tool::script::script_options options;
   try {
     options.policy = parse_policy(f.policy);
-    options.grace = parse_duration(f.grace);
   } catch (const parse_error& e) {
     return fail(e.what());
+  }
+  try {
+    options.grace = parse_duration(f.grace);
+  } catch (const parse_error& e) {
+    return fail(std::string("--grace: ") + e.what());
   }
   std::uint64_t seed = 0;
   if (!f.seed.empty()) {
@@ -51,10 +58,15 @@ int run_script_command(const script_flags& f) {
   } else {
     seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   }
+  std::error_code ec;
+  if (std::filesystem::is_directory(f.file, ec)) {
+    return fail("cannot read '" + f.file + "': it is a folder, not a script");
+  }
   std::ifstream in(f.file, std::ios::binary);
-  if (!in) return fail("cannot read '" + f.file + "'");
+  if (!in) return fail("cannot read '" + f.file + "': " + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
+  if (in.bad()) return fail("cannot read '" + f.file + "': " + std::strerror(errno));
   tool::script::script parsed;
   try {
     parsed = tool::script::parse(text.str(), f.file);

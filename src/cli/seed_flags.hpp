@@ -34,12 +34,20 @@ inline std::string seed_flag_to_ours(std::string_view arg) {
 }
 
 // argv with the seed's flags rewritten when the command is serve or load; otherwise unchanged.
-inline std::vector<std::string> with_seed_flags(int argc, char** argv) {
+// Only words that become one of the command's own flags are rewritten (`is_flag(command, name)`),
+// so that a mistyped flag is reported as the user wrote it, not as a flag nobody typed.
+template <typename IsFlag>
+std::vector<std::string> with_seed_flags(int argc, char** argv, const IsFlag& is_flag) {
   std::vector<std::string> args(argv, argv + argc);
   if (argc < 2) return args;
   const std::string_view sub = argv[1];
   if (sub != "serve" && sub != "load") return args;
-  for (std::size_t i = 2; i < args.size(); ++i) args[i] = seed_flag_to_ours(args[i]);
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    std::string ours = seed_flag_to_ours(args[i]);
+    if (ours == args[i]) continue;
+    const std::string name = ours.substr(0, ours.find('='));
+    if (is_flag(sub, name)) args[i] = std::move(ours);
+  }
   return args;
 }
 

@@ -3,11 +3,14 @@
 // (POST /admin/pause?for=10s, POST /admin/resume, or SIGSTOP/SIGCONT), 503/429 with Retry-After
 // past --max-busy, and the seed's once-a-second "concurrency: N, last delay: D" line on stderr.
 // SIGINT or SIGTERM stop it gracefully (docs/NETWORK.md).
+#include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <boost/asio/ip/address.hpp>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -85,9 +88,24 @@ int run_serve(const serve_options& o) {
       !to_duration("--retry-after", o.retry_after, true, options.retry_after)) {
     return exit_usage;
   }
-  if (!(o.factor >= 1.0) || !(o.k > 0)) {
-    std::cerr << "backoff serve: --factor must be at least 1 and --k more than 0\n";
+  // inf and nan parse as numbers, and would make every delay past the limit infinite or nan.
+  if (!std::isfinite(o.factor) || o.factor < 1.0) {
+    std::cerr << "backoff serve: --factor: expected a finite number of at least 1, got '"
+              << o.factor << "'\n";
     return exit_usage;
+  }
+  if (!std::isfinite(o.k) || !(o.k > 0)) {
+    std::cerr << "backoff serve: --k: expected a finite number more than 0, got '" << o.k << "'\n";
+    return exit_usage;
+  }
+  {
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(o.host, ec);
+    if (ec) {
+      std::cerr << "backoff serve: bad --host '" << o.host
+                << "': expected an IP address such as 127.0.0.1 or ::1\n";
+      return exit_usage;
+    }
   }
   options.host = o.host;
   options.port = static_cast<std::uint16_t>(port);
@@ -112,9 +130,12 @@ int run_serve(const serve_options& o) {
   try {
     net::server server(options);
     server.start();
-    std::cerr << "backoff serve: listening on http://" << o.host << ":" << server.port() << "/api ("
-              << threads << " threads; GET /metrics, POST /admin/pause, "
-              << "POST /admin/resume)" << std::endl;
+    // One write: stderr is unbuffered, and scripts wait for this line to read the port.
+    std::cerr << fmt::format(
+                     "backoff serve: listening on http://{}:{}/api ({} threads; GET "
+                     "/metrics, POST /admin/pause, POST /admin/resume)\n",
+                     o.host, server.port(), threads)
+              << std::flush;
     int signal = 0;
     ::sigwait(&stop_signals, &signal);
     std::cerr << "backoff serve: " << ::strsignal(signal) << ", shutting down" << std::endl;

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <string>
 
@@ -114,9 +115,15 @@ double spec_number(std::string_view spec, const spec_argument& arg, std::string_
   const char* first = arg.value.data();
   const char* last = first + arg.value.size();
   const auto [end, ec] = std::from_chars(first, last, v);
-  if (ec != std::errc{} || end != last || !std::isfinite(v)) {
-    fail(what, spec, arg.key + "=" + escape_controls(arg.value) + " is not a number");
+  const std::string written = arg.key + "=" + escape_controls(arg.value);
+  if (ec == std::errc::result_out_of_range && end == last) {
+    // from_chars does not say which way: strtod does (HUGE_VAL on overflow, 0 on underflow).
+    const bool large = std::fabs(std::strtod(std::string(arg.value).c_str(), nullptr)) >= 1.0;
+    fail(what, spec, written + " is too " + (large ? "large" : "small") + " for a number");
   }
+  if (ec != std::errc{} || end != last || std::isnan(v))
+    fail(what, spec, written + " is not a number");
+  if (!std::isfinite(v)) fail(what, spec, written + " is not a finite number");
   return v;
 }
 

@@ -20,7 +20,7 @@ using backoff::test::slurp;
 // Starts `backoff serve ARGS --port 0` and reads the port from its first line.
 struct served {
   explicit served(std::vector<std::string> args) : probe(with_port(std::move(args))) {
-    EXPECT_TRUE(backoff::test::wait_for_text(probe.err_path(), "listening on http://"));
+    EXPECT_TRUE(backoff::test::wait_for_text(probe.err_path(), "POST /admin/resume)\n"));
     const std::string err = slurp(probe.err_path());
     std::smatch m;
     if (std::regex_search(err, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/api"))) port = m[1];

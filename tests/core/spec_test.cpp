@@ -10,13 +10,13 @@
 #include <string>
 #include <string_view>
 
-#include "backoff/duration.hpp"
 #include "backoff/aimd_window.hpp"
-#include "backoff/retry_budget.hpp"
-#include "backoff/throttle.hpp"
+#include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/presets.hpp"
+#include "backoff/retry_budget.hpp"
+#include "backoff/throttle.hpp"
 
 namespace {
 
@@ -217,7 +217,10 @@ TEST(ParsePolicy, RejectsBadSpecsNamingTheBadPart) {
   policy_should_fail("exponential(initial=1(s))", "at column 22 in the value of \"initial\"");
   policy_should_fail("exponential(factor=0.5)", "factor=0.5 must be a finite number >= 1");
   policy_should_fail("exponential(factor=abc)", "factor=abc is not a number");
-  policy_should_fail("exponential(factor=inf)", "factor=inf is not a number");
+  policy_should_fail("exponential(factor=inf)", "factor=inf is not a finite number");
+  policy_should_fail("exponential(factor=nan)", "factor=nan is not a number");
+  policy_should_fail("exponential(factor=1e400)", "factor=1e400 is too large for a number");
+  policy_should_fail("exponential(factor=1e-400)", "factor=1e-400 is too small for a number");
   policy_should_fail("exponential(factor=2x)", "factor=2x is not a number");
   policy_should_fail("exponential(jitter=multiplicative, lo=2, hi=1)", "lo <= hi (lo=2, hi=1)");
   policy_should_fail("exponential(jitter=multiplicative, lo=-1)", "0 <= lo");

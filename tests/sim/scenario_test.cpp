@@ -155,12 +155,13 @@ TEST(Scenario, ErrorsEscapeControlCharactersFromKeysAndOverrides) {
 }
 
 TEST(Scenario, RangesNeverStepPastStopOrInt64) {
-  const std::string text = "scenario = \"t\"\n[sweep]\n"
-                           "a = { start = 0, stop = 9223372036854775807, "
-                           "step = 4611686018427387904 }\n"
-                           "b = { start = \"0s\", stop = \"9223372036.854775807s\", "
-                           "step = \"4611686018.427387904s\" }\n"
-                           "[[strategy]]\nname = \"s\"\n";
+  const std::string text =
+      "scenario = \"t\"\n[sweep]\n"
+      "a = { start = 0, stop = 9223372036854775807, "
+      "step = 4611686018427387904 }\n"
+      "b = { start = \"0s\", stop = \"9223372036.854775807s\", "
+      "step = \"4611686018.427387904s\" }\n"
+      "[[strategy]]\nname = \"s\"\n";
   const scenario sc = scenario::load({"range.toml", text});
   ASSERT_EQ(sc.axes().size(), 2u);
   ASSERT_EQ(sc.axes()[0].values.size(), 2u);
@@ -170,10 +171,11 @@ TEST(Scenario, RangesNeverStepPastStopOrInt64) {
 }
 
 TEST(Scenario, AGridBeyondAMillionPointsIsRefusedBeforeItIsBuilt) {
-  const std::string axes = "scenario = \"t\"\n[sweep]\n"
-                           "a = { start = 1, stop = 100000, step = 1 }\n"
-                           "b = { start = 1, stop = 100000, step = 1 }\n"
-                           "[[strategy]]\nname = \"s\"\n";
+  const std::string axes =
+      "scenario = \"t\"\n[sweep]\n"
+      "a = { start = 1, stop = 100000, step = 1 }\n"
+      "b = { start = 1, stop = 100000, step = 1 }\n"
+      "[[strategy]]\nname = \"s\"\n";
   const std::string message = error_of(axes);
   EXPECT_NE(message.find("bad.toml:4:1: sweep.b: the grid would have more than 1000000 points"),
             std::string::npos)

@@ -601,7 +601,10 @@ TEST(ScriptParser, ReportsEachErrorWithItsLine) {
       {"try $n times", 1, "unexpected \"$n\" in try limits"},
       {"try 10x", 1,
        "bad duration \"10x\": unknown unit \"x\" at position 3 (use ns, us, ms, s, m, h or d)"},
-      {"try 3 \\\n  weeks", 1, "\"3\" needs a unit, as in '3 times' or '3 seconds'"},
+      {"try 3 \\\n  weeks", 1,
+       "unknown unit \"weeks\" in \"3 weeks\" (units: seconds, minutes, hours, days)"},
+      {"try 3\n  true\nend", 1, "\"3\" needs a unit, as in '3 times' or '3 seconds'"},
+      {"try for 5 every 1s\n  true\nend", 1, "\"5\" needs a unit, as in '5 times' or '5 seconds'"},
       {"\ntry for 1 hour \\\n  or foo", 3, "unexpected \"foo\" in try limits"},
   };
   for (const error_case& c : cases) {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "backoff/async_retry.hpp"
@@ -346,7 +347,14 @@ load_run run_load(const load_options& options,
   s.context.emplace(1);
   {
     tcp::resolver resolver(*s.context);
-    const auto results = resolver.resolve(options.target.host, std::to_string(options.target.port));
+    boost::system::error_code ec;
+    const auto results =
+        resolver.resolve(options.target.host, std::to_string(options.target.port), ec);
+    // The error_code overload: Boost's exception text carries its own source location.
+    if (ec || results.empty()) {
+      throw std::runtime_error("cannot resolve " + quote_for_message(options.target.host) + ": " +
+                               (ec ? ec.message() : std::string("no address")));
+    }
     s.endpoint = *results.begin();
   }
   {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -16,7 +17,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <array>
 #include <chrono>
 #include <ctime>
 #include <iostream>
@@ -215,8 +215,7 @@ struct worker {
     for (;;) {
       request_parser parser;
       limit_request_parser(parser);
-      const beast::error_code read_error =
-          co_await read_request(stream, buffer, parser);
+      const beast::error_code read_error = co_await read_request(stream, buffer, parser);
       if (read_error || stopping) {
         // A request that does not parse gets 400 and the connection is closed; a client that
         // went away needs no answer.
@@ -345,8 +344,7 @@ struct worker {
 };
 
 // The seed's once-a-second line, until the server stops.
-task<> log_each_second(timer_type& timer, const worker& w,
-                                      const server_metrics& metrics) {
+task<> log_each_second(timer_type& timer, const worker& w, const server_metrics& metrics) {
   for (;;) {
     timer.expires_after(std::chrono::seconds(1));
     const auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
@@ -367,7 +365,7 @@ struct server::impl {
   std::uint64_t pause_generation = 0;
   bool stopped = false;
   std::unique_ptr<asio::steady_timer> auto_resume;  // on worker 0
-  std::unique_ptr<timer_type> ticker;       // the per-second line, on worker 0
+  std::unique_ptr<timer_type> ticker;               // the per-second line, on worker 0
 
   void for_each_worker(auto f) {
     for (auto& w : workers) asio::post(w->context, [w = w.get(), f] { f(*w); });

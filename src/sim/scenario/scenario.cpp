@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <string_view>
 
 #include "backoff/aimd_window.hpp"
 #include "backoff/error.hpp"
@@ -73,6 +74,13 @@ void apply_override(toml::table& root, const std::string& assignment) {
   try {
     parsed = toml::parse("value = " + text, "--set " + key);
   } catch (const toml::parse_error&) {
+    // An integer TOML cannot hold would otherwise become a string, and be reported as one.
+    const std::string_view digits = std::string_view(text).substr(
+        !text.empty() && (text.front() == '-' || text.front() == '+') ? 1 : 0);
+    if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
+      throw scenario_error("--set " + key + ": " + text +
+                           " is out of range for an integer (at most 9223372036854775807)");
+    }
     parsed = toml::table{};
     parsed.insert("value", text);  // a bare word: a string
   }
@@ -502,12 +510,22 @@ void scenario::read_sweep(const toml::table& root) {
   };
   std::vector<found> all;
   std::size_t listed = 0;
+  // A key a --set gave or replaced (itself or a table above it) is named by that --set: its
+  // place in the file, if it has one, holds something else.
+  const auto place = [&](const toml::key& k, const std::string& key) {
+    const std::string full = "sweep." + key;
+    for (const auto& s : sets_) {
+      const std::string set = s.substr(0, s.find('='));
+      if (full == set || full.starts_with(set + ".")) return "--set " + set;
+    }
+    return position(k.source(), source_.path);
+  };
   std::function<void(const toml::table&, const std::string&)> walk =
       [&](const toml::table& t, const std::string& prefix) {
         for (const auto& [k, node] : t) {
           const std::string key =
               prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
-          const std::string at = position(k.source(), source_.path);
+          const std::string at = place(k, key);
           sweep_axis axis{key, at, {}};
           if (const toml::array* list = node.as_array()) {
             if (list->empty()) throw scenario_error(at + ": sweep." + key + ": the list is empty");

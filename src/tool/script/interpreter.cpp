@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -157,6 +158,18 @@ class interpreter {
     };
     for (const redirect& r : c.redirects) {
       if (r.how == redirect::kind::duplicate) {
+        // Only the standard three, or a descriptor an earlier redirection of this command set:
+        // any other number is closed in the child, or one of the tool's own (not the script's).
+        const bool set_earlier = std::any_of(spec.descriptors.begin(), spec.descriptors.end(),
+                                             [&](const auto& d) { return d.first == r.other_fd; });
+        const bool standard = r.other_fd <= 2 && ::fcntl(r.other_fd, F_GETFD) != -1;
+        if (!set_earlier && !standard) {
+          log(c.line, fmt::format("redirection '{}>&{}': descriptor {} is not open (only 0, 1, 2 "
+                                  "and descriptors redirected earlier in the command)",
+                                  r.fd, r.other_fd, r.other_fd));
+          close_opened();
+          return {false, status_script_error};
+        }
         spec.descriptors.emplace_back(r.fd, r.other_fd);
         continue;
       }

@@ -4,6 +4,7 @@
 #include "script/parser.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -680,6 +681,17 @@ class parser {
       }
     }
     if (is_decimal(number) && number != "0") {
+      // "5 parsecs": the word after the number is meant as its unit, and is not one we know.
+      if (i + 1 < tokens.size()) {
+        if (const auto word = tokens[i + 1].plain();
+            word && !word->empty() && std::isalpha(static_cast<unsigned char>(word->front())) &&
+            *word != "every" && *word != "or" && *word != "times" && *word != "time") {
+          errors_.fail(first.line,
+                       "unknown unit " + quote_for_message(*word) + " in " +
+                           quote_for_message(std::string(number) + " " + std::string(*word)) +
+                           " (units: seconds, minutes, hours, days)");
+        }
+      }
       errors_.fail(
           first.line,
           quote_for_message(number) + " needs a unit, as in '" + std::string(number) +
