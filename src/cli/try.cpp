@@ -1,7 +1,7 @@
 // `backoff try [OPTIONS] -- COMMAND [ARGS...]`: runs COMMAND until it succeeds, with the library's
 // backoff between attempts, a deadline that is kept (no attempt starts after it, no wait runs into
 // it, the running attempt is stopped at it), per-attempt timeouts that stop the whole process
-// group, and the child's status passed through (docs/TRY.md).
+// group, and the child's status passed through (docs/RETRY_TOOL.md).
 #include <iostream>
 #include <memory>
 
