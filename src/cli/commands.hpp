@@ -3,6 +3,8 @@
 // the work and returns the exit status; main.cpp only wires them together.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
@@ -41,6 +43,16 @@ inline CLI::Validator not_empty(const std::string& what) {
         return value.empty() ? "needs " + what + ", got an empty value" : std::string();
       },
       "");
+}
+
+// Raises the soft limit on open descriptors to the hard one: serve and load hold one per
+// connection, and the soak runs 10,000 of them.
+inline void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
 }
 
 // Each setup_* adds its subcommand to `app` and arranges for `status` to receive its result.

@@ -5,8 +5,6 @@
 // writes the simulator's summary.json and timeseries.csv with --out (docs/NETWORK.md).
 #include "client/load.hpp"
 
-#include <sys/resource.h>
-
 #include <atomic>
 #include <charconv>
 #include <csignal>
@@ -181,11 +179,7 @@ int run_load_command(const load_flags& f) {
     std::cerr << "backoff load: " << e.what() << '\n';
     return exit_usage;
   }
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &limit);
-  }
+  raise_descriptor_limit();
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   if (!f.experiment.empty()) return run_experiment(f, o);

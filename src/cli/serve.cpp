@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <boost/asio/ip/address.hpp>
 #include <charconv>
@@ -64,15 +63,6 @@ bool to_duration(const std::string& flag, const std::string& text, bool allow_ze
     return false;
   }
   return true;
-}
-
-// Up to the hard limit: every connection is a descriptor, and the soak runs 10,000 of them.
-void raise_descriptor_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &limit);
-  }
 }
 
 int run_serve(const serve_options& o) {

@@ -29,7 +29,6 @@
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -146,35 +145,12 @@ bool wait_for_lines(const fs::path& file, std::size_t lines,
 }
 
 // A scratch folder for the running test.
-class scratch {
+class scratch : public backoff::test::test_scratch {
  public:
-  scratch() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "-" + info->name();
-    std::replace(name.begin(), name.end(), '/', '_');
-    dir_ = backoff::test::fresh_dir("hygiene", name);
-    fs::create_directories(dir_);
-  }
-  scratch(const scratch&) = delete;
-  scratch& operator=(const scratch&) = delete;
-  ~scratch() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  fs::path sub(const std::string& name) const {
-    fs::create_directories(dir_ / name);
-    return dir_ / name;
-  }
-
- private:
-  fs::path dir_;
+  scratch() : test_scratch("hygiene") {}
 };
 
-// process_probe numbers its folders with a plain static counter: start probes one at a time.
-std::mutex probe_start;
-
 std::unique_ptr<process_probe> start(const std::vector<std::string>& args) {
-  const std::lock_guard<std::mutex> lock(probe_start);
   return std::make_unique<process_probe>(args);
 }
 

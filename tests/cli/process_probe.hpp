@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -118,7 +119,7 @@ class process_probe {
   explicit process_probe(const std::vector<std::string>& args,
                          const std::optional<std::string>& stdin_text = std::nullopt,
                          const std::vector<std::string>& extra_env = {}) {
-    static int counter = 0;
+    static std::atomic<int> counter{0};  // tests start probes from several threads
     dir_ = std::filesystem::temp_directory_path() /
            ("backoff-probe-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(dir_);

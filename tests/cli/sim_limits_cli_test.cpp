@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 #include <thread>
 
 #include "cli_runner.hpp"
@@ -39,10 +41,29 @@ long cpu_ticks(pid_t pid) {
   return utime + stime;
 }
 
-// Waits (bounded) until `p` has computed for a while: past start-up, so its handlers are set.
+// True once the process has a handler for `sig` (the SigCgt mask of /proc/PID/status).
+bool catches(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("SigCgt:", 0) == 0) {
+      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+      return ((mask >> (sig - 1)) & 1ULL) != 0;
+    }
+  }
+  return false;
+}
+
+// Waits (bounded) until `p` handles SIGINT and SIGTERM and has computed for a while since: a
+// signal sent before the handlers are set would simply kill it (under ASan, loading a scenario
+// can take longer than any fixed wait).
 bool wait_until_busy(const process_probe& p) {
+  for (int i = 0; i < 4000 && !(catches(p.pid(), SIGINT) && catches(p.pid(), SIGTERM)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!catches(p.pid(), SIGTERM)) return false;
+  const long start = cpu_ticks(p.pid());
   for (int i = 0; i < 2000; ++i) {
-    if (cpu_ticks(p.pid()) >= 20) return true;
+    if (cpu_ticks(p.pid()) >= start + 20) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return false;
@@ -131,6 +152,7 @@ TEST(SimLimitsCli, SigtermStopsASweepWhichKeepsItsFinishedCells) {
   p.signal(SIGTERM);
   const auto r = p.wait(std::chrono::seconds(60));
   ASSERT_TRUE(r.finished);
+  EXPECT_TRUE(r.exited) << "killed by the signal: " << r.err;
   EXPECT_EQ(r.status, 143) << r.err;
   EXPECT_NE(r.err.find("backoff sweep: interrupted (SIGTERM) after"), std::string::npos) << r.err;
   const auto doc = nlohmann::json::parse(slurp(out / "summary.json"));

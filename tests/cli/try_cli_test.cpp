@@ -45,33 +45,9 @@ using nlohmann::json;
 const std::vector<std::string> fast{"--policy", "constant(initial=10ms)"};
 
 // The scratch folder of the running test, created empty and removed at the end.
-class scratch {
+class scratch : public backoff::test::test_scratch {
  public:
-  scratch() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "-" + info->name();
-    std::replace(name.begin(), name.end(), '/', '_');
-    dir_ = backoff::test::fresh_dir("try", name);
-    fs::create_directories(dir_);
-  }
-  scratch(const scratch&) = delete;
-  scratch& operator=(const scratch&) = delete;
-  ~scratch() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  const fs::path& dir() const { return dir_; }
-  fs::path operator/(const std::string& file) const { return dir_ / file; }
-  std::string read(const std::string& file) const { return slurp(dir_ / file); }
-  bool has(const std::string& file) const { return fs::exists(dir_ / file); }
-
-  // `sh -c SCRIPT` run in this folder, so that SCRIPT can name its files relatively.
-  std::vector<std::string> sh(const std::string& script) const {
-    return {"sh", "-c", "cd " + shell_quote(dir_.string()) + " || exit 99; " + script};
-  }
-
- private:
-  fs::path dir_;
+  scratch() : test_scratch("try") {}
 };
 
 std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
