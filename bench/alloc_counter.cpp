@@ -1,5 +1,6 @@
 #include "alloc_counter.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 

@@ -23,14 +23,8 @@
 namespace {
 
 using namespace std::chrono_literals;
+using backoff::bench::report_allocations;
 using backoff::duration;
-
-void report_allocations(benchmark::State& state, std::size_t before) {
-  if (state.thread_index() != 0) return;  // the counter is process-wide
-  state.counters["allocs_per_iter"] =
-      benchmark::Counter(static_cast<double>(backoff::bench::allocations() - before) /
-                         static_cast<double>(state.iterations()));
-}
 
 // Objects shared by the threads of one benchmark run. Google Benchmark starts every thread of
 // a run together and each run with Threads(n) re-enters; function statics give one object per

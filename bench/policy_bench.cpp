@@ -11,12 +11,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-
-void report_allocations(benchmark::State& state, std::size_t before) {
-  state.counters["allocs_per_iter"] =
-      benchmark::Counter(static_cast<double>(backoff::bench::allocations() - before) /
-                         static_cast<double>(state.iterations()));
-}
+using backoff::bench::report_allocations;
 
 // One next_delay() per iteration. The state is restarted every 64 draws so that the schedule
 // keeps exercising its growing part, not only the cap.

@@ -4,13 +4,6 @@
 #include <chrono>
 
 namespace backoff::tool {
-namespace {
-
-double unix_now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 loop_result run_attempt_loop(const loop_options& options, const cancel_scope& scope, random_ref rng,
                              const attempt_function& attempt, const classify_function& classify,

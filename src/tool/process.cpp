@@ -162,6 +162,10 @@ duration steady_now() {
   return std::chrono::duration_cast<duration>(std::chrono::steady_clock::now().time_since_epoch());
 }
 
+double unix_now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::vector<std::string> current_environment() {
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);

@@ -76,6 +76,9 @@ struct attempt_result {
 // The steady clock as the tool reads it (the same as backoff's retry loops).
 duration steady_now();
 
+// The wall clock, in seconds since the epoch: the start times in reports.
+double unix_now_s();
+
 // This process's environment, as launch_spec wants it.
 std::vector<std::string> current_environment();
 

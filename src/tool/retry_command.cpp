@@ -13,11 +13,6 @@
 
 namespace backoff::tool {
 namespace {
-
-double unix_now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Whole lines to stderr from any thread, one write() each, so parallel items do not interleave.
 class line_writer {
  public:

@@ -23,7 +23,7 @@ using backoff::test::process_probe;
 using backoff::test::run_cli;
 using backoff::test::slurp;
 
-fs::path fresh_dir(const std::string& name) {
+fs::path limits_dir(const std::string& name) {
   return backoff::test::fresh_dir("limits", name);
 }
 
@@ -81,7 +81,7 @@ const std::vector<std::string> long_sim{"sim",
                                         "server.max_busy=1"};
 
 TEST(SimLimitsCli, RefusesAScenarioOverTheLimitBeforeRunningIt) {
-  const fs::path out = fresh_dir("refuse");
+  const fs::path out = limits_dir("refuse");
   const auto r = run_cli({"sim", "one-client-burst", "--set", "workload.operations=100000000",
                           "--memory-limit", "2GiB", "--out", out.string()});
   EXPECT_EQ(r.status, 1) << r.err;
@@ -117,7 +117,7 @@ TEST(SimLimitsCli, ABadLimitIsAUsageError) {
 }
 
 TEST(SimLimitsCli, SigintWritesAPartialSummaryAndExits130) {
-  const fs::path out = fresh_dir("sigint");
+  const fs::path out = limits_dir("sigint");
   auto args = long_sim;
   args.insert(args.end(), {"--out", out.string()});
   process_probe p(args);
@@ -145,7 +145,7 @@ TEST(SimLimitsCli, SigintWritesAPartialSummaryAndExits130) {
 }
 
 TEST(SimLimitsCli, SigtermStopsASweepWhichKeepsItsFinishedCells) {
-  const fs::path out = fresh_dir("sigterm");
+  const fs::path out = limits_dir("sigterm");
   process_probe p({"sweep", "aws-occ", "--set", "replications=2000", "--set", "sweep.clients=[190]",
                    "--threads", "1", "--no-progress", "--out", out.string()});
   ASSERT_TRUE(wait_until_busy(p));
@@ -167,7 +167,7 @@ TEST(SimLimitsCli, SigtermStopsASweepWhichKeepsItsFinishedCells) {
 }
 
 TEST(SimLimitsCli, WholeRunsAreTheSameWhateverTheLimit) {
-  const fs::path base = fresh_dir("same");
+  const fs::path base = limits_dir("same");
   for (const char* limit : {"none", "4GiB", ""}) {
     std::vector<std::string> args{"sim", "tick-burst", "--out", (base / limit).string()};
     if (*limit != '\0') args.insert(args.end(), {"--memory-limit", limit});

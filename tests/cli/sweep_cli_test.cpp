@@ -115,12 +115,12 @@ TEST(SweepCli, RefusesAnIncompleteRepeatedOrForeignSetOfShards) {
   fs::remove_all(other);
 }
 
-struct misuse {
+struct sweep_misuse {
   std::vector<std::string> args;
   std::string expected;
 };
 
-class SweepCliRejects : public testing::TestWithParam<misuse> {};
+class SweepCliRejects : public testing::TestWithParam<sweep_misuse> {};
 
 TEST_P(SweepCliRejects, WithOneLineAndExitTwo) {
   const auto r = run_cli(GetParam().args);
@@ -132,17 +132,17 @@ TEST_P(SweepCliRejects, WithOneLineAndExitTwo) {
 INSTANTIATE_TEST_SUITE_P(
     Misuse, SweepCliRejects,
     testing::Values(
-        misuse{{"sweep"}, "give a scenario"}, misuse{{"sweep", "outage-recovery"}, "not a sweep"},
-        misuse{{"sweep", "outage-tipping", "--shard", "1/3"}, "--shard needs --out"},
-        misuse{{"sweep", "outage-tipping", "--shard", "0/3", "--out", "x"}, "between 1 and N"},
-        misuse{{"sweep", "outage-tipping", "--shard", "4/3", "--out", "x"}, "between 1 and N"},
-        misuse{{"sweep", "outage-tipping", "--shard", "3", "--out", "x"}, "expected I/N"},
-        misuse{{"sweep", "outage-tipping", "--shard", "-1/3", "--out", "x"}, "expected I/N"},
-        misuse{{"sweep", "outage-tipping", "--threads", "0"}, "--threads"},
-        misuse{{"sweep", "outage-tipping", "--merge", "x"}, "--merge takes shard folders only"},
-        misuse{{"sweep", "--merge", "/no/such/folder"}, "/no/such/folder: no such file or folder"},
-        misuse{{"sweep", "no-such-scenario"}, "not a built-in scenario"},
-        misuse{{"sweep", "outage-tipping", "--set", "replications=0"},
+        sweep_misuse{{"sweep"}, "give a scenario"}, sweep_misuse{{"sweep", "outage-recovery"}, "not a sweep"},
+        sweep_misuse{{"sweep", "outage-tipping", "--shard", "1/3"}, "--shard needs --out"},
+        sweep_misuse{{"sweep", "outage-tipping", "--shard", "0/3", "--out", "x"}, "between 1 and N"},
+        sweep_misuse{{"sweep", "outage-tipping", "--shard", "4/3", "--out", "x"}, "between 1 and N"},
+        sweep_misuse{{"sweep", "outage-tipping", "--shard", "3", "--out", "x"}, "expected I/N"},
+        sweep_misuse{{"sweep", "outage-tipping", "--shard", "-1/3", "--out", "x"}, "expected I/N"},
+        sweep_misuse{{"sweep", "outage-tipping", "--threads", "0"}, "--threads"},
+        sweep_misuse{{"sweep", "outage-tipping", "--merge", "x"}, "--merge takes shard folders only"},
+        sweep_misuse{{"sweep", "--merge", "/no/such/folder"}, "/no/such/folder: no such file or folder"},
+        sweep_misuse{{"sweep", "no-such-scenario"}, "not a built-in scenario"},
+        sweep_misuse{{"sweep", "outage-tipping", "--set", "replications=0"},
                "replications: 0 is out of range"}));
 
 TEST(SweepCli, AMalformedShardFileIsNamed) {

@@ -946,21 +946,21 @@ TEST(TrySignals, IntDuringAnAttemptStopsTheWholeProcessGroup) {
 
 // --- The tool's own errors: 125 and one line ---------------------------------------------------
 
-struct misuse {
+struct retry_misuse {
   std::string name;
   std::vector<std::string> args;  // the subcommand and its options (and items)
   bool with_command;              // append "-- sh -c 'echo ran >> MARK'"
   std::string mentions;
 };
 
-std::string misuse_name(const ::testing::TestParamInfo<misuse>& p) {
+std::string misuse_name(const ::testing::TestParamInfo<retry_misuse>& p) {
   return p.param.name;
 }
 
-class BadRetryFlags : public ::testing::TestWithParam<misuse> {};
+class BadRetryFlags : public ::testing::TestWithParam<retry_misuse> {};
 
 TEST_P(BadRetryFlags, AreOneLineWithStatus125AndRunNothing) {
-  const misuse& m = GetParam();
+  const retry_misuse& m = GetParam();
   const scratch s;
   std::vector<std::string> args = m.args;
   if (m.with_command) {
@@ -979,28 +979,28 @@ TEST_P(BadRetryFlags, AreOneLineWithStatus125AndRunNothing) {
 INSTANTIATE_TEST_SUITE_P(
     Try, BadRetryFlags,
     ::testing::Values(
-        misuse{"TimesNegative", {"try", "--times", "-1"}, true, "--times"},
-        misuse{"TimesNotANumber", {"try", "--times", "abc"}, true, "--times"},
-        misuse{"TimesTooLarge", {"try", "--times", "99999999999"}, true, "--times"},
-        misuse{"UnknownOption", {"try", "--bogus"}, true, "--bogus"},
-        misuse{"ForBadUnit", {"try", "--for", "10x"}, true, "10x"},
-        misuse{"ForZero", {"try", "--for", "0"}, true, "--for"},
-        misuse{"TimeoutBad", {"try", "--timeout", "5q"}, true, "5q"},
-        misuse{"GraceBad", {"try", "--grace", "soon"}, true, "soon"},
-        misuse{"BadPolicy", {"try", "--policy", "exponential(factor=x)"}, true, "factor"},
-        misuse{"UntilEmptyRange", {"try", "--until", "3-1"}, true, "3-1"},
-        misuse{"UntilWord", {"try", "--until", "foo"}, true, "foo"},
-        misuse{"WhileOutOfRange", {"try", "--while", "256"}, true, "256"},
-        misuse{"EveryWithPolicy",
+        retry_misuse{"TimesNegative", {"try", "--times", "-1"}, true, "--times"},
+        retry_misuse{"TimesNotANumber", {"try", "--times", "abc"}, true, "--times"},
+        retry_misuse{"TimesTooLarge", {"try", "--times", "99999999999"}, true, "--times"},
+        retry_misuse{"UnknownOption", {"try", "--bogus"}, true, "--bogus"},
+        retry_misuse{"ForBadUnit", {"try", "--for", "10x"}, true, "10x"},
+        retry_misuse{"ForZero", {"try", "--for", "0"}, true, "--for"},
+        retry_misuse{"TimeoutBad", {"try", "--timeout", "5q"}, true, "5q"},
+        retry_misuse{"GraceBad", {"try", "--grace", "soon"}, true, "soon"},
+        retry_misuse{"BadPolicy", {"try", "--policy", "exponential(factor=x)"}, true, "factor"},
+        retry_misuse{"UntilEmptyRange", {"try", "--until", "3-1"}, true, "3-1"},
+        retry_misuse{"UntilWord", {"try", "--until", "foo"}, true, "foo"},
+        retry_misuse{"WhileOutOfRange", {"try", "--while", "256"}, true, "256"},
+        retry_misuse{"EveryWithPolicy",
                {"try", "--every", "1s", "--policy", "constant(initial=1s)"},
                true,
                "--every"},
-        misuse{"UntilWithWhile", {"try", "--until", "0", "--while", "1"}, true, "--until"},
-        misuse{"SeedNotANumber", {"try", "--seed", "x"}, true, "--seed"},
-        misuse{"NoCommand", {"try"}, false, "command"},
-        misuse{"NoCommandAfterOptions", {"try", "--times", "2"}, false, "command"},
-        misuse{"NothingAfterDoubleDash", {"try", "--times", "2", "--"}, false, "command"},
-        misuse{"ReportCannotBeWritten",
+        retry_misuse{"UntilWithWhile", {"try", "--until", "0", "--while", "1"}, true, "--until"},
+        retry_misuse{"SeedNotANumber", {"try", "--seed", "x"}, true, "--seed"},
+        retry_misuse{"NoCommand", {"try"}, false, "command"},
+        retry_misuse{"NoCommandAfterOptions", {"try", "--times", "2"}, false, "command"},
+        retry_misuse{"NothingAfterDoubleDash", {"try", "--times", "2", "--"}, false, "command"},
+        retry_misuse{"ReportCannotBeWritten",
                {"try", "--report", "/nonexistent-backoff-dir/r.json"},
                true,
                "--report"}),
@@ -1018,18 +1018,18 @@ TEST(Try, AnUnknownOptionWithoutDoubleDashIsAToolError) {
 
 INSTANTIATE_TEST_SUITE_P(
     Forany, BadRetryFlags,
-    ::testing::Values(misuse{"NoDoubleDash", {"forany", "a", "b", "true"}, false, "'--'"},
-                      misuse{"NoItems", {"forany"}, true, "items"},
-                      misuse{"BadUntil", {"forany", "--until", "x", "a"}, true, "x"},
-                      misuse{"BadTimes", {"forany", "--times", "-3", "a"}, true, "--times"}),
+    ::testing::Values(retry_misuse{"NoDoubleDash", {"forany", "a", "b", "true"}, false, "'--'"},
+                      retry_misuse{"NoItems", {"forany"}, true, "items"},
+                      retry_misuse{"BadUntil", {"forany", "--until", "x", "a"}, true, "x"},
+                      retry_misuse{"BadTimes", {"forany", "--times", "-3", "a"}, true, "--times"}),
     misuse_name);
 
 INSTANTIATE_TEST_SUITE_P(
     Forall, BadRetryFlags,
-    ::testing::Values(misuse{"NoDoubleDash", {"forall", "a", "b", "true"}, false, "'--'"},
-                      misuse{"NoItems", {"forall"}, true, "items"},
-                      misuse{"JobsNotANumber", {"forall", "-j", "x", "a"}, true, "-j"},
-                      misuse{"BadFor", {"forall", "--for", "10x", "a"}, true, "10x"}),
+    ::testing::Values(retry_misuse{"NoDoubleDash", {"forall", "a", "b", "true"}, false, "'--'"},
+                      retry_misuse{"NoItems", {"forall"}, true, "items"},
+                      retry_misuse{"JobsNotANumber", {"forall", "-j", "x", "a"}, true, "-j"},
+                      retry_misuse{"BadFor", {"forall", "--for", "10x", "a"}, true, "10x"}),
     misuse_name);
 
 // --- forany ------------------------------------------------------------------------------------

@@ -19,10 +19,12 @@
 #include "backoff/presets.hpp"
 #include "backoff/random.hpp"
 #include "backoff/spec.hpp"
+#include "statistics.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
+using backoff::test::sqrt12;
 using backoff::backoff_policy;
 using backoff::cap_mode;
 using backoff::duration;
@@ -92,7 +94,6 @@ static_assert(backoff::bit_generator64<backoff::random_ref>);
 constexpr std::size_t big_n = 100'000;
 constexpr double big_nd = 100'000.0;
 const double sqrt_n = std::sqrt(big_nd);
-const double sqrt12 = std::sqrt(12.0);
 
 // The standard error of the sample standard deviation of n draws of U(0, width): for a uniform
 // distribution mu4 = width^4 / 80 and sigma^4 = width^4 / 144, so Var(s^2) = width^4 / (180 n)

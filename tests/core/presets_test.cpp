@@ -18,10 +18,12 @@
 #include "backoff/duration.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
+#include "statistics.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
+using backoff::test::sqrt12;
 using backoff::duration;
 using backoff::random_generator;
 
@@ -87,7 +89,6 @@ duration pow2_s(std::size_t n) {
 
 constexpr std::size_t many = 20'000;
 const double sqrt_many = std::sqrt(static_cast<double>(many));
-const double sqrt12 = std::sqrt(12.0);
 
 // ---------------------------------------------------------------------------------------------
 

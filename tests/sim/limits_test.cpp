@@ -17,18 +17,15 @@
 #include "run/memory.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
+#include "scratch.hpp"
+#include "builtin_scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
+using backoff::test::builtin_source;
 namespace fs = std::filesystem;
-
-const sim::scenario_source& builtin(const std::string& name) {
-  for (const auto& s : sim::builtin_scenarios()) {
-    if (s.path == "builtin/" + name + ".toml") return s;
-  }
-  throw std::runtime_error("no built-in " + name);
-}
+using backoff::test::slurp;
 
 // Leaves no interrupt request behind for the next test, whatever happens in this one.
 struct interrupt_cleanup {
@@ -40,11 +37,6 @@ struct interrupt_cleanup {
 struct ticker final : sim::model {
   void handle(sim::engine& e, const sim::event& ev) override { e.schedule_after(1, ev.target, 0); }
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // summary.json without its wall-clock figures.
 nlohmann::json summary_without_wall(const fs::path& p) {
@@ -77,7 +69,7 @@ TEST(SimLimits, ParsesSizes) {
 
 TEST(SimLimits, EstimateRefusesAHugeScenarioBeforeAllocating) {
   sim::scenario sc =
-      sim::scenario::load(builtin("one-client-burst"), {"workload.operations=100000000"});
+      sim::scenario::load(builtin_source("one-client-burst"), {"workload.operations=100000000"});
   sim::run_options o;
   o.memory_limit = 1ULL << 30;
   const std::uint64_t before = sim::resident_bytes();
@@ -97,7 +89,7 @@ TEST(SimLimits, EstimateRefusesAHugeScenarioBeforeAllocating) {
 }
 
 TEST(SimLimits, EstimateNamesTheSweepsLargestTerm) {
-  sim::scenario sc = sim::scenario::load(builtin("aws-occ"), {"sweep.clients=[10, 1000000]"});
+  sim::scenario sc = sim::scenario::load(builtin_source("aws-occ"), {"sweep.clients=[10, 1000000]"});
   const sim::memory_estimate e = sim::estimate_memory(sc, 2);
   EXPECT_NE(e.driver.find("clients = 1000000"), std::string::npos) << e.driver;
   EXPECT_NE(e.driver.find("2 worker threads"), std::string::npos) << e.driver;
@@ -141,7 +133,7 @@ TEST(SimLimits, TheGuardStopsARunWhoseEstimateWasWrong) {
   // operations in flight, the limit leaves it 8 MiB more than the process holds now.
   const interrupt_cleanup cleanup;
   sim::scenario sc = sim::scenario::load(
-      builtin("one-client-burst"),
+      builtin_source("one-client-burst"),
       {"workload.operations=200000", "workload.rate_per_s=1000000", "server.max_busy=1"});
   sim::run_options o;
   o.preflight = false;
@@ -161,11 +153,10 @@ TEST(SimLimits, TheGuardStopsARunWhoseEstimateWasWrong) {
 TEST(SimLimits, AnInterruptedRunIsMarkedPartial) {
   const interrupt_cleanup cleanup;
   sim::scenario sc = sim::scenario::load(
-      builtin("one-client-burst"),
+      builtin_source("one-client-burst"),
       {"workload.operations=100000", "workload.rate_per_s=1000000", "server.max_busy=1"});
-  const fs::path out =
-      fs::temp_directory_path() / ("backoff-limits-partial-" + std::to_string(::getpid()));
-  fs::remove_all(out);
+  const backoff::test::test_scratch scratch("limits");
+  const fs::path out = scratch / "out";
   sim::run_options o;
   o.out = out;
   // Interrupt once the run has started (its clients.csv exists); bounded wait.
@@ -189,12 +180,11 @@ TEST(SimLimits, AnInterruptedRunIsMarkedPartial) {
   EXPECT_EQ(doc["signal"], "SIGINT");
   EXPECT_TRUE(doc.contains("stopped_at_s"));
   EXPECT_NE(sim::comparison_table(r).find("partial: interrupted (SIGINT)"), std::string::npos);
-  fs::remove_all(out);
 }
 
 TEST(SimLimits, AnInterruptedSweepWritesFinishedCellsAndMarksTheRest) {
   const interrupt_cleanup cleanup;
-  sim::scenario sc = sim::scenario::load(builtin("attempts-vs-operations"), {});
+  sim::scenario sc = sim::scenario::load(builtin_source("attempts-vs-operations"), {});
   sim::request_interrupt(SIGINT);  // before the first run: every cell is unfinished
   sim::run_options o;
   o.threads = 2;
@@ -216,11 +206,10 @@ TEST(SimLimits, AnInterruptedSweepWritesFinishedCellsAndMarksTheRest) {
 
 TEST(SimLimits, AWholeRunIsTheSameWithOrWithoutALimit) {
   const interrupt_cleanup cleanup;
-  const fs::path base =
-      fs::temp_directory_path() / ("backoff-limits-same-" + std::to_string(::getpid()));
-  fs::remove_all(base);
+  const backoff::test::test_scratch scratch("limits");
+  const fs::path& base = scratch.dir();
   for (const std::uint64_t limit : {std::uint64_t{0}, sim::default_memory_limit()}) {
-    sim::scenario sc = sim::scenario::load(builtin("tick-burst"), {});
+    sim::scenario sc = sim::scenario::load(builtin_source("tick-burst"), {});
     sim::run_options o;
     o.out = base / std::to_string(limit);
     o.memory_limit = limit;
@@ -232,7 +221,6 @@ TEST(SimLimits, AWholeRunIsTheSameWithOrWithoutALimit) {
   EXPECT_EQ(slurp(a / "clients.csv"), slurp(b / "clients.csv"));
   EXPECT_EQ(slurp(a / "timeseries.csv"), slurp(b / "timeseries.csv"));
   EXPECT_EQ(summary_without_wall(a / "summary.json"), summary_without_wall(b / "summary.json"));
-  fs::remove_all(base);
 }
 
 }  // namespace

@@ -16,11 +16,13 @@
 
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
+#include "scratch.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 namespace sim = backoff::sim;
+using backoff::test::slurp;
 
 // Seed 003's model, small: two strategies, one with a client window.
 const std::string burst = R"toml(scenario = "small-burst"
@@ -55,11 +57,6 @@ policy = "exponential(initial=50ms, factor=2, max=30s, jitter=full)"
 name = "none"
 policy = "exponential(initial=50ms, factor=2, max=30s, jitter=none)"
 )toml";
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 struct temp_dir {
   fs::path path;

@@ -13,10 +13,12 @@
 
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
+#include "builtin_scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
+using backoff::test::builtin_source;
 using namespace std::chrono_literals;
 
 // Erlang C in its textbook form (Kleinrock, "Queueing Systems, Volume 1", 1975, eq. 3.40):
@@ -100,18 +102,11 @@ TEST(Queueing, SameSeedSameEstimate) {
   EXPECT_NE(a.mean_wait_s, sim::simulate_queue(p, 6).mean_wait_s);
 }
 
-const sim::scenario_source& builtin(const std::string& name) {
-  for (const auto& source : sim::builtin_scenarios()) {
-    if (source.path == "builtin/" + name + ".toml") return source;
-  }
-  throw std::runtime_error("no built-in scenario " + name);
-}
-
 // The built-in mm1: latency is the time in system, exponential with rate mu - lambda = 20/s in
 // M/M/1, so its median is ln 2 / 20 s and its 99th percentile ln 100 / 20 s.
 TEST(Queueing, BuiltinMm1TimeInSystemIsExponential) {
   // Four hours rather than the scenario's 30 minutes, for tight percentiles.
-  sim::scenario sc = sim::scenario::load(builtin("mm1"), {"run.duration=4h"});
+  sim::scenario sc = sim::scenario::load(builtin_source("mm1"), {"run.duration=4h"});
   const auto r = sim::run_scenario(sc, {});
   ASSERT_EQ(r.strategies.size(), 1u);
   const auto& s = r.strategies.front();
@@ -126,7 +121,7 @@ TEST(Queueing, BuiltinMm1TimeInSystemIsExponential) {
 }
 
 TEST(Queueing, BuiltinMmcHasFourServersAtLoadPointEight) {
-  sim::scenario sc = sim::scenario::load(builtin("mmc"));
+  sim::scenario sc = sim::scenario::load(builtin_source("mmc"));
   const auto r = sim::run_scenario(sc, {});
   const auto& s = r.strategies.front();
   EXPECT_EQ(s.peak_load, 4);

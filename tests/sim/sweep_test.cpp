@@ -51,7 +51,7 @@ std::vector<std::string> point_texts(const sim::scenario& sc) {
   return out;
 }
 
-std::string error_of(const std::string& extra, const std::vector<std::string>& sets = {}) {
+std::string sweep_error_of(const std::string& extra, const std::vector<std::string>& sets = {}) {
   try {
     sim::scenario sc = load(extra, sets);
     sim::check_scenario(sc);
@@ -110,7 +110,7 @@ struct bad_sweep {
 class SweepRejects : public testing::TestWithParam<bad_sweep> {};
 
 TEST_P(SweepRejects, WithOneLineNamingWhere) {
-  const std::string message = error_of(GetParam().extra);
+  const std::string message = sweep_error_of(GetParam().extra);
   ASSERT_FALSE(message.empty()) << "accepted: " << GetParam().extra;
   EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;

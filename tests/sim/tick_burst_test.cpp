@@ -12,20 +12,15 @@
 
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
+#include "builtin_scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
-
-const sim::scenario_source& builtin(const std::string& name) {
-  for (const auto& source : sim::builtin_scenarios()) {
-    if (source.path == "builtin/" + name + ".toml") return source;
-  }
-  throw std::runtime_error("no built-in scenario " + name);
-}
+using backoff::test::builtin_source;
 
 sim::scenario_result run_tick_burst(std::uint64_t seed, const std::vector<std::string>& sets = {}) {
-  sim::scenario sc = sim::scenario::load(builtin("tick-burst"), sets);
+  sim::scenario sc = sim::scenario::load(builtin_source("tick-burst"), sets);
   sc.set_seed(seed);
   return sim::run_scenario(sc, {});
 }

@@ -2,11 +2,13 @@
 // name, with --set overrides and a seed, and no output files.
 //
 //   const auto r = backoff::test::run_builtin("outage-recovery", {"quirks=false"}, 7);
+//   sim::scenario sc = sim::scenario::load(backoff::test::builtin_source("mm1"), {"seed=2"});
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,18 +17,20 @@
 
 namespace backoff::test {
 
+// scenarios/NAME.toml as compiled in.
+inline const sim::scenario_source& builtin_source(const std::string& name) {
+  for (const auto& source : sim::builtin_scenarios()) {
+    if (source.path == "builtin/" + name + ".toml") return source;
+  }
+  throw std::runtime_error("no built-in scenario " + name);
+}
+
 inline sim::scenario_result run_builtin(const std::string& name,
                                         const std::vector<std::string>& sets = {},
                                         std::uint64_t seed = 1) {
-  for (const auto& source : sim::builtin_scenarios()) {
-    if (source.path == "builtin/" + name + ".toml") {
-      sim::scenario sc = sim::scenario::load(source, sets);
-      sc.set_seed(seed);
-      return sim::run_scenario(sc, {});
-    }
-  }
-  ADD_FAILURE() << "no built-in scenario " << name;
-  return {};
+  sim::scenario sc = sim::scenario::load(builtin_source(name), sets);
+  sc.set_seed(seed);
+  return sim::run_scenario(sc, {});
 }
 
 }  // namespace backoff::test

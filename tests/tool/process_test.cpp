@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "scratch.hpp"
 #include "spool.hpp"
 
 namespace {
@@ -20,6 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using namespace backoff::tool;
 namespace fs = std::filesystem;
+using backoff::test::slurp;
 
 launch_spec shell(const std::string& script) {
   launch_spec spec;
@@ -35,19 +37,6 @@ attempt_result run(const launch_spec& spec, std::optional<backoff::duration> tim
   limits.grace = grace;
   const cancel_scope scope;
   return run_attempt(spec, limits, scope);
-}
-
-fs::path scratch(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("backoff-process-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // A process is gone when /proc has no live entry for it (a zombie waits only for its reaper).
@@ -86,7 +75,8 @@ TEST(RunAttempt, NotFoundAndNotExecutableAreResultsNotExceptions) {
   EXPECT_EQ(a.status, 127);
   EXPECT_NE(a.error.find("backoff-no-such-program"), std::string::npos);
 
-  const fs::path dir = scratch("noexec");
+  const backoff::test::test_scratch scratch("process");
+  const fs::path& dir = scratch.dir();
   const fs::path file = dir / "script";
   std::ofstream(file) << "#!/bin/sh\nexit 0\n";
   fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
@@ -95,11 +85,11 @@ TEST(RunAttempt, NotFoundAndNotExecutableAreResultsNotExceptions) {
   const attempt_result b = run(plain);
   EXPECT_EQ(b.ended, attempt_end::not_executable);
   EXPECT_EQ(b.status, 126);
-  fs::remove_all(dir);
 }
 
 TEST(RunAttempt, PassesTheEnvironmentAndDescriptors) {
-  const fs::path dir = scratch("env");
+  const backoff::test::test_scratch scratch("process");
+  const fs::path& dir = scratch.dir();
   launch_spec spec = shell("echo \"$GREETING\"; echo oops >&2");
   set_variable(spec.environment, "GREETING", "first");
   set_variable(spec.environment, "GREETING", "hello");  // replaces, does not duplicate
@@ -108,11 +98,11 @@ TEST(RunAttempt, PassesTheEnvironmentAndDescriptors) {
   EXPECT_EQ(run(spec).status, 0);
   ::close(out);
   EXPECT_EQ(slurp(dir / "out"), "hello\noops\n");
-  fs::remove_all(dir);
 }
 
 TEST(RunAttempt, TimeoutStopsTheWholeGroupIncludingGrandchildren) {
-  const fs::path dir = scratch("timeout");
+  const backoff::test::test_scratch scratch("process");
+  const fs::path& dir = scratch.dir();
   const auto start = std::chrono::steady_clock::now();
   const attempt_result r =
       run(shell("sleep 30 & echo $! > " + (dir / "pid").string() + "; wait"), 200ms);
@@ -120,11 +110,11 @@ TEST(RunAttempt, TimeoutStopsTheWholeGroupIncludingGrandchildren) {
   EXPECT_EQ(r.status, 124);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   EXPECT_TRUE(gone(read_pid(dir / "pid")));
-  fs::remove_all(dir);
 }
 
 TEST(RunAttempt, AGroupThatIgnoresTermIsKilledAfterTheGrace) {
-  const fs::path dir = scratch("ignoreterm");
+  const backoff::test::test_scratch scratch("process");
+  const fs::path& dir = scratch.dir();
   const auto start = std::chrono::steady_clock::now();
   const attempt_result r = run(shell("trap '' TERM; sh -c 'trap \"\" TERM; sleep 30' & echo $! > " +
                                      (dir / "pid").string() + "; sleep 30"),
@@ -134,11 +124,11 @@ TEST(RunAttempt, AGroupThatIgnoresTermIsKilledAfterTheGrace) {
   EXPECT_GE(took, 300ms);  // the timeout, then the full grace: TERM alone did nothing
   EXPECT_LT(took, 10s);
   EXPECT_TRUE(gone(read_pid(dir / "pid")));
-  fs::remove_all(dir);
 }
 
 TEST(RunAttempt, CancellationSendsTheScopesSignalToTheGroup) {
-  const fs::path dir = scratch("cancel");
+  const backoff::test::test_scratch scratch("process");
+  const fs::path& dir = scratch.dir();
   cancel_scope scope;
   std::jthread canceller([&] {
     while (!fs::exists(dir / "ready")) std::this_thread::sleep_for(5ms);
@@ -153,27 +143,26 @@ TEST(RunAttempt, CancellationSendsTheScopesSignalToTheGroup) {
   EXPECT_EQ(r.ended, attempt_end::cancelled);
   EXPECT_EQ(r.status, 128 + SIGINT);
   EXPECT_EQ(slurp(dir / "got"), "INT\n");
-  fs::remove_all(dir);
 }
 
 TEST(RunAttempt, AFailedAttemptLeavesNoProcessBehind) {
-  const fs::path dir = scratch("leftover");
+  const backoff::test::test_scratch scratch("process");
+  const fs::path& dir = scratch.dir();
   const attempt_result r =
       run(shell("sleep 30 & echo $! > " + (dir / "pid").string() + "; exit 2"));
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(gone(read_pid(dir / "pid")));
-  fs::remove_all(dir);
 }
 
 TEST(RunAttempt, ACancelledScopeStartsNothing) {
   cancel_scope scope;
   scope.cancel(SIGTERM);
-  const fs::path dir = scratch("nostart");
+  const backoff::test::test_scratch scratch("process");
+  const fs::path& dir = scratch.dir();
   const attempt_result r = run_attempt(shell("touch " + (dir / "ran").string()), {}, scope);
   EXPECT_EQ(r.ended, attempt_end::cancelled);
   EXPECT_EQ(r.status, 143);
   EXPECT_FALSE(fs::exists(dir / "ran"));
-  fs::remove_all(dir);
 }
 
 TEST(CancelScope, ChildScopesInheritTheSignal) {
@@ -198,7 +187,8 @@ TEST(CancelScope, CancellingAChildLeavesTheParentRunning) {
 }
 
 TEST(Spool, EveryReaderStartsAtTheBeginning) {
-  const fs::path dir = scratch("spool");
+  const backoff::test::test_scratch scratch("process");
+  const fs::path& dir = scratch.dir();
   std::ofstream(dir / "in") << "line one\nline two\n";
   const int in = ::open((dir / "in").c_str(), O_RDONLY | O_CLOEXEC);
   spool s = spool::create();
@@ -219,11 +209,11 @@ TEST(Spool, EveryReaderStartsAtTheBeginning) {
   const int again = ::open((dir / "again").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   EXPECT_EQ(s.copy_to(again), 0u);
   ::close(again);
-  fs::remove_all(dir);
 }
 
 TEST(Spool, LeavesNoFileInTheTemporaryDirectory) {
-  const fs::path dir = scratch("spooldir");
+  const backoff::test::test_scratch scratch("process");
+  const fs::path& dir = scratch.dir();
   ::setenv("TMPDIR", dir.c_str(), 1);
   {
     spool s = spool::create();
@@ -231,7 +221,6 @@ TEST(Spool, LeavesNoFileInTheTemporaryDirectory) {
     EXPECT_TRUE(fs::is_empty(dir));
   }
   ::unsetenv("TMPDIR");
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -17,7 +17,22 @@
 namespace {
 
 using namespace std::chrono_literals;
-using namespace backoff::tool::script;
+// Using-declarations rather than a using-directive: in a unity build the other tool tests' `using
+// namespace backoff::tool` would make the namespace `script` and the struct `script` ambiguous.
+using backoff::tool::script::assignment;
+using backoff::tool::script::block;
+using backoff::tool::script::builtin;
+using backoff::tool::script::command;
+using backoff::tool::script::is_variable_name;
+using backoff::tool::script::loop;
+using backoff::tool::script::parse;
+using backoff::tool::script::redirect;
+using backoff::tool::script::script;
+using backoff::tool::script::statement;
+using backoff::tool::script::try_block;
+using backoff::tool::script::unit_duration;
+using backoff::tool::script::word;
+using backoff::tool::script::word_part;
 
 constexpr std::string_view file_name = "t.ftsh";
 

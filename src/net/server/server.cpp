@@ -47,7 +47,7 @@ using task = asio::awaitable<T, executor>;
 using socket_type = asio::basic_stream_socket<tcp, executor>;
 using acceptor_type = asio::basic_socket_acceptor<tcp, executor>;
 using timer_type = asio::basic_waitable_timer<steady, asio::wait_traits<steady>, executor>;
-constexpr auto as_tuple_awaitable = asio::as_tuple(asio::use_awaitable_t<executor>{});
+constexpr auto as_tuple_on_worker = asio::as_tuple(asio::use_awaitable_t<executor>{});
 
 // Request headers larger than this get 400: a client cannot make a connection hold more memory.
 constexpr std::uint32_t header_limit = request_header_limit;
@@ -104,7 +104,7 @@ task<beast::error_code> read_request(socket_type& socket, beast::flat_buffer& bu
       co_return parsed;
     }
     const auto [wait_error] =
-        co_await socket.async_wait(tcp::socket::wait_read, as_tuple_awaitable);
+        co_await socket.async_wait(tcp::socket::wait_read, as_tuple_on_worker);
     if (wait_error) co_return wait_error;
     beast::error_code ec;
     const std::size_t n = socket.read_some(buffer.prepare(beast::read_size(buffer, 65536)), ec);
@@ -121,7 +121,7 @@ task<> discard_until_eof(socket_type& socket, std::size_t limit) {
   std::size_t total = 0;
   while (total < limit) {
     const auto [wait_error] =
-        co_await socket.async_wait(tcp::socket::wait_read, as_tuple_awaitable);
+        co_await socket.async_wait(tcp::socket::wait_read, as_tuple_on_worker);
     if (wait_error) co_return;
     beast::error_code ec;
     const std::size_t n = socket.read_some(asio::buffer(sink), ec);
@@ -141,7 +141,7 @@ task<> close_gently(socket_type& socket) {
   timer_type limit(socket.get_executor());
   limit.expires_after(std::chrono::seconds(1));
   using asio::experimental::awaitable_operators::operator||;
-  co_await (discard_until_eof(socket, 1 << 20) || limit.async_wait(as_tuple_awaitable));
+  co_await (discard_until_eof(socket, 1 << 20) || limit.async_wait(as_tuple_on_worker));
 }
 
 // One thread's share of the server: its own io_context, acceptor and pause gate; it touches the
@@ -171,7 +171,7 @@ struct worker {
 
   task<> wait_while_paused() {
     while (paused && !stopping) {
-      co_await gate.async_wait(as_tuple_awaitable);
+      co_await gate.async_wait(as_tuple_on_worker);
     }
   }
 
@@ -193,7 +193,7 @@ struct worker {
         break;
       }
       tick.expires_after(p.tick);
-      co_await tick.async_wait(as_tuple_awaitable);
+      co_await tick.async_wait(as_tuple_on_worker);
       if (paused) co_await wait_while_paused();
       if (stopping) break;
       if (options.cancel_on_disconnect && peer_closed(stream)) {
@@ -225,7 +225,7 @@ struct worker {
                                    "bad request: " + read_error.message() + "\n", 11, false);
           metrics.answered(400);
           const auto [write_error, written] =
-              co_await http::async_write(stream, res, as_tuple_awaitable);
+              co_await http::async_write(stream, res, as_tuple_on_worker);
           if (!write_error) co_await close_gently(stream);
         }
         break;
@@ -259,7 +259,7 @@ struct worker {
             }
             if (sent == answer.size()) continue;
             const auto [rest_error, rest] = co_await asio::async_write(
-                stream, asio::buffer(answer) + (write_error ? 0 : sent), as_tuple_awaitable);
+                stream, asio::buffer(answer) + (write_error ? 0 : sent), as_tuple_on_worker);
             if (rest_error) break;
             continue;
           }
@@ -298,7 +298,7 @@ struct worker {
       metrics.answered(static_cast<int>(res.result_int()));
       {
         const auto [write_error, written] =
-            co_await http::async_write(stream, res, as_tuple_awaitable);
+            co_await http::async_write(stream, res, as_tuple_on_worker);
         if (write_error || !res.keep_alive()) break;
       }
     }
@@ -315,11 +315,11 @@ struct worker {
     random_generator rng(1);
     timer_type pause_timer(context.get_executor());
     for (;;) {
-      auto [error, socket] = co_await acceptor.async_accept(as_tuple_awaitable);
+      auto [error, socket] = co_await acceptor.async_accept(as_tuple_on_worker);
       if (stopping || error == asio::error::operation_aborted) break;
       if (error) {
         pause_timer.expires_after(waits.next_delay(rng));
-        co_await pause_timer.async_wait(as_tuple_awaitable);
+        co_await pause_timer.async_wait(as_tuple_on_worker);
         continue;
       }
       waits = policy.start();
@@ -347,7 +347,7 @@ struct worker {
 task<> log_each_second(timer_type& timer, const worker& w, const server_metrics& metrics) {
   for (;;) {
     timer.expires_after(std::chrono::seconds(1));
-    const auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
+    const auto [ec] = co_await timer.async_wait(as_tuple_on_worker);
     if (ec || w.stopping) co_return;
     log_line(metrics.concurrency.load(), duration(metrics.last_delay_ns.load()));
   }

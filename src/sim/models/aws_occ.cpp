@@ -242,7 +242,7 @@ class aws_occ final : public model_runner, public model {
   handler_id self_ = 0;
 };
 
-const model_registration registration{"aws-occ", [](config_reader& keys) {
+const model_registration aws_occ_registration{"aws-occ", [](config_reader& keys) {
                                         return std::unique_ptr<model_runner>(new aws_occ(keys));
                                       }};
 

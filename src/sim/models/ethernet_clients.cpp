@@ -333,7 +333,7 @@ class ethernet_clients final : public model_runner, public model {
   handler_id self_ = 0;
 };
 
-const model_registration registration{
+const model_registration ethernet_clients_registration{
     "ethernet-clients",
     [](config_reader& keys) { return std::unique_ptr<model_runner>(new ethernet_clients(keys)); }};
 

@@ -243,7 +243,7 @@ class one_client_burst final : public model_runner, public model {
   lane_id connect_lane_ = 0, success_lane_ = 0, error_lane_ = 0;
 };
 
-const model_registration registration{
+const model_registration one_client_burst_registration{
     "one-client-burst",
     [](config_reader& keys) { return std::unique_ptr<model_runner>(new one_client_burst(keys)); }};
 

@@ -237,7 +237,7 @@ class outage_recovery final : public model_runner,
   lane_id timeout_lane_ = 0;
 };
 
-const model_registration registration{
+const model_registration outage_recovery_registration{
     "outage-recovery",
     [](config_reader& keys) { return std::unique_ptr<model_runner>(new outage_recovery(keys)); }};
 

@@ -289,7 +289,7 @@ class queueing_model final : public model_runner {
   time_ns bucket_ = 0;
 };
 
-const model_registration registration{
+const model_registration queueing_registration{
     "queueing",
     [](config_reader& keys) { return std::unique_ptr<model_runner>(new queueing_model(keys)); }};
 

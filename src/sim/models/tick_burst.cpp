@@ -340,7 +340,7 @@ class tick_burst final : public model_runner, public model {
   std::int64_t in_service_ = 0, rejecting_ = 0;
 };
 
-const model_registration registration{"tick-burst", [](config_reader& keys) {
+const model_registration tick_burst_registration{"tick-burst", [](config_reader& keys) {
                                         return std::unique_ptr<model_runner>(new tick_burst(keys));
                                       }};
 

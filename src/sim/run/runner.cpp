@@ -417,12 +417,12 @@ nlohmann::ordered_json strategy_json(const strategy_summary& s) {
 }
 
 // The metrics averaged over replications, by their summary.json path.
-struct metric {
+struct summary_metric {
   const char* name;
   double (*get)(const strategy_summary&);
 };
-const std::vector<metric>& metrics() {
-  static const std::vector<metric> all{
+const std::vector<summary_metric>& metrics() {
+  static const std::vector<summary_metric> all{
       {"operations", [](const strategy_summary& s) { return static_cast<double>(s.operations); }},
       {"completed", [](const strategy_summary& s) { return static_cast<double>(s.completed); }},
       {"failed",
@@ -447,7 +447,7 @@ const std::vector<metric>& metrics() {
   return all;
 }
 
-mean_ci metric_of(const sweep_cell& cell, const metric& m) {
+mean_ci metric_of(const sweep_cell& cell, const summary_metric& m) {
   std::vector<double> v;
   v.reserve(cell.runs.size());
   for (const auto& run : cell.runs) v.push_back(m.get(run));

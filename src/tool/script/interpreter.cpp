@@ -44,10 +44,6 @@ std::string describe(const attempt_result& r) {
   return "?";
 }
 
-double unix_now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Where statements run: the variables (a forall branch has its own copy), the deadline of the
 // innermost `try for`, the scope that cancels them, and inside a try the attempt number.
 struct frame {

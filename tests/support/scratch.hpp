@@ -1,0 +1,78 @@
+// Scratch files for tests: a folder per test under $TMPDIR that is removed however the test
+// ends (a failed ASSERT included), and small file helpers. Tests leave nothing behind in $TMPDIR;
+// `make test` checks it.
+//
+//   const backoff::test::test_scratch scratch("sim");   // TMPDIR/backoff-sim-SUITE-TEST-PID
+//   run(..., scratch / "summary.json");
+//   EXPECT_NE(scratch.read("summary.json"), "");
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace backoff::test {
+
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// An empty scratch folder for one test: TMPDIR/backoff-<kind>-<name>-<pid> (not yet created).
+inline std::filesystem::path fresh_dir(const std::string& kind, const std::string& name) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("backoff-" + kind + "-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The scratch folder of the running test (TMPDIR/backoff-KIND-SUITE-TEST-PID), created empty and
+// removed at the end.
+class test_scratch {
+ public:
+  explicit test_scratch(const std::string& kind) {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(info->test_suite_name()) + "-" + info->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    dir_ = fresh_dir(kind, name);
+    std::filesystem::create_directories(dir_);
+  }
+  test_scratch(const test_scratch&) = delete;
+  test_scratch& operator=(const test_scratch&) = delete;
+  ~test_scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path operator/(const std::string& file) const { return dir_ / file; }
+  std::string read(const std::string& file) const { return slurp(dir_ / file); }
+  bool has(const std::string& file) const { return std::filesystem::exists(dir_ / file); }
+  // A sub-folder, created.
+  std::filesystem::path sub(const std::string& name) const {
+    std::filesystem::create_directories(dir_ / name);
+    return dir_ / name;
+  }
+  // `sh -c SCRIPT` run in this folder, so that SCRIPT can name its files relatively.
+  std::vector<std::string> sh(const std::string& script) const {
+    return {"sh", "-c", "cd " + shell_quote(dir_.string()) + " || exit 99; " + script};
+  }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+}  // namespace backoff::test
