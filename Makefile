@@ -32,9 +32,17 @@ build: deps
 	if [ ! -f "$(BUILD_DIR)/CMakeCache.txt" ]; then cmake --preset $(PRESET); fi
 	cmake --build --preset $(PRESET) --parallel $(JOBS)
 
+# Tests run with TMPDIR set to an empty folder of the build, and fail if anything is left in it:
+# every test removes what it made, however it ends.
 test: configure
 	cmake --build --preset $(PRESET) --parallel $(JOBS)
-	ctest --preset $(PRESET)
+	tmp="$(CURDIR)/$(BUILD_DIR)/test-tmp"; rm -rf "$$tmp"; mkdir -p "$$tmp"; \
+	rc=0; TMPDIR="$$tmp" ctest --preset $(PRESET) || rc=$$?; \
+	left=$$(cd "$$tmp" && ls -A); \
+	if [ -n "$$left" ]; then \
+	  echo "make test: tests left these in TMPDIR ($$tmp):" $$left >&2; [ "$$rc" -ne 0 ] || rc=1; \
+	fi; \
+	exit "$$rc"
 
 test-asan:
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -53,8 +61,10 @@ bench-sim:
 	$(MAKE) build PRESET=default
 	bench/sim_bench.sh build/bin/backoff
 
-demo:
-	$(MAKE) build PRESET=default
+# The CLI and the libraries it links, nothing else (no tests, no benchmarks).
+demo: deps
+	if [ ! -f build/CMakeCache.txt ]; then cmake --preset default; fi
+	cmake --build --preset default --parallel $(JOBS) --target backoff_cli
 	build/bin/backoff presets --attempts 8
 	@echo
 	build/bin/backoff sim --out results --plot

@@ -556,7 +556,8 @@ std::string fill(const std::string& text, const case_run& run) {
 
 case_run run_case(const bad_input& c) {
   case_run run;
-  const fs::path dir = backoff::test::fresh_dir("catalogue", c.name);
+  const backoff::test::test_scratch scratch("catalogue");
+  const fs::path& dir = scratch.dir();
   fs::create_directories(dir / "folder");
   run.file = (dir / (c.file_name.empty() ? std::string("input") : c.file_name)).string();
   run.folder = (dir / "folder").string();
@@ -575,8 +576,6 @@ case_run run_case(const bad_input& c) {
   run.r = p->wait(10s);
   p.reset();
   run.mark_created = fs::exists(run.mark);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
   return run;
 }
 

@@ -62,7 +62,8 @@ TEST(Serve, TheSeedsWalkthroughWorksWithItsOwnFlags) {
 
 TEST(Load, WritesTheSimulatorsSummaryAndTimeSeries) {
   served server({"--base-delay", "5ms", "-q"});
-  const auto dir = backoff::test::fresh_dir("load", "out");
+  const backoff::test::test_scratch scratch("load");
+  const auto& dir = scratch.dir();
   const cli_result load =
       run_cli({"load", "--url", server.url(), "--clients", "10", "--lambda", "20ms", "--duration",
                "1s", "--out", dir.string(), "--name", "mine"});
@@ -72,14 +73,14 @@ TEST(Load, WritesTheSimulatorsSummaryAndTimeSeries) {
   EXPECT_EQ(summary["strategies"][0]["name"], "mine");
   EXPECT_GT(summary["strategies"][0]["completed"].get<int>(), 50);
   EXPECT_EQ(slurp(dir / "timeseries.csv").rfind("strategy,t_s,", 0), 0u);
-  std::filesystem::remove_all(dir);
   server.probe.signal(SIGINT);
   EXPECT_EQ(server.probe.wait().status, 0);
 }
 
 TEST(Load, ATimeoutIsCountedAndRetried) {
   served server({"--base-delay", "10s", "-q"});  // slower than the client waits
-  const auto dir = backoff::test::fresh_dir("load", "timeout");
+  const backoff::test::test_scratch scratch("load");
+  const auto& dir = scratch.dir();
   const cli_result load = run_cli({"load", "--url", server.url(), "--clients", "2", "--lambda",
                                    "10ms", "--timeout", "100ms", "--duration", "800ms", "--out",
                                    dir.string(), "--policy", "constant(initial=10ms)"});
@@ -87,7 +88,6 @@ TEST(Load, ATimeoutIsCountedAndRetried) {
   const auto s = nlohmann::json::parse(slurp(dir / "summary.json"))["strategies"][0];
   EXPECT_EQ(s["completed"], 0);
   EXPECT_GE(s["attempts"].get<int>(), 6);  // two clients, a retry every ~110 ms
-  std::filesystem::remove_all(dir);
   server.probe.signal(SIGTERM);
   EXPECT_EQ(server.probe.wait().status, 0);
 }
@@ -95,7 +95,8 @@ TEST(Load, ATimeoutIsCountedAndRetried) {
 TEST(Load, AnAimdWindowAndARetryBudgetPaceTheClients) {
   served server(
       {"--base-delay", "5ms", "--tick", "1ms", "-q", "--max-busy", "3", "--retry-after", "0"});
-  const auto dir = backoff::test::fresh_dir("load", "aimd");
+  const backoff::test::test_scratch scratch("load");
+  const auto& dir = scratch.dir();
   const cli_result load =
       run_cli({"load", "--url", server.url(), "--clients", "20", "--lambda", "5ms", "--duration",
                "1s", "--policy", "constant(initial=1ms)", "--aimd", "aimd(decrease=0.5)",
@@ -106,7 +107,6 @@ TEST(Load, AnAimdWindowAndARetryBudgetPaceTheClients) {
   // 20 clients against room for 3: without the window most attempts would be rejected; the
   // window keeps the clients near what the server takes, and the budget caps the retries.
   EXPECT_LT(s["attempts_per_operation"].get<double>(), 2.0) << s.dump();
-  std::filesystem::remove_all(dir);
   server.probe.signal(SIGTERM);
   EXPECT_EQ(server.probe.wait().status, 0);
 }

@@ -145,9 +145,9 @@ bool wait_for_lines(const fs::path& file, std::size_t lines,
 }
 
 // A scratch folder for the running test.
-class scratch : public backoff::test::test_scratch {
+class hygiene_scratch : public backoff::test::test_scratch {
  public:
-  scratch() : test_scratch("hygiene") {}
+  hygiene_scratch() : test_scratch("hygiene") {}
 };
 
 std::unique_ptr<process_probe> start(const std::vector<std::string>& args) {
@@ -178,8 +178,8 @@ struct run_record {
   std::string err;
 };
 
-TEST(Hygiene, HundredTimedOutRunsWithGrandchildrenLeaveNoProcess) {
-  const scratch s;
+TEST(HygieneWallClock, HundredTimedOutRunsWithGrandchildrenLeaveNoProcess) {
+  const hygiene_scratch s;
   const std::string prefix = mark_prefix("timeouts");
   constexpr int runs = 100;
   std::vector<run_record> records(runs);
@@ -259,7 +259,7 @@ const char* signal_name(int sig) {
 // ignore TERM (and, being background jobs of a shell, INT and QUIT): 128+n, the line, one attempt,
 // and nothing left once backoff has exited.
 TEST(HygieneSignals, EachSignalDuringAnAttemptCleansUpTheGroup) {
-  const scratch s;
+  const hygiene_scratch s;
   const std::string prefix = mark_prefix("attempt-signals");
   const std::vector<int> signals{SIGINT, SIGTERM, SIGHUP, SIGQUIT};
   constexpr int repeats = 3;
@@ -306,7 +306,7 @@ TEST(HygieneSignals, EachSignalDuringAnAttemptCleansUpTheGroup) {
 // TERM-ignoring one included, are gone before the wait is over; then INT, HUP or QUIT during the
 // wait ends backoff at once with 128+n (TERM during the wait: try_cli_test).
 TEST(HygieneSignals, SignalDuringTheWaitAfterAFailedAttemptWithLeftovers) {
-  const scratch s;
+  const hygiene_scratch s;
   const std::string prefix = mark_prefix("wait-signals");
   int n = 0;
   for (const int sig : {SIGINT, SIGHUP, SIGQUIT}) {
@@ -338,7 +338,7 @@ TEST(HygieneSignals, SignalDuringTheWaitAfterAFailedAttemptWithLeftovers) {
 // forall -j 2 over four items, each a family: TERM when the first two run. Both groups are
 // cleaned up, the last two items never start, and nothing is left.
 TEST(HygieneSignals, ForallWithSeveralGroupsCleansUpEveryGroup) {
-  const scratch s;
+  const hygiene_scratch s;
   const std::string prefix = mark_prefix("forall-term");
   const fs::path dir = s.sub("items");
   // {} is the item: each family writes its own files.
@@ -366,7 +366,7 @@ TEST(HygieneSignals, ForallWithSeveralGroupsCleansUpEveryGroup) {
 // A failing forall item stops its running siblings: their families, TERM-ignoring grandchildren
 // included, are gone once backoff has exited.
 TEST(HygieneSignals, AFailingForallItemLeavesNoSiblingProcess) {
-  const scratch s;
+  const hygiene_scratch s;
   const std::string prefix = mark_prefix("forall-fail");
   const fs::path dir = s.sub("items");
   const std::string d = shell_quote(dir.string());
@@ -394,7 +394,7 @@ TEST(HygieneSignals, AFailingForallItemLeavesNoSiblingProcess) {
 // "as in ftsh"); everything else of the group is gone. If this ever starts failing because the
 // escaped process is stopped too, the documentation should change with it.
 TEST(Hygiene, ASetsidGrandchildEscapesAsDocumentedAndNothingElseDoes) {
-  const scratch s;
+  const hygiene_scratch s;
   const std::string prefix = mark_prefix("setsid");
   const fs::path dir = s.sub("run");
   const std::string d = shell_quote(dir.string());
@@ -439,7 +439,7 @@ std::string ftsh_family(const std::string& mark, const fs::path& dir) {
 
 // `try for 300ms` around a family, ten times over in parallel: 124, and nothing left.
 TEST(HygieneScript, TryForDeadlineStopsEveryGrandchild) {
-  const scratch s;
+  const hygiene_scratch s;
   const std::string prefix = mark_prefix("script-deadline");
   constexpr int runs = 10;
   struct outcome {
@@ -474,7 +474,7 @@ TEST(HygieneScript, TryForDeadlineStopsEveryGrandchild) {
 
 // TERM to a script while a forall runs a family in each branch: 143, nothing left.
 TEST(HygieneScript, TermDuringAForallLeavesNoGrandchild) {
-  const scratch s;
+  const hygiene_scratch s;
   const std::string prefix = mark_prefix("script-term");
   const fs::path dir = s.sub("run");
   const fs::path file = write_script(

@@ -18,7 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using backoff::test::cli_result;
-using backoff::test::fresh_dir;
 using backoff::test::run_cli;
 using backoff::test::slurp;
 
@@ -26,14 +25,14 @@ using backoff::test::slurp;
 struct script_run {
   cli_result result;
   double seconds = 0;
+  backoff::test::test_scratch scratch;
   fs::path dir;
 };
 
 script_run run_script(const std::string& name, std::string text,
                       std::vector<std::string> extra = {}) {
-  script_run run;
-  run.dir = fresh_dir("script", name);
-  fs::create_directories(run.dir);
+  script_run run{{}, 0, backoff::test::test_scratch("script", name), {}};
+  run.dir = run.scratch.dir();
   for (std::size_t at; (at = text.find("@DIR@")) != std::string::npos;) {
     text.replace(at, 5, run.dir.string());
   }
@@ -65,7 +64,6 @@ TEST_P(ScriptCase, EndsWithTheExpectedStatusAndOutput) {
   const script_run run = run_script(c.name, c.text);
   EXPECT_EQ(run.result.status, c.status) << run.result.err;
   EXPECT_EQ(run.result.out, c.out) << run.result.err;
-  fs::remove_all(run.dir);
 }
 
 // Each case asserts what ran (stdout) and the status the script ends with.
@@ -128,7 +126,6 @@ TEST(Script, RedirectionsWriteAppendAndRead) {
   EXPECT_EQ(run.result.status, 0) << run.result.err;
   EXPECT_EQ(run.result.out, "one\ntwo\nerr\n");
   EXPECT_EQ(slurp(run.dir / "g"), "both\nbad\n");
-  fs::remove_all(run.dir);
 }
 
 TEST(Script, AFileThatCannotBeOpenedFailsTheCommandWithItsLine) {
@@ -137,7 +134,6 @@ TEST(Script, AFileThatCannotBeOpenedFailsTheCommandWithItsLine) {
   EXPECT_EQ(run.result.out, "a\n");
   EXPECT_NE(run.result.err.find("badredirect.ftsh:2: cannot open"), std::string::npos)
       << run.result.err;
-  fs::remove_all(run.dir);
 }
 
 TEST(Script, TryForStopsTheRunningCommandAtTheDeadline) {
@@ -215,8 +211,8 @@ TEST(Script, EnvironmentVariablesAreReadable) {
 }
 
 TEST(Script, TermStopsTheScriptAndReachesEveryRunningBranch) {
-  const fs::path dir = fresh_dir("script", "term");
-  fs::create_directories(dir);
+  const backoff::test::test_scratch scratch("script");
+  const fs::path& dir = scratch.dir();
   const fs::path file = dir / "term.ftsh";
   // $$ is literal in a script (no such variable name): the shell sees it.
   std::ofstream(file) << "forall b in 1 2\n  sh -c \"trap 'echo $$ >> " << dir.string()
@@ -239,14 +235,12 @@ TEST(Script, TermStopsTheScriptAndReachesEveryRunningBranch) {
   EXPECT_NE(r.err.find("stopped by signal 15"), std::string::npos) << r.err;
   const std::string got = slurp(dir / "got");
   EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 2) << "each branch was sent TERM: " << got;
-  fs::remove_all(dir);
 }
 
 TEST(Script, CheckParsesWithoutRunning) {
   const script_run run = run_script("check", "echo ran > @DIR@/ran\n", {"--check"});
   EXPECT_EQ(run.result.status, 0) << run.result.err;
   EXPECT_FALSE(fs::exists(run.dir / "ran"));
-  fs::remove_all(run.dir);
 }
 
 struct parse_error_case {
@@ -270,7 +264,6 @@ TEST_P(ScriptParseError, StopsBeforeAnythingRunsWithFileAndLine) {
       (run.dir / (std::string(c.name) + ".ftsh")).string() + ":" + std::to_string(c.line) + ": ";
   EXPECT_EQ(lines[0].rfind(where, 0), 0u) << lines[0];
   EXPECT_NE(lines[0].find(c.message), std::string::npos) << lines[0];
-  fs::remove_all(run.dir);
 }
 
 // Lines count the "echo ran" line the test puts first.

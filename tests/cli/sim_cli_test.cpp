@@ -14,14 +14,11 @@ namespace fs = std::filesystem;
 using backoff::test::run_cli;
 using backoff::test::slurp;
 
-fs::path fresh_dir(const std::string& name) {
-  return backoff::test::fresh_dir("sim", name);
-}
-
 const std::vector<std::string> small{"sim", "one-client-burst", "--set", "workload.operations=200"};
 
 TEST(SimCli, WritesTheThreeFilesWithTheDocumentedSchema) {
-  const fs::path out = fresh_dir("schema");
+  const backoff::test::test_scratch scratch("sim");
+  const fs::path out = scratch / "schema";
   auto args = small;
   args.insert(args.end(), {"--out", out.string()});
   const auto r = run_cli(args);
@@ -50,12 +47,12 @@ TEST(SimCli, WritesTheThreeFilesWithTheDocumentedSchema) {
   // One clients.csv row per operation and strategy, after the header.
   const std::string clients = slurp(out / "clients.csv");
   EXPECT_EQ(std::count(clients.begin(), clients.end(), '\n'), 1 + 8 * 200);
-  fs::remove_all(out);
 }
 
 TEST(SimCli, SameSeedGivesByteIdenticalOutputsButTheWallClock) {
+  const backoff::test::test_scratch scratch("sim");
   const auto run_to = [&](const std::string& name, const char* seed) {
-    const fs::path out = fresh_dir(name);
+    const fs::path out = scratch / name;
     auto args = small;
     args.insert(args.end(), {"--out", out.string(), "--seed", seed});
     EXPECT_EQ(run_cli(args).status, 0);
@@ -73,13 +70,13 @@ TEST(SimCli, SameSeedGivesByteIdenticalOutputsButTheWallClock) {
     (*j)["run"].erase("events_per_s");
   }
   EXPECT_EQ(ja, jb);
-  for (const auto& d : {a, b, c}) fs::remove_all(d);
 }
 
 // What `make demo` runs: every built-in scenario, one sub-folder each (here the sweeps at one
 // replication, to keep the sanitizer builds quick; `replications` is a key of every scenario).
 TEST(SimCli, RunsTheWholeBuiltInSuiteIntoOneFolderPerScenario) {
-  const fs::path out = fresh_dir("suite");
+  const backoff::test::test_scratch scratch("sim");
+  const fs::path out = scratch / "suite";
   const auto r =
       run_cli({"sim", "--out", out.string(), "--no-progress", "--set", "replications=1"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -93,13 +90,13 @@ TEST(SimCli, RunsTheWholeBuiltInSuiteIntoOneFolderPerScenario) {
     const auto doc = nlohmann::json::parse(slurp(out / sweep / "summary.json"));
     EXPECT_GT(doc["points"].size(), 1U) << sweep;
   }
-  fs::remove_all(out);
 }
 
 // Sweeps run on all cores; the thread count changes the wall time, not one byte of the results.
 TEST(SimCli, SweepOutputsDoNotDependOnTheThreadCount) {
-  const auto run_to = [](const std::string& name, const std::string& threads) {
-    const fs::path out = fresh_dir(name);
+  const backoff::test::test_scratch scratch("sim");
+  const auto run_to = [&](const std::string& name, const std::string& threads) {
+    const fs::path out = scratch / name;
     const auto r = run_cli({"sim", "outage-tipping", "--out", out.string(), "--threads", threads,
                             "--set", "replications=2", "--set", "run.duration=\"150s\"", "--set",
                             "sweep.outage.duration=[\"3s\", \"6s\", \"20s\"]"});
@@ -117,8 +114,6 @@ TEST(SimCli, SweepOutputsDoNotDependOnTheThreadCount) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(a["points"].size(), 3U);
   EXPECT_EQ(a["points"][1]["params"]["outage.duration"], "6s");
-  fs::remove_all(one);
-  fs::remove_all(three);
 }
 
 TEST(SimCli, ABadSweepValueIsOneLineNamingTheSweepEntry) {
@@ -164,10 +159,11 @@ struct bad_sim {
 class SimCliRejects : public testing::TestWithParam<bad_sim> {};
 
 TEST_P(SimCliRejects, WithOneLineAndExitTwo) {
+  const backoff::test::test_scratch scratch("sim");
   auto args = GetParam().args;
   fs::path file;
   if (!GetParam().file_text.empty()) {
-    file = fresh_dir("bad") += ".toml";
+    file = (scratch / "bad") += ".toml";
     std::ofstream(file) << GetParam().file_text;
     args.push_back(file.string());
   }
@@ -177,7 +173,6 @@ TEST_P(SimCliRejects, WithOneLineAndExitTwo) {
   EXPECT_NE(r.err.find(GetParam().fragment), std::string::npos) << r.err;
   if (!file.empty()) {
     EXPECT_NE(r.err.find(file.string() + ":"), std::string::npos) << r.err;
-    fs::remove(file);
   }
 }
 
@@ -211,7 +206,8 @@ namespace {
 
 // --plot: charts and report.html per scenario, and an index linking them when there are several.
 TEST(SimCliPlot, WritesAReportPerScenarioAndAnIndex) {
-  const fs::path out = fresh_dir("plot");
+  const backoff::test::test_scratch scratch("sim");
+  const fs::path out = scratch / "plot";
   const auto r = run_cli({"sim", "tick-burst", "one-client-burst", "--out", out.string(), "--plot",
                           "--no-progress", "--set", "replications=1"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -225,7 +221,6 @@ TEST(SimCliPlot, WritesAReportPerScenarioAndAnIndex) {
   EXPECT_NE(index.find("href=\"tick-burst/report.html\""), std::string::npos) << index;
   EXPECT_NE(index.find("href=\"one-client-burst/report.html\""), std::string::npos) << index;
   EXPECT_NE(r.err.find("reports: " + (out / "index.html").string()), std::string::npos) << r.err;
-  fs::remove_all(out);
 }
 
 TEST(SimCliPlot, NeedsAnOutputFolder) {

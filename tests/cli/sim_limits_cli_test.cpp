@@ -23,10 +23,6 @@ using backoff::test::process_probe;
 using backoff::test::run_cli;
 using backoff::test::slurp;
 
-fs::path limits_dir(const std::string& name) {
-  return backoff::test::fresh_dir("limits", name);
-}
-
 // CPU time the process has used, in clock ticks (utime + stime of /proc/PID/stat).
 long cpu_ticks(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -81,7 +77,8 @@ const std::vector<std::string> long_sim{"sim",
                                         "server.max_busy=1"};
 
 TEST(SimLimitsCli, RefusesAScenarioOverTheLimitBeforeRunningIt) {
-  const fs::path out = limits_dir("refuse");
+  const backoff::test::test_scratch scratch("limits");
+  const fs::path out = scratch / "refuse";
   const auto r = run_cli({"sim", "one-client-burst", "--set", "workload.operations=100000000",
                           "--memory-limit", "2GiB", "--out", out.string()});
   EXPECT_EQ(r.status, 1) << r.err;
@@ -117,7 +114,8 @@ TEST(SimLimitsCli, ABadLimitIsAUsageError) {
 }
 
 TEST(SimLimitsCli, SigintWritesAPartialSummaryAndExits130) {
-  const fs::path out = limits_dir("sigint");
+  const backoff::test::test_scratch scratch("limits");
+  const fs::path out = scratch / "sigint";
   auto args = long_sim;
   args.insert(args.end(), {"--out", out.string()});
   process_probe p(args);
@@ -141,11 +139,11 @@ TEST(SimLimitsCli, SigintWritesAPartialSummaryAndExits130) {
   EXPECT_EQ(doc["signal"], "SIGINT");
   EXPECT_TRUE(doc.contains("stopped_at_s"));
   EXPECT_TRUE(fs::exists(out / "timeseries.csv"));
-  fs::remove_all(out);
 }
 
 TEST(SimLimitsCli, SigtermStopsASweepWhichKeepsItsFinishedCells) {
-  const fs::path out = limits_dir("sigterm");
+  const backoff::test::test_scratch scratch("limits");
+  const fs::path out = scratch / "sigterm";
   process_probe p({"sweep", "aws-occ", "--set", "replications=2000", "--set", "sweep.clients=[190]",
                    "--threads", "1", "--no-progress", "--out", out.string()});
   ASSERT_TRUE(wait_until_busy(p));
@@ -163,11 +161,11 @@ TEST(SimLimitsCli, SigtermStopsASweepWhichKeepsItsFinishedCells) {
   EXPECT_EQ(doc["points"][0]["strategies"][0]["partial"], true);
   const std::string csv = slurp(out / "sweep.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1);
-  fs::remove_all(out);
 }
 
 TEST(SimLimitsCli, WholeRunsAreTheSameWhateverTheLimit) {
-  const fs::path base = limits_dir("same");
+  const backoff::test::test_scratch scratch("limits");
+  const fs::path base = scratch / "same";
   for (const char* limit : {"none", "4GiB", ""}) {
     std::vector<std::string> args{"sim", "tick-burst", "--out", (base / limit).string()};
     if (*limit != '\0') args.insert(args.end(), {"--memory-limit", limit});
@@ -175,7 +173,7 @@ TEST(SimLimitsCli, WholeRunsAreTheSameWhateverTheLimit) {
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out.find("partial"), std::string::npos);
   }
-  const auto summary = [](const fs::path& p) {
+  const auto summary = [&](const fs::path& p) {
     auto doc = nlohmann::json::parse(slurp(p / "summary.json"));
     doc["run"].erase("wall_s");
     doc["run"].erase("events_per_s");
@@ -187,7 +185,6 @@ TEST(SimLimitsCli, WholeRunsAreTheSameWhateverTheLimit) {
     EXPECT_EQ(summary(base / "none"), summary(base / other));
     EXPECT_FALSE(summary(base / other).contains("partial"));
   }
-  fs::remove_all(base);
 }
 
 }  // namespace

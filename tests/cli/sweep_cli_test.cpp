@@ -17,10 +17,6 @@ namespace fs = std::filesystem;
 using backoff::test::run_cli;
 using backoff::test::slurp;
 
-fs::path fresh_dir(const std::string& name) {
-  return backoff::test::fresh_dir("sweep", name);
-}
-
 // A small sweep: 3 pause lengths x 2 strategies x 2 replications = 12 runs.
 const std::vector<std::string> small{
     "--set",        "replications=2",
@@ -40,11 +36,12 @@ nlohmann::json without_wall_time(const fs::path& summary) {
   return doc;
 }
 
-// Runs the sweep in `count` shards (each in its own folder, as on separate machines).
-std::vector<fs::path> run_shards(const std::string& name, int count, const std::string& threads) {
+// Runs the sweep in `count` shards, each in its own folder under `base` (as on separate machines).
+std::vector<fs::path> run_shards(const fs::path& base, const std::string& name, int count,
+                                 const std::string& threads) {
   std::vector<fs::path> dirs;
   for (int i = 1; i <= count; ++i) {
-    const fs::path dir = fresh_dir(name + "-" + std::to_string(i));
+    const fs::path dir = base / (name + "-" + std::to_string(i));
     const auto r =
         run_cli(with({"sweep", "outage-tipping", "--out", dir.string(), "--shard",
                       std::to_string(i) + "/" + std::to_string(count), "--threads", threads},
@@ -65,29 +62,28 @@ std::vector<std::string> merge_args(const std::vector<fs::path>& dirs, const fs:
 }
 
 TEST(SweepCli, MergedShardsGiveExactlyTheUnshardedOutputs) {
-  const fs::path whole = fresh_dir("whole");
+  const backoff::test::test_scratch scratch("sweep");
+  const fs::path whole = scratch / "whole";
   const auto w = run_cli(with({"sweep", "outage-tipping", "--out", whole.string()}, small));
   ASSERT_EQ(w.status, 0) << w.err;
 
   for (const int count : {3, 20}) {  // 20 shards for 12 runs: some shards are empty
-    auto dirs = run_shards("s" + std::to_string(count), count, count == 3 ? "1" : "2");
+    auto dirs = run_shards(scratch.dir(), "s" + std::to_string(count), count, count == 3 ? "1" : "2");
     std::reverse(dirs.begin(), dirs.end());  // the order of the folders does not matter
-    const fs::path merged = fresh_dir("merged" + std::to_string(count));
+    const fs::path merged = scratch / ("merged" + std::to_string(count));
     const auto m = run_cli(merge_args(dirs, merged));
     ASSERT_EQ(m.status, 0) << m.err;
     EXPECT_EQ(slurp(merged / "sweep.csv"), slurp(whole / "sweep.csv")) << count;
     EXPECT_EQ(without_wall_time(merged / "summary.json"), without_wall_time(whole / "summary.json"))
         << count;
     EXPECT_EQ(m.out, w.out) << "the table on stdout";
-    for (const auto& d : dirs) fs::remove_all(d);
-    fs::remove_all(merged);
   }
-  fs::remove_all(whole);
 }
 
 TEST(SweepCli, RefusesAnIncompleteRepeatedOrForeignSetOfShards) {
-  const auto dirs = run_shards("bad", 3, "2");
-  const fs::path out = fresh_dir("bad-out");
+  const backoff::test::test_scratch scratch("sweep");
+  const auto dirs = run_shards(scratch.dir(), "bad", 3, "2");
+  const fs::path out = scratch / "bad-out";
 
   const auto missing = run_cli(merge_args({dirs[0], dirs[2]}, out));
   EXPECT_EQ(missing.status, 2);
@@ -98,7 +94,7 @@ TEST(SweepCli, RefusesAnIncompleteRepeatedOrForeignSetOfShards) {
   EXPECT_NE(twice.err.find("shard 2/3 is also in"), std::string::npos) << twice.err;
 
   // The same slice of another sweep (another seed): not mixed in.
-  const fs::path other = fresh_dir("other");
+  const fs::path other = scratch / "other";
   ASSERT_EQ(run_cli(with({"sweep", "outage-tipping", "--out", other.string(), "--shard", "2/3",
                           "--seed", "9"},
                          small))
@@ -111,8 +107,6 @@ TEST(SweepCli, RefusesAnIncompleteRepeatedOrForeignSetOfShards) {
     EXPECT_EQ(std::count(r->err.begin(), r->err.end(), '\n'), 1) << r->err;
   }
   EXPECT_FALSE(fs::exists(out / "sweep.csv"));
-  for (const auto& d : dirs) fs::remove_all(d);
-  fs::remove_all(other);
 }
 
 struct sweep_misuse {
@@ -146,14 +140,13 @@ INSTANTIATE_TEST_SUITE_P(
                "replications: 0 is out of range"}));
 
 TEST(SweepCli, AMalformedShardFileIsNamed) {
-  const fs::path dir = fresh_dir("malformed");
-  fs::create_directories(dir);
+  const backoff::test::test_scratch scratch("sweep");
+  const fs::path& dir = scratch.dir();
   { std::ofstream(dir / "shard-1-of-1.json") << R"({"format": "backoff-sweep-shard/1"})"; }
   const auto r = run_cli({"sweep", "--merge", dir.string()});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("shard-1-of-1.json: malformed shard file"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -45,9 +45,9 @@ using nlohmann::json;
 const std::vector<std::string> fast{"--policy", "constant(initial=10ms)"};
 
 // The scratch folder of the running test, created empty and removed at the end.
-class scratch : public backoff::test::test_scratch {
+class try_scratch : public backoff::test::test_scratch {
  public:
-  scratch() : test_scratch("try") {}
+  try_scratch() : test_scratch("try") {}
 };
 
 std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
@@ -99,7 +99,7 @@ void kill_recorded(const fs::path& file) {
 // --- Success, retries and the exit status ------------------------------------------------------
 
 TEST(Try, SucceedsAtOnceAndRunsTheCommandOnce) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed(cat(cat({"try", "--times", "3"}, fast), cat({"--"}, s.sh("echo run >> log"))));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -109,7 +109,7 @@ TEST(Try, SucceedsAtOnceAndRunsTheCommandOnce) {
 }
 
 TEST(Try, RetriesUntilTheCommandSucceeds) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(
       cat(cat({"try", "--times", "5"}, fast), cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
                                                                "[ $BACKOFF_ATTEMPT = 3 ]"))));
@@ -119,7 +119,7 @@ TEST(Try, RetriesUntilTheCommandSucceeds) {
 }
 
 TEST(Try, PassesTheLastExitStatusThrough) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(
       cat(cat({"try", "--times", "3"}, fast), cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
                                                                "exit $((BACKOFF_ATTEMPT + 10))"))));
@@ -128,7 +128,7 @@ TEST(Try, PassesTheLastExitStatusThrough) {
 }
 
 TEST(Try, MakesFiveAttemptsByDefault) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat(cat({"try"}, fast), cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT/"
                                                                     "$BACKOFF_MAX_ATTEMPTS >> log; "
                                                                     "exit 1"))));
@@ -137,7 +137,7 @@ TEST(Try, MakesFiveAttemptsByDefault) {
 }
 
 TEST(Try, TimesZeroMeansNoLimitAndNoMaxAttemptsVariable) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed(cat(cat({"try", "--times", "0"}, fast),
                     cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT/${BACKOFF_MAX_ATTEMPTS-unset} "
@@ -147,7 +147,7 @@ TEST(Try, TimesZeroMeansNoLimitAndNoMaxAttemptsVariable) {
 }
 
 TEST(Try, CommandStartsAtTheFirstNonOptionWordWithoutDoubleDash) {
-  const scratch s;
+  const try_scratch s;
   // The "--times 9" after the command belongs to the command, not to backoff.
   const auto r =
       run_timed(cat(cat({"try", "--times", "2"}, fast),
@@ -176,7 +176,7 @@ TEST(Try, ADoubleDashInsideTheCommandIsPassedOnWithoutALeadingDoubleDash) {
 // --- Commands that cannot run, signals, statuses 126/127 ----------------------------------------
 
 TEST(Try, ProgramNotFoundIs127OneLineAndNeverRetried) {
-  const scratch s;
+  const try_scratch s;
   for (const std::string program :
        {"/nonexistent-backoff-dir/no-such-program", "backoff-no-such-program-on-path"}) {
     SCOPED_TRACE(program);
@@ -197,7 +197,7 @@ TEST(Try, ProgramNotFoundIs127OneLineAndNeverRetried) {
 }
 
 TEST(Try, NotExecutableIs126OneLineAndNeverRetried) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed(cat(cat({"try", "--times", "3", "--report", (s / "r.json").string()}, fast),
                     {"--", "/etc/passwd"}));
@@ -212,7 +212,7 @@ TEST(Try, NotExecutableIs126OneLineAndNeverRetried) {
 }
 
 TEST(Try, ShellStatuses126And127AreNotRetried) {
-  const scratch s;
+  const try_scratch s;
   for (const int status : {126, 127}) {
     SCOPED_TRACE(status);
     const std::string log = "log" + std::to_string(status);
@@ -225,7 +225,7 @@ TEST(Try, ShellStatuses126And127AreNotRetried) {
 }
 
 TEST(Try, DeathBySignalIs128PlusTheSignalAndIsRetried) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed(cat(cat({"try", "--times", "2", "--report", (s / "r.json").string()}, fast),
                     cat({"--"}, s.sh("echo x >> log; kill -9 $$"))));
@@ -245,7 +245,7 @@ TEST(Try, DeathBySignalIs128PlusTheSignalAndIsRetried) {
 // --- Timeouts and process groups ---------------------------------------------------------------
 
 TEST(Try, TimeoutStopsAnAttemptWith124AndRetriesIt) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat(
       cat({"try", "--times", "2", "--timeout", "200ms", "--report", (s / "r.json").string()}, fast),
       cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; sleep 30"))));
@@ -264,7 +264,7 @@ TEST(Try, TimeoutStopsAnAttemptWith124AndRetriesIt) {
 }
 
 TEST(Try, AnAttemptThatTimedOutIsFollowedByOneThatSucceeds) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed(cat(cat({"try", "--times", "3", "--timeout", "200ms"}, fast),
                     cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
@@ -275,7 +275,7 @@ TEST(Try, AnAttemptThatTimedOutIsFollowedByOneThatSucceeds) {
 }
 
 TEST(Try, TimeoutStopsTheAttemptsWholeProcessGroup) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat({"try", "--times", "1", "--timeout", "300ms", "--"},
                                s.sh("sleep 30 & echo $! > grandchild; wait")));
   EXPECT_EQ(r.status, 124) << r.err;
@@ -287,7 +287,7 @@ TEST(Try, TimeoutStopsTheAttemptsWholeProcessGroup) {
 }
 
 TEST(Try, AChildThatIgnoresTermIsKilledAfterTheGrace) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed(cat({"try", "--times", "1", "--timeout", "200ms", "--grace", "200ms", "--"},
                     s.sh("trap '' TERM; echo $$ > pid; sleep 30")));
@@ -300,7 +300,7 @@ TEST(Try, AChildThatIgnoresTermIsKilledAfterTheGrace) {
 }
 
 TEST(Try, AFailedAttemptLeavesNoGrandchildBehind) {
-  const scratch s;
+  const try_scratch s;
   // The second attempt looks whether the first one's grandchild is still there: it must not be.
   const std::string look =
       "if [ $BACKOFF_ATTEMPT = 2 ]; then p=$(head -n 1 grandchildren); "
@@ -320,7 +320,7 @@ TEST(Try, AFailedAttemptLeavesNoGrandchildBehind) {
 }
 
 TEST(Try, ASuccessfulAttemptLeavesItsBackgroundJobRunning) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(
       cat({"try", "--times", "1", "--"}, s.sh("(sleep 0.3; echo finished > background) & exit 0")));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -330,7 +330,7 @@ TEST(Try, ASuccessfulAttemptLeavesItsBackgroundJobRunning) {
 // Under --until 3, an attempt that exits 0 has failed: its leftovers must be stopped like any
 // failed attempt's.
 TEST(Try, AnAttemptThatFailedUnderUntilAlsoLeavesNoGrandchild) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat(cat({"try", "--times", "2", "--until", "3"}, fast),
                                cat({"--"}, s.sh("sleep 30 & echo $! >> grandchildren; exit 0"))));
   EXPECT_EQ(r.status, 0) << r.err;  // the last status, passed through
@@ -341,7 +341,7 @@ TEST(Try, AnAttemptThatFailedUnderUntilAlsoLeavesNoGrandchild) {
 }
 
 TEST(Try, ForegroundRunsTheCommandInTheToolsProcessGroup) {
-  const scratch s;
+  const try_scratch s;
   const std::string script =
       "read -r pid comm state ppid pgrp rest < /proc/$$/stat; "
       "echo \"$$ $pgrp\" > groups";
@@ -370,7 +370,7 @@ TEST(Try, ForegroundRunsTheCommandInTheToolsProcessGroup) {
 // --- The command's environment -----------------------------------------------------------------
 
 TEST(Try, TellsTheCommandItsAttemptNumberAndTheLimit) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat(cat({"try", "--times", "3"}, fast),
                       cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT/$BACKOFF_MAX_ATTEMPTS/"
                                        "${BACKOFF_DEADLINE-none} >> log; exit 1"))));
@@ -380,7 +380,7 @@ TEST(Try, TellsTheCommandItsAttemptNumberAndTheLimit) {
 }
 
 TEST(Try, ForSetsADeadlineVariableAndNoAttemptLimit) {
-  const scratch s;
+  const try_scratch s;
   const double before = unix_now();
   process_probe p(
       cat(cat({"try", "--for", "60s"}, fast), cat({"--"}, s.sh("echo ${BACKOFF_MAX_ATTEMPTS-unset} "
@@ -405,7 +405,7 @@ TEST(Try, ForSetsADeadlineVariableAndNoAttemptLimit) {
 }
 
 TEST(Try, AnInheritedDeadlineThatHasPassedRunsNoAttempt) {
-  const scratch s;
+  const try_scratch s;
   const auto past = static_cast<long long>(unix_now()) - 10;
   process_probe p(cat({"try", "--report", (s / "r.json").string(), "--"}, s.sh("echo ran > log")),
                   std::nullopt, {"BACKOFF_DEADLINE=" + std::to_string(past)});
@@ -419,7 +419,7 @@ TEST(Try, AnInheritedDeadlineThatHasPassedRunsNoAttempt) {
 }
 
 TEST(Try, AnInheritedDeadlineTighterThanForWins) {
-  const scratch s;
+  const try_scratch s;
   const auto soon = static_cast<long long>(std::ceil(unix_now())) + 2;
   process_probe p(
       cat({"try", "--for", "60s", "--"}, s.sh("echo $BACKOFF_DEADLINE > deadline; sleep 30")),
@@ -437,7 +437,7 @@ TEST(Try, AnInheritedDeadlineTighterThanForWins) {
 // An inner `backoff try --times 0` inside an outer `backoff try --times 2`: the inner command
 // has no attempt limit, so BACKOFF_MAX_ATTEMPTS must not be there (not the outer's 2).
 TEST(Try, NestedTryWithoutALimitDoesNotPassTheOuterLimitOn) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat({"try", "--times", "2", "--", BACKOFF_CLI_PATH, "try", "--times", "0", "--"},
                       s.sh("echo $BACKOFF_ATTEMPT/${BACKOFF_MAX_ATTEMPTS-unset} >> log")));
   const probe_result r = p.wait();
@@ -448,7 +448,7 @@ TEST(Try, NestedTryWithoutALimitDoesNotPassTheOuterLimitOn) {
 // --- Standard input and output -----------------------------------------------------------------
 
 TEST(Try, ReplayStdinGivesEveryAttemptTheWholeInput) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat(cat({"try", "--times", "3", "--replay-stdin"}, fast),
                       cat({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
                   "hello\n");
@@ -458,7 +458,7 @@ TEST(Try, ReplayStdinGivesEveryAttemptTheWholeInput) {
 }
 
 TEST(Try, ReplayStdinGivesEveryAttemptALargeInputWhole) {
-  const scratch s;
+  const try_scratch s;
   std::string big;
   for (int i = 0; i < 40000; ++i) big += "line " + std::to_string(i) + "\n";  // ~400 KB
   process_probe p(cat(cat({"try", "--times", "2", "--replay-stdin"}, fast),
@@ -471,7 +471,7 @@ TEST(Try, ReplayStdinGivesEveryAttemptALargeInputWhole) {
 }
 
 TEST(Try, ReplayStdinWithAnEmptyInput) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat(cat({"try", "--times", "2", "--replay-stdin"}, fast),
                       cat({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
                   "");
@@ -484,7 +484,7 @@ TEST(Try, ReplayStdinWithAnEmptyInput) {
 }
 
 TEST(Try, WithoutReplayOnlyTheFirstAttemptReadsStdin) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat(cat({"try", "--times", "3"}, fast),
                       cat({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
                   "hello\n");
@@ -552,7 +552,7 @@ TEST(Try, VerboseSaysWhenItGivesUp) {
 }
 
 TEST(Try, ReportDescribesEveryAttempt) {
-  const scratch s;
+  const try_scratch s;
   const double before = unix_now();
   const std::vector<std::string> command{"sh", "-c", "[ $BACKOFF_ATTEMPT = 2 ] || exit 5"};
   const auto r =
@@ -637,7 +637,7 @@ TEST(Try, TheSameSeedGivesTheSameJitteredDelays) {
 // --- Deadlines ---------------------------------------------------------------------------------
 
 TEST(Try, ForStopsAtOnceWhenTheNextWaitWouldReachTheDeadline) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed({"try", "--for", "300ms", "--policy", "constant(initial=1s)", "--report",
                             (s / "r.json").string(), "--", "false"});
   EXPECT_EQ(r.status, 1) << r.err;
@@ -650,7 +650,7 @@ TEST(Try, ForStopsAtOnceWhenTheNextWaitWouldReachTheDeadline) {
 }
 
 TEST(Try, ForStopsTheRunningAttemptAtTheDeadline) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed({"try", "--for", "300ms", "--report", (s / "r.json").string(), "--", "sleep", "5"});
   EXPECT_EQ(r.status, 124) << r.err;
@@ -663,7 +663,7 @@ TEST(Try, ForStopsTheRunningAttemptAtTheDeadline) {
 }
 
 TEST(Try, ForStartsNoAttemptAfterTheDeadline) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed({"try", "--for", "500ms", "--policy", "constant(initial=50ms)",
                             "--report", (s / "r.json").string(), "--", "false"});
   EXPECT_LT(r.elapsed_s, 3);
@@ -699,7 +699,7 @@ TEST(Try, ForStartsNoAttemptAfterTheDeadline) {
 // machine a late wake-up can overrun it too) must not start another attempt, which would be
 // stopped at once and turn the command's status into 124.
 TEST(Try, AWaitThatOverranTheDeadlineStartsNoFurtherAttempt) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat({"try", "--for", "1s", "--policy", "constant(initial=200ms)", "-v",
                        "--report", (s / "r.json").string(), "--"},
                       s.sh("echo x >> log; exit 1")));
@@ -720,7 +720,7 @@ TEST(Try, AWaitThatOverranTheDeadlineStartsNoFurtherAttempt) {
 }
 
 TEST(Try, ForWithTimesStopsAtWhicheverComesFirst) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(
       cat(cat({"try", "--for", "30s", "--times", "2", "--report", (s / "r.json").string()}, fast),
           cat({"--"}, s.sh("echo $BACKOFF_MAX_ATTEMPTS >> log; exit 1"))));
@@ -733,7 +733,7 @@ TEST(Try, ForWithTimesStopsAtWhicheverComesFirst) {
 // matter, so the command must run (or the value be refused as a tool error), never be "out of
 // time" before it starts.
 TEST(Try, AVeryLongForStillRunsTheCommand) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat({"try", "--for", "9223372036s", "--"}, s.sh("echo ran > log")));
   if (r.status == 125) {
     EXPECT_EQ(lines_of(r.err).size(), 1U) << r.err;
@@ -746,7 +746,7 @@ TEST(Try, AVeryLongForStillRunsTheCommand) {
 
 // Likewise a very long --every: the second attempt must not start at once.
 TEST(Try, AVeryLongEveryStillWaitsBetweenAttempts) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(
       cat({"try", "--times", "2", "--every", "9223372036s", "--"}, s.sh("echo x >> log; exit 1")));
   ASSERT_TRUE(wait_for_file(s / "log"));
@@ -764,7 +764,7 @@ TEST(Try, AVeryLongEveryStillWaitsBetweenAttempts) {
 // --- --until and --while -----------------------------------------------------------------------
 
 TEST(Try, UntilStopsOnAnyItemOfTheList) {
-  const scratch s;
+  const try_scratch s;
   for (const std::string list : {"3,4", "4,3"}) {
     SCOPED_TRACE(list);
     const std::string log = "log" + list;
@@ -777,7 +777,7 @@ TEST(Try, UntilStopsOnAnyItemOfTheList) {
 }
 
 TEST(Try, UntilPassesTheMatchedStatusThroughAndStops) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(
       cat(cat({"try", "--times", "5", "--until", "3", "--report", (s / "r.json").string()}, fast),
           cat({"--"}, s.sh("echo x >> log; exit 3"))));
@@ -787,7 +787,7 @@ TEST(Try, UntilPassesTheMatchedStatusThroughAndStops) {
 }
 
 TEST(Try, UntilFailStopsAtTheFirstFailure) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat(cat({"try", "--times", "5", "--until", "fail"}, fast),
                                cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
                                                 "[ $BACKOFF_ATTEMPT = 3 ] && exit 6; exit 0"))));
@@ -796,7 +796,7 @@ TEST(Try, UntilFailStopsAtTheFirstFailure) {
 }
 
 TEST(Try, WhileRetriesOnlyTheListedStatuses) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(
       cat(cat({"try", "--times", "5", "--while", "1-2", "--report", (s / "r.json").string()}, fast),
           cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
@@ -807,7 +807,7 @@ TEST(Try, WhileRetriesOnlyTheListedStatuses) {
 }
 
 TEST(Try, WhileStopsAtOnceOnAnUnlistedStatus) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat(cat({"try", "--times", "5", "--while", "1,7"}, fast),
                                cat({"--"}, s.sh("echo x >> log; exit 2"))));
   EXPECT_EQ(r.status, 2) << r.err;
@@ -817,7 +817,7 @@ TEST(Try, WhileStopsAtOnceOnAnUnlistedStatus) {
 // --- --every -----------------------------------------------------------------------------------
 
 TEST(Try, EveryStartsAttemptsAPeriodApart) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed({"try", "--every", "150ms", "--times", "3", "--report",
                             (s / "r.json").string(), "--", "false"});
   EXPECT_EQ(r.status, 1) << r.err;
@@ -865,7 +865,7 @@ void expect_stopped_by(const probe_result& r, int sig) {
 }
 
 TEST(TrySignals, IntDuringAnAttemptReachesTheCommandAndTheToolExits130) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat(
       cat({"try", "--times", "3", "--grace", "300ms", "--report", (s / "r.json").string()}, fast),
       cat({"--"}, s.sh("trap 'echo INT > got; exit 3' INT; sleep 30 & echo $! > grandchild; "
@@ -890,7 +890,7 @@ TEST(TrySignals, IntDuringAnAttemptReachesTheCommandAndTheToolExits130) {
 }
 
 TEST(TrySignals, TermDuringAnAttemptReachesTheCommandAndTheToolExits143) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat(cat({"try", "--times", "3", "--grace", "300ms"}, fast),
                       cat({"--"}, s.sh("trap 'echo TERM > got; exit 3' TERM; sleep 30 & "
                                        "echo $! > grandchild; echo $$ >> started; wait"))));
@@ -906,7 +906,7 @@ TEST(TrySignals, TermDuringAnAttemptReachesTheCommandAndTheToolExits143) {
 }
 
 TEST(TrySignals, TermDuringTheWaitBetweenAttemptsExitsAtOnce) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat({"try", "--times", "3", "-v", "--policy", "constant(initial=30s)", "--"},
                       s.sh("echo x >> started; exit 1")));
   ASSERT_TRUE(wait_for_text(p.err_path(), "next attempt in 30.000s"));
@@ -917,7 +917,7 @@ TEST(TrySignals, TermDuringTheWaitBetweenAttemptsExitsAtOnce) {
 }
 
 TEST(TrySignals, ACommandThatIgnoresTheSignalIsKilledAfterTheGrace) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat({"try", "--times", "3", "--grace", "200ms", "--"},
                       s.sh("trap '' INT TERM; echo $$ >> started; sleep 30")));
   ASSERT_TRUE(wait_for_file(s / "started"));
@@ -931,7 +931,7 @@ TEST(TrySignals, ACommandThatIgnoresTheSignalIsKilledAfterTheGrace) {
 // A backgrounded job of a non-interactive shell ignores SIGINT: the tool's KILL after the grace
 // must still reach it through the process group.
 TEST(TrySignals, IntDuringAnAttemptStopsTheWholeProcessGroup) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat({"try", "--times", "3", "--grace", "300ms", "--"},
                       s.sh("sleep 30 & echo $! > grandchild; wait")));
   ASSERT_TRUE(wait_for_file(s / "grandchild"));
@@ -961,7 +961,7 @@ class BadRetryFlags : public ::testing::TestWithParam<retry_misuse> {};
 
 TEST_P(BadRetryFlags, AreOneLineWithStatus125AndRunNothing) {
   const retry_misuse& m = GetParam();
-  const scratch s;
+  const try_scratch s;
   std::vector<std::string> args = m.args;
   if (m.with_command) {
     args = cat(args, {"--", "sh", "-c", "echo ran >> " + shell_quote((s / "mark").string())});
@@ -1035,7 +1035,7 @@ INSTANTIATE_TEST_SUITE_P(
 // --- forany ------------------------------------------------------------------------------------
 
 TEST(Forany, StopsAtTheFirstItemThatSucceeds) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(
       cat({"forany", "--times", "1", "--report", (s / "r.json").string(), "a", "b", "c", "--"},
           s.sh("echo {} >> log; [ {} = b ]")));
@@ -1059,7 +1059,7 @@ TEST(Forany, StopsAtTheFirstItemThatSucceeds) {
 }
 
 TEST(Forany, EachItemGetsTheFullTryOptions) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed(cat(cat({"forany", "--times", "2"}, fast),
                     cat({"a", "b", "c", "--"}, s.sh("echo {}$BACKOFF_ATTEMPT >> log; "
@@ -1069,7 +1069,7 @@ TEST(Forany, EachItemGetsTheFullTryOptions) {
 }
 
 TEST(Forany, WhenEveryItemFailsExitsWithTheLastItemsStatus) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(
       cat(cat({"forany", "--times", "2", "--report", (s / "r.json").string()}, fast),
           cat({"a", "b", "c", "--"}, s.sh("echo {} >> log; case {} in a) exit 3;; b) exit 4;; "
@@ -1086,7 +1086,7 @@ TEST(Forany, WhenEveryItemFailsExitsWithTheLastItemsStatus) {
 }
 
 TEST(Forany, ReplacesBracesInEveryWordAndSetsBackoffItem) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed({"forany", "--times", "1", "p", "q r", "--", "sh", "-c",
                             "printf '%s|%s|%s\\n' \"$0\" \"$1\" \"$BACKOFF_ITEM\" >> " +
                                 shell_quote((s / "log").string()) + "; exit 1",
@@ -1095,7 +1095,7 @@ TEST(Forany, ReplacesBracesInEveryWordAndSetsBackoffItem) {
   EXPECT_EQ(s.read("log"), "xpy|p-p|p\nxq ry|q r-q r|q r\n");
 }
 
-std::vector<std::string> shuffled_order(const scratch& s, const std::string& seed) {
+std::vector<std::string> shuffled_order(const try_scratch& s, const std::string& seed) {
   const std::string log = "order" + seed;
   fs::remove(s / log);
   const auto r = run_timed(
@@ -1106,7 +1106,7 @@ std::vector<std::string> shuffled_order(const scratch& s, const std::string& see
 }
 
 TEST(Forany, ShuffleStartsAtSomeItemThenGoesRoundOnce) {
-  const scratch s;
+  const try_scratch s;
   const std::vector<std::string> items{"a", "b", "c", "d", "e"};
   std::set<std::string> firsts;
   for (int seed = 1; seed <= 8; ++seed) {
@@ -1135,7 +1135,7 @@ TEST(Forany, VerboseNamesTheItemOfEachAttemptAndTheWinner) {
 }
 
 TEST(Forany, TermStopsTheRunAndTriesNoFurtherItem) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat({"forany", "--times", "1", "--grace", "300ms", "a", "b", "c", "--"},
                       s.sh("echo $$ >> started; echo {} >> items; sleep 30")));
   ASSERT_TRUE(wait_for_file(s / "items"));
@@ -1168,7 +1168,7 @@ std::vector<span> attempt_spans(const json& report) {
 }
 
 TEST(Forall, RunsEveryItemAtOnceByDefault) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(
       {"forall", "--report", (s / "r.json").string(), "a", "b", "c", "--", "sleep", "0.3"});
   EXPECT_EQ(r.status, 0) << r.err;
@@ -1190,7 +1190,7 @@ TEST(Forall, RunsEveryItemAtOnceByDefault) {
 }
 
 TEST(Forall, JobsOneRunsOneItemAtATime) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed(cat({"forall", "-j", "1", "--times", "1", "--report", (s / "r.json").string(), "a",
                      "b", "c", "--"},
@@ -1208,7 +1208,7 @@ TEST(Forall, JobsOneRunsOneItemAtATime) {
 }
 
 TEST(Forall, JobsTwoRunsAtMostTwoAtOnce) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat({"forall", "--jobs", "2", "--times", "1", "a", "b", "c", "d", "--"},
                                s.sh("mkdir running.{}; ls -d running.* | wc -l >> counts; "
                                     "sleep 0.2; rmdir running.{}")));
@@ -1220,7 +1220,7 @@ TEST(Forall, JobsTwoRunsAtMostTwoAtOnce) {
 }
 
 TEST(Forall, SucceedsWhenEveryItemSucceeds) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat({"forall", "--report", (s / "r.json").string(), "a", "b", "c", "--"},
                                s.sh("echo $BACKOFF_ITEM > item.{}")));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -1238,7 +1238,7 @@ TEST(Forall, SucceedsWhenEveryItemSucceeds) {
 }
 
 TEST(Forall, RetriesEachItemOnItsOwn) {
-  const scratch s;
+  const try_scratch s;
   const auto r =
       run_timed(cat(cat({"forall", "--times", "3"}, fast),
                     cat({"a", "b", "c", "--"}, s.sh("echo $BACKOFF_ATTEMPT >> log.{}; "
@@ -1250,7 +1250,7 @@ TEST(Forall, RetriesEachItemOnItsOwn) {
 }
 
 TEST(Forall, TheFirstFailureStopsTheOthersAndGivesTheStatus) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat({"forall", "--times", "1", "--report", (s / "r.json").string(),
                                 "slow1", "bad", "slow2", "--"},
                                s.sh("if [ {} = bad ]; then sleep 0.2; exit 4; fi; "
@@ -1276,7 +1276,7 @@ TEST(Forall, TheFirstFailureStopsTheOthersAndGivesTheStatus) {
 }
 
 TEST(Forall, ItemsNeverStartedAreMarkedSo) {
-  const scratch s;
+  const try_scratch s;
   const auto r = run_timed(cat({"forall", "-j", "1", "--times", "1", "--report",
                                 (s / "r.json").string(), "bad", "a", "b", "--"},
                                s.sh("echo {} >> log; [ {} != bad ] || exit 6")));
@@ -1319,7 +1319,7 @@ TEST(Forall, TheSameSeedGivesEachItemTheSameDelays) {
 }
 
 TEST(Forall, IntStopsEveryRunningItem) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat({"forall", "--times", "1", "--grace", "300ms", "a", "b", "--"},
                       s.sh("trap 'echo INT > got.{}; exit 0' INT; sleep 30 & "
                            "echo $! >> grandchildren; echo $$ >> started; wait")));
@@ -1375,7 +1375,7 @@ TEST(Forall, StdoutOnSuccessKeepsEachItemsOutputTogether) {
 }
 
 TEST(Forall, ReplayStdinGivesEveryItemTheWholeInput) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(
       cat({"forall", "--replay-stdin", "--times", "1", "a", "b", "c", "--"}, s.sh("cat > in.{}")),
       "hello\nworld\n");
@@ -1387,7 +1387,7 @@ TEST(Forall, ReplayStdinGivesEveryItemTheWholeInput) {
 }
 
 TEST(Forall, IntWithJobsOneLeavesTheLaterItemsUnstarted) {
-  const scratch s;
+  const try_scratch s;
   process_probe p(cat({"forall", "-j", "1", "--times", "1", "--grace", "300ms", "--report",
                        (s / "r.json").string(), "a", "b", "c", "--"},
                       s.sh("echo $$ >> started; sleep 30")));

@@ -73,7 +73,7 @@ void expect_seed_outcome(const sim::scenario_result& r, const std::string& what)
   EXPECT_LT(exponential.final_load, 5 * limit);
 }
 
-TEST(OutageExperiment, FixedNeverRecoversExponentialDoesForRealAndInTheSimulator) {
+TEST(OutageExperimentWallClock, FixedNeverRecoversExponentialDoesForRealAndInTheSimulator) {
   net::outage_experiment e;
   e.server.threads = 2;
   e.server.service.limit = limit;

@@ -40,7 +40,7 @@ if [ "$hard" != unlimited ] && [ "$hard" -lt $((clients + 1000)) ]; then
 fi
 ulimit -n "$hard"
 
-work=$(mktemp -d)
+work=$(mktemp -d "${TMPDIR:-/tmp}/backoff-soak-XXXXXX")
 server=
 load=
 chaos=

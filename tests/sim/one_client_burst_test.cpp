@@ -14,14 +14,9 @@
 namespace {
 
 namespace sim = backoff::sim;
+using backoff::test::by_name;
 
 using backoff::test::run_builtin;
-
-std::map<std::string, sim::strategy_summary> by_name(const sim::scenario_result& r) {
-  std::map<std::string, sim::strategy_summary> m;
-  for (const auto& s : r.strategies) m[s.name] = s;
-  return m;
-}
 
 class OneClientBurst : public testing::Test {
  protected:

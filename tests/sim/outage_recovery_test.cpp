@@ -16,12 +16,7 @@
 namespace {
 
 namespace sim = backoff::sim;
-
-sim::run_options on_threads(unsigned threads) {
-  sim::run_options o;
-  o.threads = threads;
-  return o;
-}
+using backoff::test::on_threads;
 
 using backoff::test::run_builtin;
 

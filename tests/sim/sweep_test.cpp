@@ -10,16 +10,12 @@
 
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
+#include "builtin_scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
-
-sim::run_options on_threads(unsigned threads) {
-  sim::run_options o;
-  o.threads = threads;
-  return o;
-}
+using backoff::test::on_threads;
 
 const std::string head = R"toml(scenario = "s"
 model = "one-client-burst"

@@ -17,18 +17,13 @@
 namespace {
 
 namespace sim = backoff::sim;
+using backoff::test::by_name;
 using backoff::test::builtin_source;
 
 sim::scenario_result run_tick_burst(std::uint64_t seed, const std::vector<std::string>& sets = {}) {
   sim::scenario sc = sim::scenario::load(builtin_source("tick-burst"), sets);
   sc.set_seed(seed);
   return sim::run_scenario(sc, {});
-}
-
-std::map<std::string, sim::strategy_summary> by_name(const sim::scenario_result& r) {
-  std::map<std::string, sim::strategy_summary> m;
-  for (const auto& s : r.strategies) m[s.name] = s;
-  return m;
 }
 
 // --- The rules, on cases small enough to follow by hand ---------------------------------------

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,6 +32,20 @@ inline sim::scenario_result run_builtin(const std::string& name,
   sim::scenario sc = sim::scenario::load(builtin_source(name), sets);
   sc.set_seed(seed);
   return sim::run_scenario(sc, {});
+}
+
+// Options that run a scenario's sweep on `threads` worker threads and write nothing.
+inline sim::run_options on_threads(unsigned threads) {
+  sim::run_options o;
+  o.threads = threads;
+  return o;
+}
+
+// A run's strategies by name.
+inline std::map<std::string, sim::strategy_summary> by_name(const sim::scenario_result& r) {
+  std::map<std::string, sim::strategy_summary> m;
+  for (const auto& s : r.strategies) m[s.name] = s;
+  return m;
 }
 
 }  // namespace backoff::test

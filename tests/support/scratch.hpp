@@ -16,6 +16,7 @@
 #include <iterator>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace backoff::test {
@@ -26,37 +27,41 @@ inline std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-// An empty scratch folder for one test: TMPDIR/backoff-<kind>-<name>-<pid> (not yet created).
-inline std::filesystem::path fresh_dir(const std::string& kind, const std::string& name) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("backoff-" + kind + "-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  return dir;
-}
-
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// The scratch folder of the running test (TMPDIR/backoff-KIND-SUITE-TEST-PID), created empty and
-// removed at the end.
+// The scratch folder of the running test, TMPDIR/backoff-KIND-SUITE-TEST[-LABEL]-PID, created
+// empty and removed with everything in it when this object goes (a failed ASSERT included).
+// Movable, so a helper can return it with what it ran; a test that needs two folders gives them
+// labels.
 class test_scratch {
  public:
-  explicit test_scratch(const std::string& kind) {
+  explicit test_scratch(const std::string& kind, const std::string& label = "") {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(info->test_suite_name()) + "-" + info->name();
+    std::string name = info == nullptr ? std::string("outside-a-test")
+                                       : std::string(info->test_suite_name()) + "-" + info->name();
+    if (!label.empty()) name += "-" + label;
     std::replace(name.begin(), name.end(), '/', '_');
-    dir_ = fresh_dir(kind, name);
+    dir_ = std::filesystem::temp_directory_path() /
+           ("backoff-" + kind + "-" + name + "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
+  }
+  test_scratch(test_scratch&& other) noexcept : dir_(std::move(other.dir_)) { other.dir_.clear(); }
+  test_scratch& operator=(test_scratch&& other) noexcept {
+    if (this != &other) {
+      remove();
+      dir_ = std::move(other.dir_);
+      other.dir_.clear();
+    }
+    return *this;
   }
   test_scratch(const test_scratch&) = delete;
   test_scratch& operator=(const test_scratch&) = delete;
-  ~test_scratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  ~test_scratch() { remove(); }
+
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path operator/(const std::string& file) const { return dir_ / file; }
   std::string read(const std::string& file) const { return slurp(dir_ / file); }
@@ -72,6 +77,11 @@ class test_scratch {
   }
 
  private:
+  void remove() noexcept {
+    if (dir_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
   std::filesystem::path dir_;
 };
 

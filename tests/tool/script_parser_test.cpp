@@ -649,8 +649,8 @@ TEST(ScriptParser, NeverFailsOtherwiseThanWithOneLineOnRandomInput) {
   // A cheap, deterministic stand-in for the libFuzzer target: every outcome is a tree or a
   // one-line parse_error naming the file.
   constexpr char symbols[] = "tryforanyl\"'$\\{}<>&|;#` \n\n\n\r\t0123=_()\0\xff";
-  const std::string alphabet =
-      std::string(symbols, sizeof symbols - 1) + "every times hour or catch end success in ";
+  std::string alphabet(symbols, sizeof symbols - 1);
+  alphabet.append("every times hour or catch end success in ");
   std::uint64_t state = 42;
   auto next = [&state] {
     state = state * 6364136223846793005u + 1442695040888963407u;
