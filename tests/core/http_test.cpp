@@ -1,5 +1,5 @@
 // HTTP conventions (http.hpp): status classification and Retry-After, in its delay-seconds form
-// and the three HTTP-date forms of RFC 9110, all relative to a fixed `now`.
+// and the three HTTP-date forms of RFC 9110, all relative to a fixed time, `fixed_now`.
 #include "backoff/http.hpp"
 
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@ using backoff::verdict;
 using backoff::verdict_kind;
 
 // Sunday, 1 March 2026, 12:00:00 UTC.
-const system_clock::time_point now = sys_days{2026y / March / 1} + 12h;
+const system_clock::time_point fixed_now = sys_days{2026y / March / 1} + 12h;
 
 constexpr auto year = 365 * 24h;
 
@@ -64,55 +64,61 @@ TEST(ClassifyHttpStatus, CarriesRetryAfterOnlyOnARetryableVerdict) {
 // Retry-After: delay-seconds.
 
 TEST(ParseRetryAfter, ReadsDelaySeconds) {
-  EXPECT_EQ(parse_retry_after("120", now), std::optional<duration>{120s});
-  EXPECT_EQ(parse_retry_after("0", now), std::optional<duration>{0s});
-  EXPECT_EQ(parse_retry_after("007", now), std::optional<duration>{7s});
+  EXPECT_EQ(parse_retry_after("120", fixed_now), std::optional<duration>{120s});
+  EXPECT_EQ(parse_retry_after("0", fixed_now), std::optional<duration>{0s});
+  EXPECT_EQ(parse_retry_after("007", fixed_now), std::optional<duration>{7s});
 }
 
 TEST(ParseRetryAfter, IgnoresSurroundingBlanks) {
-  EXPECT_EQ(parse_retry_after(" 5 ", now), std::optional<duration>{5s});
-  EXPECT_EQ(parse_retry_after("\t60\t", now), std::optional<duration>{60s});
+  EXPECT_EQ(parse_retry_after(" 5 ", fixed_now), std::optional<duration>{5s});
+  EXPECT_EQ(parse_retry_after("\t60\t", fixed_now), std::optional<duration>{60s});
 }
 
 TEST(ParseRetryAfter, HugeDelaySecondsSaturateInsteadOfWrapping) {
-  const auto huge = parse_retry_after("99999999999999999999999999999999", now);
+  const auto huge = parse_retry_after("99999999999999999999999999999999", fixed_now);
   ASSERT_TRUE(huge.has_value());
   EXPECT_GT(*huge, 290 * year);
-  EXPECT_EQ(parse_retry_after("9223372036854775807", now), huge);
+  EXPECT_EQ(parse_retry_after("9223372036854775807", fixed_now), huge);
   // The largest whole number of seconds that fits in int64 nanoseconds is kept exactly.
-  EXPECT_EQ(parse_retry_after("9223372036", now), std::optional<duration>{9'223'372'036s});
+  EXPECT_EQ(parse_retry_after("9223372036", fixed_now), std::optional<duration>{9'223'372'036s});
 }
 
 // ---------------------------------------------------------------------------------------------
 // Retry-After: HTTP-date, three forms.
 
 TEST(ParseRetryAfter, ReadsAnImfFixdateRelativeToNow) {
-  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 12:02:00 GMT", now), std::optional<duration>{120s});
-  EXPECT_EQ(parse_retry_after("Tue, 10 Mar 2026 13:30:15 GMT", now),
+  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 12:02:00 GMT", fixed_now),
+            std::optional<duration>{120s});
+  EXPECT_EQ(parse_retry_after("Tue, 10 Mar 2026 13:30:15 GMT", fixed_now),
             std::optional<duration>{9 * 24h + 1h + 30min + 15s});
 }
 
 TEST(ParseRetryAfter, ReadsAnRfc850DateRelativeToNow) {
-  EXPECT_EQ(parse_retry_after("Sunday, 01-Mar-26 12:02:00 GMT", now),
+  EXPECT_EQ(parse_retry_after("Sunday, 01-Mar-26 12:02:00 GMT", fixed_now),
             std::optional<duration>{120s});
 }
 
 TEST(ParseRetryAfter, ReadsAnAsctimeDateRelativeToNow) {
-  EXPECT_EQ(parse_retry_after("Sun Mar  1 12:02:00 2026", now), std::optional<duration>{120s});
-  EXPECT_EQ(parse_retry_after("Tue Mar 10 12:00:00 2026", now), std::optional<duration>{9 * 24h});
+  EXPECT_EQ(parse_retry_after("Sun Mar  1 12:02:00 2026", fixed_now),
+            std::optional<duration>{120s});
+  EXPECT_EQ(parse_retry_after("Tue Mar 10 12:00:00 2026", fixed_now),
+            std::optional<duration>{9 * 24h});
 }
 
 TEST(ParseRetryAfter, ADateIsExactAgainstANowWithAFractionOfASecond) {
-  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 12:02:00 GMT", now + 250ms),
+  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 12:02:00 GMT", fixed_now + 250ms),
             std::optional<duration>{119750ms});
-  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 12:00:00 GMT", now + 250ms),
+  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 12:00:00 GMT", fixed_now + 250ms),
             std::optional<duration>{0s});
 }
 
 TEST(ParseRetryAfter, APastOrPresentDateGivesZero) {
-  EXPECT_EQ(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now), std::optional<duration>{0s});
-  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 11:59:59 GMT", now), std::optional<duration>{0s});
-  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 12:00:00 GMT", now), std::optional<duration>{0s});
+  EXPECT_EQ(parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", fixed_now),
+            std::optional<duration>{0s});
+  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 11:59:59 GMT", fixed_now),
+            std::optional<duration>{0s});
+  EXPECT_EQ(parse_retry_after("Sun, 01 Mar 2026 12:00:00 GMT", fixed_now),
+            std::optional<duration>{0s});
 }
 
 TEST(ParseRetryAfter, InvalidValuesAreIgnored) {
@@ -138,7 +144,7 @@ TEST(ParseRetryAfter, InvalidValuesAreIgnored) {
            "Sun Mar 1 12:02:00 2026",           // asctime pads a one-digit day with a blank
            "2026-03-01T12:02:00Z",              // ISO 8601 is not an HTTP-date
        }) {
-    EXPECT_EQ(parse_retry_after(bad, now), std::nullopt) << "\"" << bad << "\"";
+    EXPECT_EQ(parse_retry_after(bad, fixed_now), std::nullopt) << "\"" << bad << "\"";
   }
 }
 
@@ -167,17 +173,19 @@ TEST(ParseHttpDate, RejectsTextThatIsNotADate) {
 // saturate when it does not ("delays beyond about 292 years saturate"), never wrap around.
 TEST(ParseRetryAfter, DatesBeyondYear2262GiveTheirDelayInsteadOfWrapping) {
   const duration to_2263 = duration_cast<duration>(sys_seconds{sys_days{2263y / January / 1}} -
-                                                   time_point_cast<seconds>(now));
-  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 2263 00:00:00 GMT", now),
+                                                   time_point_cast<seconds>(fixed_now));
+  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 2263 00:00:00 GMT", fixed_now),
             std::optional<duration>{to_2263});
-  const auto far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now);
+  const auto far = parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", fixed_now);
   ASSERT_TRUE(far.has_value());
   EXPECT_GT(*far, 290 * year);
 }
 
 TEST(ParseRetryAfter, DatesLongBefore1970AreInThePast) {
-  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 0001 00:00:00 GMT", now), std::optional<duration>{0s});
-  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 1900 00:00:00 GMT", now), std::optional<duration>{0s});
+  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 0001 00:00:00 GMT", fixed_now),
+            std::optional<duration>{0s});
+  EXPECT_EQ(parse_retry_after("Mon, 01 Jan 1900 00:00:00 GMT", fixed_now),
+            std::optional<duration>{0s});
 }
 
 }  // namespace

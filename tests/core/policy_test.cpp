@@ -24,13 +24,13 @@
 namespace {
 
 using namespace std::chrono_literals;
-using backoff::test::sqrt12;
 using backoff::backoff_policy;
 using backoff::cap_mode;
 using backoff::duration;
 using backoff::jitter_kind;
 using backoff::random_generator;
 using backoff::schedule_kind;
+using backoff::test::sqrt12;
 
 using delays = std::vector<duration>;
 
@@ -364,42 +364,43 @@ TEST(JitterFirst, SmiraPresetFirstDelayIsExactly100ms) {
 // ---------------------------------------------------------------------------------------------
 // Each jitter's bounds, around a constant base of 1 s, over many draws of a fixed seed.
 
-constexpr duration b = 1s;
+constexpr duration bound_base = 1s;
 constexpr std::size_t bound_draws = 20'000;
 
 TEST(JitterBounds, NoneIsTheBase) {
-  for (duration d : jittered_constant(backoff_policy{}, b, 100, 5)) ASSERT_EQ(d, b);
+  for (duration d : jittered_constant(backoff_policy{}, bound_base, 100, 5))
+    ASSERT_EQ(d, bound_base);
 }
 
 TEST(JitterBounds, FullIsBetweenZeroAndTheBase) {
   backoff_policy p;
   p.jitter = jitter_kind::full;
-  const auto s = stats_of(jittered_constant(p, b, bound_draws, 5));
+  const auto s = stats_of(jittered_constant(p, bound_base, bound_draws, 5));
   EXPECT_GE(s.min, 0.0);
-  EXPECT_LE(s.max, ns(b));
-  EXPECT_LT(s.min, 0.01 * ns(b));  // it does spread over the whole range
-  EXPECT_GT(s.max, 0.99 * ns(b));
+  EXPECT_LE(s.max, ns(bound_base));
+  EXPECT_LT(s.min, 0.01 * ns(bound_base));  // it does spread over the whole range
+  EXPECT_GT(s.max, 0.99 * ns(bound_base));
 }
 
 TEST(JitterBounds, EqualIsBetweenHalfTheBaseAndTheBase) {
   backoff_policy p;
   p.jitter = jitter_kind::equal;
-  const auto s = stats_of(jittered_constant(p, b, bound_draws, 5));
-  EXPECT_GE(s.min, 0.5 * ns(b));
-  EXPECT_LE(s.max, ns(b));
-  EXPECT_LT(s.min, 0.51 * ns(b));
-  EXPECT_GT(s.max, 0.99 * ns(b));
+  const auto s = stats_of(jittered_constant(p, bound_base, bound_draws, 5));
+  EXPECT_GE(s.min, 0.5 * ns(bound_base));
+  EXPECT_LE(s.max, ns(bound_base));
+  EXPECT_LT(s.min, 0.51 * ns(bound_base));
+  EXPECT_GT(s.max, 0.99 * ns(bound_base));
 }
 
 TEST(JitterBounds, AdditiveIsBetweenTheBaseAndBasePlusJitterMax) {
   backoff_policy p;
   p.jitter = jitter_kind::additive;
   p.jitter_max = 250ms;
-  const auto s = stats_of(jittered_constant(p, b, bound_draws, 5));
-  EXPECT_GE(s.min, ns(b));
-  EXPECT_LE(s.max, ns(b + 250ms));
-  EXPECT_LT(s.min, ns(b + 3ms));
-  EXPECT_GT(s.max, ns(b + 247ms));
+  const auto s = stats_of(jittered_constant(p, bound_base, bound_draws, 5));
+  EXPECT_GE(s.min, ns(bound_base));
+  EXPECT_LE(s.max, ns(bound_base + 250ms));
+  EXPECT_LT(s.min, ns(bound_base + 3ms));
+  EXPECT_GT(s.max, ns(bound_base + 247ms));
 }
 
 TEST(JitterBounds, MultiplicativeIsBetweenLoAndHiTimesTheBase) {
@@ -407,33 +408,33 @@ TEST(JitterBounds, MultiplicativeIsBetweenLoAndHiTimesTheBase) {
   p.jitter = jitter_kind::multiplicative;
   p.lo = 0.5;
   p.hi = 3.0;
-  const auto s = stats_of(jittered_constant(p, b, bound_draws, 5));
-  EXPECT_GE(s.min, 0.5 * ns(b));
-  EXPECT_LE(s.max, 3.0 * ns(b));
-  EXPECT_LT(s.min, 0.52 * ns(b));
-  EXPECT_GT(s.max, 2.98 * ns(b));
+  const auto s = stats_of(jittered_constant(p, bound_base, bound_draws, 5));
+  EXPECT_GE(s.min, 0.5 * ns(bound_base));
+  EXPECT_LE(s.max, 3.0 * ns(bound_base));
+  EXPECT_LT(s.min, 0.52 * ns(bound_base));
+  EXPECT_GT(s.max, 2.98 * ns(bound_base));
 }
 
 TEST(JitterBounds, ProportionalIsWithinRTimesTheBase) {
   backoff_policy p;
   p.jitter = jitter_kind::proportional;
   p.r = 0.3;
-  const auto s = stats_of(jittered_constant(p, b, bound_draws, 5));
-  EXPECT_GE(s.min, 0.7 * ns(b));
-  EXPECT_LE(s.max, 1.3 * ns(b));
-  EXPECT_LT(s.min, 0.71 * ns(b));
-  EXPECT_GT(s.max, 1.29 * ns(b));
+  const auto s = stats_of(jittered_constant(p, bound_base, bound_draws, 5));
+  EXPECT_GE(s.min, 0.7 * ns(bound_base));
+  EXPECT_LE(s.max, 1.3 * ns(bound_base));
+  EXPECT_LT(s.min, 0.71 * ns(bound_base));
+  EXPECT_GT(s.max, 1.29 * ns(bound_base));
 }
 
 TEST(JitterBounds, GaussianStaysWithinSevenSigmaForThisSeed) {
   backoff_policy p;
   p.jitter = jitter_kind::gaussian;
   p.sigma = 0.1;
-  const auto s = stats_of(jittered_constant(p, b, bound_draws, 5));
-  EXPECT_GE(s.min, 0.3 * ns(b));
-  EXPECT_LE(s.max, 1.7 * ns(b));
-  EXPECT_LT(s.min, 0.8 * ns(b));  // it does spread: 20000 draws reach beyond 2 sigma
-  EXPECT_GT(s.max, 1.2 * ns(b));
+  const auto s = stats_of(jittered_constant(p, bound_base, bound_draws, 5));
+  EXPECT_GE(s.min, 0.3 * ns(bound_base));
+  EXPECT_LE(s.max, 1.7 * ns(bound_base));
+  EXPECT_LT(s.min, 0.8 * ns(bound_base));  // it does spread: 20000 draws reach beyond 2 sigma
+  EXPECT_GT(s.max, 1.2 * ns(bound_base));
 }
 
 TEST(JitterBounds, DecorrelatedDrawsBetweenInitialAndThreeTimesThePreviousDelay) {
@@ -470,18 +471,19 @@ TEST(JitterBounds, DecorrelatedStaysWithinInitialAndMaxWithEitherCapMode) {
 TEST(JitterDistribution, FullHasMeanHalfTheBase) {
   backoff_policy p;
   p.jitter = jitter_kind::full;
-  const auto s = stats_of(jittered_constant(p, b, big_n, 101));
-  const double se = ns(b) / sqrt12 / sqrt_n;  // U(0, b): sd = b / sqrt(12)
-  EXPECT_NEAR(s.mean, 0.5 * ns(b), 4 * se);
-  EXPECT_NEAR(s.sd, ns(b) / sqrt12, 4 * uniform_sd_se(ns(b)));
+  const auto s = stats_of(jittered_constant(p, bound_base, big_n, 101));
+  const double se =
+      ns(bound_base) / sqrt12 / sqrt_n;  // U(0, bound_base): sd = bound_base / sqrt(12)
+  EXPECT_NEAR(s.mean, 0.5 * ns(bound_base), 4 * se);
+  EXPECT_NEAR(s.sd, ns(bound_base) / sqrt12, 4 * uniform_sd_se(ns(bound_base)));
 }
 
 TEST(JitterDistribution, EqualHasMeanThreeQuartersOfTheBase) {
   backoff_policy p;
   p.jitter = jitter_kind::equal;
-  const auto s = stats_of(jittered_constant(p, b, big_n, 102));
-  const double se = 0.5 * ns(b) / sqrt12 / sqrt_n;  // U(0, b/2)
-  EXPECT_NEAR(s.mean, 0.75 * ns(b), 4 * se);
+  const auto s = stats_of(jittered_constant(p, bound_base, big_n, 102));
+  const double se = 0.5 * ns(bound_base) / sqrt12 / sqrt_n;  // U(0, bound_base/2)
+  EXPECT_NEAR(s.mean, 0.75 * ns(bound_base), 4 * se);
 }
 
 TEST(JitterDistribution, MultiplicativeOneToTwoHasMeanOneAndAHalfBases) {
@@ -489,28 +491,29 @@ TEST(JitterDistribution, MultiplicativeOneToTwoHasMeanOneAndAHalfBases) {
   p.jitter = jitter_kind::multiplicative;
   p.lo = 1.0;
   p.hi = 2.0;
-  const auto s = stats_of(jittered_constant(p, b, big_n, 103));
-  const double se = ns(b) / sqrt12 / sqrt_n;  // b * U(1, 2): sd = b / sqrt(12)
-  EXPECT_NEAR(s.mean, 1.5 * ns(b), 4 * se);
+  const auto s = stats_of(jittered_constant(p, bound_base, big_n, 103));
+  const double se =
+      ns(bound_base) / sqrt12 / sqrt_n;  // bound_base * U(1, 2): sd = bound_base / sqrt(12)
+  EXPECT_NEAR(s.mean, 1.5 * ns(bound_base), 4 * se);
 }
 
 TEST(JitterDistribution, ProportionalHasMeanTheBase) {
   backoff_policy p;
   p.jitter = jitter_kind::proportional;
   p.r = 0.2;
-  const auto s = stats_of(jittered_constant(p, b, big_n, 104));
-  const double sd = 2 * 0.2 * ns(b) / sqrt12;  // b * U(0.8, 1.2)
-  EXPECT_NEAR(s.mean, ns(b), 4 * sd / sqrt_n);
-  EXPECT_NEAR(s.sd, sd, 4 * uniform_sd_se(2 * 0.2 * ns(b)));
+  const auto s = stats_of(jittered_constant(p, bound_base, big_n, 104));
+  const double sd = 2 * 0.2 * ns(bound_base) / sqrt12;  // bound_base * U(0.8, 1.2)
+  EXPECT_NEAR(s.mean, ns(bound_base), 4 * sd / sqrt_n);
+  EXPECT_NEAR(s.sd, sd, 4 * uniform_sd_se(2 * 0.2 * ns(bound_base)));
 }
 
 TEST(JitterDistribution, GaussianHasMeanTheBaseAndSdSigmaTimesTheBase) {
   backoff_policy p;
   p.jitter = jitter_kind::gaussian;
   p.sigma = 0.1;
-  const auto s = stats_of(jittered_constant(p, b, big_n, 105));
-  const double sd = 0.1 * ns(b);
-  EXPECT_NEAR(s.mean, ns(b), 4 * sd / sqrt_n);
+  const auto s = stats_of(jittered_constant(p, bound_base, big_n, 105));
+  const double sd = 0.1 * ns(bound_base);
+  EXPECT_NEAR(s.mean, ns(bound_base), 4 * sd / sqrt_n);
   EXPECT_NEAR(s.sd, sd, 4 * sd / std::sqrt(2.0 * big_nd));  // SE of a normal sample's sd
 }
 

@@ -23,7 +23,7 @@ using namespace std::chrono_literals;
 using namespace backoff;
 
 constexpr int clients = 200;
-constexpr int limit = 6;
+constexpr int server_limit = 6;
 constexpr int k = 3;
 constexpr double pause_after_s = 4, pause_for_s = 6, run_s = 20;
 
@@ -67,16 +67,16 @@ void expect_seed_outcome(const sim::scenario_result& r, const std::string& what)
   EXPECT_GT(exponential.before, 10);
   // Fixed: nothing gets through after the resume, and requests pile up at the server.
   EXPECT_LT(fixed.after, 0.1 * fixed.before);
-  EXPECT_GT(fixed.final_load, 10 * limit);
+  EXPECT_GT(fixed.final_load, 10 * server_limit);
   // Exponential: the server serves again, and its concurrency is back near its limit.
   EXPECT_GT(exponential.after, 0.5 * exponential.before);
-  EXPECT_LT(exponential.final_load, 5 * limit);
+  EXPECT_LT(exponential.final_load, 5 * server_limit);
 }
 
 TEST(OutageExperimentWallClock, FixedNeverRecoversExponentialDoesForRealAndInTheSimulator) {
   net::outage_experiment e;
   e.server.threads = 2;
-  e.server.service.limit = limit;
+  e.server.service.limit = server_limit;
   e.server.service.k = k;
   e.load.clients = clients;
   e.load.think_mean = 10s;
@@ -91,10 +91,11 @@ TEST(OutageExperimentWallClock, FixedNeverRecoversExponentialDoesForRealAndInThe
   ASSERT_EQ(real.strategies.size(), 2u);
   expect_seed_outcome(real, "real run on loopback");
 
-  const sim::scenario_result simulated = test::run_builtin(
-      "outage-recovery", {"workload.clients=" + std::to_string(clients),
-                          "server.limit=" + std::to_string(limit), "server.k=" + std::to_string(k),
-                          "outage.start=\"4s\"", "outage.duration=\"6s\"", "run.duration=\"20s\""});
+  const sim::scenario_result simulated =
+      test::run_builtin("outage-recovery", {"workload.clients=" + std::to_string(clients),
+                                            "server.limit=" + std::to_string(server_limit),
+                                            "server.k=" + std::to_string(k), "outage.start=\"4s\"",
+                                            "outage.duration=\"6s\"", "run.duration=\"20s\""});
   expect_seed_outcome(simulated, "simulation at the same parameters");
 
   // And the two agree on how much was sent: the real clients are the simulated ones.

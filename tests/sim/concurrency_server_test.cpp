@@ -133,9 +133,9 @@ std::vector<time_ns> per_tick_reference(const sim::concurrency_server::params& p
 }
 
 // The simulator's server, driven by the same arrivals.
-class driver final : public sim::model, public sim::concurrency_server::listener {
+class server_driver final : public sim::model, public sim::concurrency_server::listener {
  public:
-  explicit driver(const sim::concurrency_server::params& p) : server_(p, *this) {}
+  explicit server_driver(const sim::concurrency_server::params& p) : server_(p, *this) {}
 
   std::vector<time_ns> run(const scenario_case& c) {
     sim::engine e;
@@ -167,7 +167,7 @@ class driver final : public sim::model, public sim::concurrency_server::listener
 // a case can show it reached the regime it is meant to test.
 time_ns expect_same_finish_times(const sim::concurrency_server::params& p, const scenario_case& c) {
   const auto expected = per_tick_reference(p, c);
-  const auto got = driver(p).run(c);
+  const auto got = server_driver(p).run(c);
   EXPECT_EQ(got.size(), expected.size());
   time_ns longest = 0;
   for (std::size_t i = 0; i < std::min(got.size(), expected.size()); ++i) {
@@ -185,7 +185,7 @@ sim::concurrency_server::params seed_server() {
 
 TEST(ConcurrencyServer, ServesInBaseDelayBelowTheLimit) {
   scenario_case c{{0, 10 * ms, 20 * ms}};
-  const auto got = driver(seed_server()).run(c);
+  const auto got = server_driver(seed_server()).run(c);
   EXPECT_EQ(got, (std::vector<time_ns>{100 * ms, 110 * ms, 120 * ms}));
 }
 
@@ -193,7 +193,7 @@ TEST(ConcurrencyServer, HoldsRequestsLongerAsConcurrencyRises) {
   // 200 requests at once: D(200) = 100 ms * 1.05^(170/15) = 175 ms, so the first check that
   // reaches it is the 4th (200 ms); each finish lowers N for the next one at the same tick.
   scenario_case c{std::vector<time_ns>(200, 0)};
-  const auto got = driver(seed_server()).run(c);
+  const auto got = server_driver(seed_server()).run(c);
   EXPECT_EQ(got.front(), 200 * ms);
   EXPECT_EQ(got.back(), 200 * ms);
 }
@@ -230,7 +230,7 @@ TEST(ConcurrencyServer, MatchesThePerTickRuleWithOddTicksAndFactors) {
 
 TEST(ConcurrencyServer, StartsThePausesArrivalsTogetherOnResume) {
   scenario_case c{{1'000 * ms, 2'000 * ms, 3'000 * ms}, 500 * ms, 5'000 * ms};
-  const auto got = driver(seed_server()).run(c);
+  const auto got = server_driver(seed_server()).run(c);
   EXPECT_EQ(got, (std::vector<time_ns>(3, 5'100 * ms)));
 }
 
