@@ -53,20 +53,48 @@ chart make_chart(std::string name, std::string caption) {
   return c;
 }
 
-// A gnuplot single-quoted string: only the quote itself needs escaping (by doubling it).
+// A byte that must not reach gnuplot raw: a control character would end the command line (a
+// newline leaves a quoted string open, which gnuplot accepts, and the rest of the name runs as
+// commands), so each one is written as visible text instead: \n, \t, \r or \xNN.
+void append_visible(std::string& out, char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  if (byte >= 0x20 && byte != 0x7f) {
+    out += c;
+  } else if (c == '\n') {
+    out += "\\n";
+  } else if (c == '\t') {
+    out += "\\t";
+  } else if (c == '\r') {
+    out += "\\r";
+  } else {
+    out += fmt::format("\\x{:02x}", byte);
+  }
+}
+
+// A gnuplot single-quoted string, the only kind names may reach: gnuplot does no backquote
+// (shell) or @macro substitution in it and reads backslashes literally (gnuplot 5.4 manual,
+// "Quote marks", "Substitution"), so doubling the quote and making control characters visible
+// leaves no way out of the string.
 std::string gq(std::string_view s) {
   std::string out = "'";
   for (char c : s) {
     if (c == '\'') out += '\'';
-    out += c;
+    append_visible(out, c);
   }
   return out + "'";
 }
 
-// A field of a gnuplot data file: double-quoted so names with spaces stay one column.
+// A field of a gnuplot data file: double-quoted so names with spaces stay one column; a quote or
+// backslash would end or escape the field, a control character split the row.
 std::string dq(std::string_view s) {
   std::string out = "\"";
-  for (char c : s) out += (c == '"' || c == '\\') ? '_' : c;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '_';
+    } else {
+      append_visible(out, c);
+    }
+  }
   return out + "\"";
 }
 
@@ -159,13 +187,15 @@ void write_file(const fs::path& p, const std::string& text) {
   if (!out) throw plot_error("cannot write " + p.string());
 }
 
-// A scratch folder for data files and the script, removed however write_plots ends.
+// A scratch folder for data files, the script and the charts, inside the output folder so that a
+// finished chart is renamed into place (atomic, one file system); removed however drawing ends.
 class scratch_dir {
  public:
-  scratch_dir() {
-    std::string pattern = (fs::temp_directory_path() / "backoff-plot-XXXXXX").string();
+  explicit scratch_dir(const fs::path& parent) {
+    std::string pattern = (parent / ".backoff-plot-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) {
-      throw plot_error("cannot create a temporary folder: " + std::string(std::strerror(errno)));
+      throw plot_error("cannot create a temporary folder in " + parent.string() + ": " +
+                       std::strerror(errno));
     }
     path_ = pattern;
   }
@@ -183,15 +213,21 @@ class scratch_dir {
 
 // Runs `gnuplot -d SCRIPT` (-d: ignore the user's ~/.gnuplot, so every machine draws the same),
 // its output kept in a log that only an error shows.
-void run_gnuplot(const plot_options& options, const fs::path& script, const fs::path& log) {
+// It runs in the scratch folder `dir`, and the script names its files relative to it: no path of
+// the user's (which may hold any byte) is ever part of the script.
+void run_gnuplot(const plot_options& options, const fs::path& dir, const std::string& script,
+                 const fs::path& log) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+  // A program given as a path keeps its meaning in the scratch folder.
   std::string program = options.gnuplot;
+  if (program.find('/') != std::string::npos) program = fs::absolute(program).string();
   std::string flag = "-d";
-  std::string script_arg = script.string();
+  std::string script_arg = script;
   std::vector<char*> argv{program.data(), flag.data(), script_arg.data(), nullptr};
   pid_t pid = 0;
   const int rc = ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
@@ -226,9 +262,10 @@ void run_gnuplot(const plot_options& options, const fs::path& script, const fs::
   throw plot_error(fmt::format("gnuplot failed ({}){}{}", how, first.empty() ? "" : ": ", first));
 }
 
-// Draws every chart as PNG and SVG into `dir`.
+// Draws every chart as PNG and SVG into `dir`: gnuplot writes them in a scratch folder under
+// fixed names (chart-N.png), and each is renamed to its name in `dir` once all are drawn.
 void draw(const std::vector<chart>& charts, const fs::path& dir, const plot_options& options) {
-  scratch_dir tmp;
+  scratch_dir tmp(dir);
   // A colour-blind-safe palette (Okabe-Ito, darker yellow) instead of gnuplot's, whose yellow
   // is hard to see on white. Line types survive `reset`, so they are set once.
   std::string script =
@@ -238,13 +275,17 @@ void draw(const std::vector<chart>& charts, const fs::path& dir, const plot_opti
       "set linetype 5 lc rgb '#56B4E9' lw 1\nset linetype 6 lc rgb '#E69F00' lw 1\n"
       "set linetype 7 lc rgb '#000000' lw 1\nset linetype 8 lc rgb '#B8A000' lw 1\n"
       "set linetype cycle 8\n";
-  for (const auto& c : charts) {
-    const fs::path data = tmp.path() / (c.name + ".dat");
-    write_file(data, c.data);
+  const auto drawn = [](std::size_t n, std::string_view ext) {
+    return fmt::format("chart-{}.{}", n, ext);
+  };
+  for (std::size_t n = 0; n < charts.size(); ++n) {
+    const chart& c = charts[n];
+    const std::string data = drawn(n, "dat");
+    write_file(tmp.path() / data, c.data);
     std::string body = c.body;
     for (std::size_t at = body.find("DATA"); at != std::string::npos;
          at = body.find("DATA", at + 1)) {
-      body.replace(at, 4, gq(data.string()));
+      body.replace(at, 4, gq(data));
     }
     const std::pair<const char*, const char*> terminals[] = {
         {"png", "pngcairo noenhanced font 'DejaVu Sans,10'"},
@@ -255,18 +296,21 @@ void draw(const std::vector<chart>& charts, const fs::path& dir, const plot_opti
           "set grid lc rgb '#dddddd'\nset border lc rgb '#444444'\n"
           "set key outside right top box lc rgb '#cccccc'\nset datafile missing 'NaN'\n"
           "{}\nunset output\n",
-          terminal, c.width, c.height, gq((dir / (c.name + "." + ext)).string()), body);
+          terminal, c.width, c.height, gq(drawn(n, ext)), body);
     }
   }
-  const fs::path script_path = tmp.path() / "charts.gp";
-  write_file(script_path, script);
-  run_gnuplot(options, script_path, tmp.path() / "gnuplot.log");
-  for (const auto& c : charts) {
-    for (const char* ext : {".png", ".svg"}) {
+  write_file(tmp.path() / "charts.gp", script);
+  run_gnuplot(options, tmp.path(), "charts.gp", tmp.path() / "gnuplot.log");
+  for (std::size_t n = 0; n < charts.size(); ++n) {
+    for (const char* ext : {"png", "svg"}) {
+      const fs::path from = tmp.path() / drawn(n, ext);
+      const fs::path to = dir / (charts[n].name + "." + ext);
       std::error_code ec;
-      if (fs::file_size(dir / (c.name + ext), ec) == 0 || ec) {
-        throw plot_error("gnuplot did not write " + (dir / (c.name + ext)).string());
+      if (fs::file_size(from, ec) == 0 || ec) {
+        throw plot_error("gnuplot did not write " + to.string());
       }
+      fs::rename(from, to, ec);
+      if (ec) throw plot_error("cannot write " + to.string() + ": " + ec.message());
     }
   }
 }
@@ -915,12 +959,8 @@ void write_delay_plots(const std::vector<std::vector<double>>& delays, const std
   const bool many = delays.size() > 10;
   // The policy's canonical text is long: a second title line, so the title fits the chart
   // (a double-quoted gnuplot string, where backslash-n is a line break).
-  std::string spec;
-  for (const char ch : policy) {
-    if (ch == '"' || ch == '\\') spec += '\\';
-    spec += ch;
-  }
-  c.body = fmt::format("set title \"Delay before each retry\\n{}\"\n", spec) +
+  // Only this constant is double-quoted (for its \n); the policy joins it single-quoted.
+  c.body = fmt::format("set title \"Delay before each retry\\n\".{}\n", gq(policy)) +
            fmt::format("set xlabel {}\nset ylabel {}\n", gq("retry number (after failure n)"),
                        gq("delay (s)")) +
            (many ? "unset key\n" : "") +
