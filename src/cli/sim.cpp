@@ -3,8 +3,10 @@
 // (SPEC 6.2), or for a sweep summary.json and sweep.csv; with --plot, charts and report.html.
 // A scenario estimated over --memory-limit is refused before anything runs; Ctrl-C stops the
 // run and writes what it did, marked partial (docs/SIMULATOR.md, "Limits").
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -19,6 +21,33 @@
 
 namespace backoff::cli {
 namespace {
+
+// With several scenarios, each one's outputs go to --out/NAME: the name must be one path
+// component (no '/', no "." or "..", no control character) so that nothing is written outside
+// --out, and no two scenarios may share one, so that none overwrites another. (scenario_error
+// shows control characters escaped.)
+void check_folder_names(const std::vector<sim::scenario>& loaded) {
+  std::map<std::string, std::string> seen;  // name -> the file that gave it
+  for (const auto& sc : loaded) {
+    const std::string& name = sc.name();
+    const bool control = std::any_of(name.begin(), name.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+        control) {
+      throw sim::scenario_error(
+          sc.source().path + ": scenario '" + name +
+          "' cannot name its output folder under --out: a name there must be one path "
+          "component, without '/', '..' or control characters");
+    }
+    const auto [at, fresh] = seen.emplace(name, sc.source().path);
+    if (!fresh) {
+      throw sim::scenario_error(sc.source().path + ": scenario '" + name +
+                                "' has the same name as " + at->second +
+                                ": their outputs would share one folder under --out");
+    }
+  }
+}
 
 struct sim_options {
   std::vector<std::string> scenarios;
@@ -61,6 +90,7 @@ int run_sim(const sim_options& o) {
       sim::check_scenario(sc);
       sim::check_memory(sc, o.threads, *limit);
     }
+    if (!o.out.empty() && loaded.size() > 1) check_folder_names(loaded);
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     std::vector<std::string> reports;
     for (auto& sc : loaded) {

@@ -129,4 +129,42 @@ TEST(HostileNames, AShardFileCannotMakeTheMergingMachineRunGnuplotCode) {
   (void)m;  // the merge may refuse the doctored shard; what matters is that nothing ran
 }
 
+// With several scenarios each writes to --out/NAME: a name that is not one plain path component
+// is refused before anything runs, with one line naming the file and the scenario.
+TEST(HostileNames, AScenarioNameThatIsNotOneFolderNameIsRefused) {
+  const test_scratch scratch("hostile");
+  const fs::path good = scratch / "good.toml";
+  write(good, tick_burst_scenario("good", "eb"));
+  const std::string absolute = (scratch / "abs").string();
+  const std::vector<std::string> names{"../../outside", absolute, "a/b", "..", ".", "two\nlines"};
+  for (const std::string& name : names) {
+    const fs::path evil = scratch / "evil.toml";
+    write(evil, tick_burst_scenario(name, "eb"));
+    const fs::path out = scratch / "deep" / "er" / "out";
+    const auto r =
+        run_cli({"sim", good.string(), evil.string(), "--out", out.string(), "--no-progress"});
+    EXPECT_EQ(r.status, 2) << name;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("evil.toml"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("one path component"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << "nothing runs when a name is refused: " << name;
+    EXPECT_FALSE(fs::exists(scratch / "deep" / "outside")) << name;
+    EXPECT_FALSE(fs::exists(absolute)) << name;
+  }
+}
+
+TEST(HostileNames, TwoScenariosWithOneNameAreRefusedBeforeAnythingRuns) {
+  const test_scratch scratch("hostile");
+  write(scratch / "a.toml", tick_burst_scenario("same", "eb"));
+  write(scratch / "b.toml", tick_burst_scenario("same", "eb"));
+  const fs::path out = scratch / "out";
+  const auto r = run_cli({"sim", (scratch / "a.toml").string(), (scratch / "b.toml").string(),
+                          "--out", out.string(), "--no-progress"});
+  EXPECT_EQ(r.status, 2);
+  ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("b.toml: scenario 'same' has the same name as"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a.toml"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace

@@ -53,33 +53,16 @@ chart make_chart(std::string name, std::string caption) {
   return c;
 }
 
-// A byte that must not reach gnuplot raw: a control character would end the command line (a
-// newline leaves a quoted string open, which gnuplot accepts, and the rest of the name runs as
-// commands), so each one is written as visible text instead: \n, \t, \r or \xNN.
-void append_visible(std::string& out, char c) {
-  const auto byte = static_cast<unsigned char>(c);
-  if (byte >= 0x20 && byte != 0x7f) {
-    out += c;
-  } else if (c == '\n') {
-    out += "\\n";
-  } else if (c == '\t') {
-    out += "\\t";
-  } else if (c == '\r') {
-    out += "\\r";
-  } else {
-    out += fmt::format("\\x{:02x}", byte);
-  }
-}
-
 // A gnuplot single-quoted string, the only kind names may reach: gnuplot does no backquote
 // (shell) or @macro substitution in it and reads backslashes literally (gnuplot 5.4 manual,
-// "Quote marks", "Substitution"), so doubling the quote and making control characters visible
-// leaves no way out of the string.
+// "Quote marks", "Substitution"). A control character would end the command line (a newline
+// leaves the string open, which gnuplot accepts, and the rest of the name runs as commands), so
+// each is written as visible text (\n, \xNN); with the quote doubled, nothing leaves the string.
 std::string gq(std::string_view s) {
   std::string out = "'";
-  for (char c : s) {
+  for (char c : escape_controls(s)) {
     if (c == '\'') out += '\'';
-    append_visible(out, c);
+    out += c;
   }
   return out + "'";
 }
@@ -87,15 +70,10 @@ std::string gq(std::string_view s) {
 // A field of a gnuplot data file: double-quoted so names with spaces stay one column; a quote or
 // backslash would end or escape the field, a control character split the row.
 std::string dq(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '_';
-    } else {
-      append_visible(out, c);
-    }
-  }
-  return out + "\"";
+  std::string field(s);
+  std::replace_if(
+      field.begin(), field.end(), [](char c) { return c == '"' || c == '\\'; }, '_');
+  return "\"" + escape_controls(field) + "\"";
 }
 
 std::string num(double v) {
