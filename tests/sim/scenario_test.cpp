@@ -92,6 +92,9 @@ INSTANTIATE_TEST_SUITE_P(
         bad_scenario{"scenario = \"t\"\nmodel = \"no-such-model\"\n[[strategy]]\nname = \"a\"\n",
                      {},
                      "bad.toml:2:9: model: unknown model 'no-such-model'"},
+        bad_scenario{"scenario = \"t\"\nmodel = \"\"\n[[strategy]]\nname = \"a\"\n",
+                     {},
+                     "bad.toml:2:9: model: empty"},  // refused at load, not only by the check
         bad_scenario{"scenario = \"t\"\nmodel = \n", {}, "bad.toml:2:"},
         bad_scenario{valid + "[workload]\n", {}, "bad.toml:"},  // table defined twice
         bad_scenario{valid.substr(0, valid.find("[[strategy]]")) +

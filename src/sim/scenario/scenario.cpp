@@ -285,6 +285,9 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
   sc.name_ = r.string("scenario", "");
   if (sc.name_.empty()) r.fail("scenario", "missing: every scenario needs a name");
   sc.model_ = r.string("model", sc.name_);
+  if (sc.model_.empty()) {
+    r.fail("model", "empty: name a model, or leave the key out to use the scenario's name");
+  }
   sc.seed_ =
       static_cast<std::uint64_t>(r.integer("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
 
