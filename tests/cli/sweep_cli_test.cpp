@@ -68,7 +68,8 @@ TEST(SweepCli, MergedShardsGiveExactlyTheUnshardedOutputs) {
   ASSERT_EQ(w.status, 0) << w.err;
 
   for (const int count : {3, 20}) {  // 20 shards for 12 runs: some shards are empty
-    auto dirs = run_shards(scratch.dir(), "s" + std::to_string(count), count, count == 3 ? "1" : "2");
+    auto dirs =
+        run_shards(scratch.dir(), "s" + std::to_string(count), count, count == 3 ? "1" : "2");
     std::reverse(dirs.begin(), dirs.end());  // the order of the folders does not matter
     const fs::path merged = scratch / ("merged" + std::to_string(count));
     const auto m = run_cli(merge_args(dirs, merged));
@@ -126,18 +127,23 @@ TEST_P(SweepCliRejects, WithOneLineAndExitTwo) {
 INSTANTIATE_TEST_SUITE_P(
     Misuse, SweepCliRejects,
     testing::Values(
-        sweep_misuse{{"sweep"}, "give a scenario"}, sweep_misuse{{"sweep", "outage-recovery"}, "not a sweep"},
+        sweep_misuse{{"sweep"}, "give a scenario"},
+        sweep_misuse{{"sweep", "outage-recovery"}, "not a sweep"},
         sweep_misuse{{"sweep", "outage-tipping", "--shard", "1/3"}, "--shard needs --out"},
-        sweep_misuse{{"sweep", "outage-tipping", "--shard", "0/3", "--out", "x"}, "between 1 and N"},
-        sweep_misuse{{"sweep", "outage-tipping", "--shard", "4/3", "--out", "x"}, "between 1 and N"},
+        sweep_misuse{{"sweep", "outage-tipping", "--shard", "0/3", "--out", "x"},
+                     "between 1 and N"},
+        sweep_misuse{{"sweep", "outage-tipping", "--shard", "4/3", "--out", "x"},
+                     "between 1 and N"},
         sweep_misuse{{"sweep", "outage-tipping", "--shard", "3", "--out", "x"}, "expected I/N"},
         sweep_misuse{{"sweep", "outage-tipping", "--shard", "-1/3", "--out", "x"}, "expected I/N"},
         sweep_misuse{{"sweep", "outage-tipping", "--threads", "0"}, "--threads"},
-        sweep_misuse{{"sweep", "outage-tipping", "--merge", "x"}, "--merge takes shard folders only"},
-        sweep_misuse{{"sweep", "--merge", "/no/such/folder"}, "/no/such/folder: no such file or folder"},
+        sweep_misuse{{"sweep", "outage-tipping", "--merge", "x"},
+                     "--merge takes shard folders only"},
+        sweep_misuse{{"sweep", "--merge", "/no/such/folder"},
+                     "/no/such/folder: no such file or folder"},
         sweep_misuse{{"sweep", "no-such-scenario"}, "not a built-in scenario"},
         sweep_misuse{{"sweep", "outage-tipping", "--set", "replications=0"},
-               "replications: 0 is out of range"}));
+                     "replications: 0 is out of range"}));
 
 TEST(SweepCli, AMalformedShardFileIsNamed) {
   const backoff::test::test_scratch scratch("sweep");

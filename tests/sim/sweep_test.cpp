@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "builtin_scenario.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
-#include "builtin_scenario.hpp"
 
 namespace {
 

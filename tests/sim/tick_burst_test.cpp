@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "builtin_scenario.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
-#include "builtin_scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
-using backoff::test::by_name;
 using backoff::test::builtin_source;
+using backoff::test::by_name;
 
 sim::scenario_result run_tick_burst(std::uint64_t seed, const std::vector<std::string>& sets = {}) {
   sim::scenario sc = sim::scenario::load(builtin_source("tick-burst"), sets);
