@@ -256,4 +256,15 @@ duration backoff_state::next_delay(G& g) noexcept {
   return result;
 }
 
+// The first `count` delays of one run of `policy` with its own generator random_generator{seed},
+// in order, each passed to visit(duration): the one loop behind `backoff delays`, `backoff
+// presets` and the report's delay charts, so they all show the same draws for a seed.
+template <class Visit>
+void for_each_delay(const backoff_policy& policy, std::uint64_t seed, std::uint64_t count,
+                    Visit&& visit) {
+  random_generator rng{seed};
+  backoff_state state = policy.start();
+  for (std::uint64_t n = 0; n < count; ++n) visit(state.next_delay(rng));
+}
+
 }  // namespace backoff

@@ -7,13 +7,18 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backoff/error.hpp"
+#include "backoff/policy.hpp"
 #include "backoff/spec.hpp"
 #include "commands.hpp"
 #include "output.hpp"
+#include "report/output_files.hpp"
 #include "report/plots.hpp"
+#include "report/summary.hpp"
+#include "report/text_table.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -27,28 +32,30 @@ struct delays_options {
   std::string plot;  // file prefix; empty: no charts
 };
 
-// Run r's generator: independent of the other runs and of --runs.
-random_generator run_generator(std::uint64_t seed, std::uint32_t run) {
-  return random_generator{derive_seed(seed, run)};
+// Run r's delays come from their own generator, derive_seed(seed, r): independent of the other
+// runs, of --runs and of the output format (for_each_delay, the one sampling loop).
+template <class Visit>
+void each_delay(const delays_options& o, const backoff_policy& policy, std::uint32_t run,
+                Visit&& visit) {
+  for_each_delay(policy, derive_seed(o.seed, run), o.attempts, std::forward<Visit>(visit));
 }
 
 int print_delays(const delays_options& o, const backoff_policy& policy) {
   if (o.format == "csv") {
     std::string out = "run,attempt,delay_s\n";
     for (std::uint32_t run = 1; run <= o.runs; ++run) {
-      random_generator rng = run_generator(o.seed, run);
-      auto state = policy.start();
-      for (std::uint32_t a = 1; a <= o.attempts; ++a) {
-        fmt::format_to(std::back_inserter(out), "{},{},{}\n", run, a,
-                       seconds_text(state.next_delay(rng)));
+      std::uint32_t attempt = 0;
+      each_delay(o, policy, run, [&](duration d) {
+        fmt::format_to(std::back_inserter(out), "{},{},{}\n", run, ++attempt, seconds_text(d));
         if (out.size() > (1u << 16)) {
           std::cout << out;
           out.clear();
         }
-      }
+      });
+      if (!std::cout) break;  // stdout failed: the loop stops here, flush_stdout says why
     }
-    std::cout << out << std::flush;
-    return exit_ok;
+    std::cout << out;
+    return flush_stdout("backoff delays") ? exit_ok : exit_failure;
   }
 
   constexpr std::uint64_t max_in_memory = 10'000'000;
@@ -60,11 +67,8 @@ int print_delays(const delays_options& o, const backoff_policy& policy) {
   }
   std::vector<std::vector<duration>> delays(o.runs);
   for (std::uint32_t run = 1; run <= o.runs; ++run) {
-    random_generator rng = run_generator(o.seed, run);
-    auto state = policy.start();
     delays[run - 1].reserve(o.attempts);
-    for (std::uint32_t a = 1; a <= o.attempts; ++a)
-      delays[run - 1].push_back(state.next_delay(rng));
+    each_delay(o, policy, run, [&](duration d) { delays[run - 1].push_back(d); });
   }
 
   if (o.format == "json") {
@@ -78,17 +82,17 @@ int print_delays(const delays_options& o, const backoff_policy& policy) {
       for (duration d : run) row.push_back(to_seconds(d));
       runs.push_back(std::move(row));
     }
-    std::cout << doc.dump(2) << '\n';
-    return exit_ok;
+    std::cout << report::json_text(doc) << '\n';
+    return flush_stdout("backoff delays") ? exit_ok : exit_failure;
   }
 
   // table: one row per attempt, one column per run, then the total wait.
   std::cout << "policy: " << policy.to_string() << "  (seed " << o.seed << ")\n";
-  std::vector<std::string> header{"attempt"};
+  report::text_table table;
+  auto& header = table.rows.emplace_back(std::vector<std::string>{"attempt"});
   for (std::uint32_t run = 1; run <= o.runs; ++run) {
     header.push_back(o.runs == 1 ? std::string("delay") : fmt::format("run {}", run));
   }
-  std::vector<std::vector<std::string>> rows;
   std::vector<duration> totals(o.runs, duration{0});
   for (std::uint32_t a = 0; a < o.attempts; ++a) {
     std::vector<std::string> row{std::to_string(a + 1)};
@@ -96,42 +100,27 @@ int print_delays(const delays_options& o, const backoff_policy& policy) {
       row.push_back(human_duration(delays[run][a]));
       totals[run] += delays[run][a];
     }
-    rows.push_back(std::move(row));
+    table.rows.push_back(std::move(row));
   }
   std::vector<std::string> total_row{"total"};
   for (duration t : totals) total_row.push_back(human_duration(t));
-  rows.push_back(std::move(total_row));
-
-  std::vector<std::size_t> width(header.size());
-  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
-  for (const auto& row : rows) {
-    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  const auto print_row = [&](const std::vector<std::string>& row) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      line += fmt::format("{:>{}}", row[c], width[c] + (c == 0 ? 0 : 2));
-    }
-    std::cout << line << '\n';
-  };
-  print_row(header);
-  for (const auto& row : rows) print_row(row);
-  return exit_ok;
+  table.rows.push_back(std::move(total_row));
+  std::cout << table.render();
+  return flush_stdout("backoff delays") ? exit_ok : exit_failure;
 }
 
-// The same delays as printed (each run's generator is independent of the output format).
+// The same delays as printed.
 int plot_delays(const delays_options& o, const backoff_policy& policy) {
   std::vector<std::vector<double>> delays(o.runs);
   for (std::uint32_t run = 1; run <= o.runs; ++run) {
-    random_generator rng = run_generator(o.seed, run);
-    auto state = policy.start();
-    for (std::uint32_t a = 1; a <= o.attempts; ++a) {
-      delays[run - 1].push_back(to_seconds(state.next_delay(rng)));
-    }
+    each_delay(o, policy, run, [&](duration d) { delays[run - 1].push_back(to_seconds(d)); });
   }
   try {
-    sim::write_delay_plots(delays, policy.to_string(), o.plot);
-  } catch (const sim::plot_error& e) {
+    report::write_delay_plots(delays, policy.to_string(), o.plot);
+  } catch (const report::plot_error& e) {
+    std::cerr << "backoff delays: " << e.what() << '\n';
+    return exit_failure;
+  } catch (const report::write_error& e) {
     std::cerr << "backoff delays: " << e.what() << '\n';
     return exit_failure;
   }

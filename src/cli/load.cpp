@@ -5,6 +5,8 @@
 // writes the simulator's summary.json and timeseries.csv with --out (docs/NETWORK.md).
 #include "client/load.hpp"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <charconv>
 #include <csignal>
@@ -18,8 +20,11 @@
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
 #include "commands.hpp"
-#include "experiment.hpp"
-#include "run/runner.hpp"
+#include "outage_experiment.hpp"
+#include "output.hpp"
+#include "report/output_files.hpp"
+#include "report/summary.hpp"
+#include "report/text_table.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -86,18 +91,30 @@ std::uint64_t whole(const std::string& flag, const std::string& text) {
   return v;
 }
 
-bool write_outputs(const std::string& dir, const sim::scenario_result& result) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  std::ofstream summary(std::filesystem::path(dir) / "summary.json");
-  std::ofstream series(std::filesystem::path(dir) / "timeseries.csv");
-  sim::write_summary_json(result, summary);
-  sim::write_timeseries_csv(result, series);
-  if (!summary || !series) {
-    std::cerr << "backoff load: cannot write the outputs in '" << dir << "'\n";
+bool write_outputs(const std::string& dir, const report::scenario_result& result) {
+  try {
+    report::output_folder folder(dir);
+    report::write_run_files(result, folder);
+  } catch (const report::write_error& e) {
+    std::cerr << "backoff load: " << e.what() << '\n';
     return false;
   }
   return true;
+}
+
+// The experiment's goodput per phase: before the pause, during it, after it (fixed retries show
+// their pre-outage rate as "goodput" otherwise: completed / makespan hides the collapse).
+std::string phase_table(const report::scenario_result& r) {
+  report::text_table t;
+  t.left_columns = 1;
+  t.rows.push_back({"strategy", "before/s", "during/s", "after/s", "recovery_s"});
+  const auto num = [](double v) { return fmt::format("{:.4g}", v); };
+  for (const auto& s : r.strategies) {
+    if (!s.phases) continue;
+    t.rows.push_back({s.name, num(s.phases->before_per_s), num(s.phases->during_per_s),
+                      num(s.phases->after_per_s), s.recovery_s ? num(*s.recovery_s) : "never"});
+  }
+  return "goodput (successes per second) before, during and after the pause\n" + t.render();
 }
 
 // --experiment outage: seed 004 end to end in this process (src/net/experiment.hpp).
@@ -122,10 +139,11 @@ int run_experiment(const load_flags& f, const net::load_options& o) {
     return exit_usage;
   }
   e.load = o;
-  const sim::scenario_result result = net::run_outage_experiment(
-      e, [](const std::string& line) { std::cout << line << std::endl; },
+  const report::scenario_result result = net::run_outage_experiment(
+      e, [](const std::string& line) { std::cout << escape_controls(line) << std::endl; },
       [] { return interrupted.load(); });
-  std::cout << sim::comparison_table(result) << std::flush;
+  std::cout << report::comparison_table(result) << '\n' << phase_table(result);
+  if (!flush_stdout("backoff load")) return exit_failure;
   if (f.out && !write_outputs(*f.out, result)) return exit_failure;
   return interrupted ? 128 + SIGINT : exit_ok;
 }
@@ -192,12 +210,13 @@ int run_load_command(const load_flags& f) {
     std::cerr << "backoff load: " << e.what() << '\n';
     return exit_failure;
   }
+  if (!flush_stdout("backoff load")) return exit_failure;
   std::cerr << "backoff load: " << run.requests << " requests in " << run.wall_s << " s: " << run.ok
             << " OK, " << run.errors << " errors, " << run.timeouts << " timed out"
             << (run.dropped ? ", " + std::to_string(run.dropped) + " arrivals dropped" : "")
             << (interrupted ? " (interrupted)" : "") << '\n';
   if (f.out) {
-    sim::scenario_result result;
+    report::scenario_result result;
     result.scenario = "load";
     result.model = "network";
     result.seed = o.seed;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "output.hpp"
 #include "retry_flags.hpp"
 #include "seed_flags.hpp"
 
@@ -87,6 +88,16 @@ int main(int argc, char** argv) {
     std::cerr << where << ": " << e.what() << " (see '" << where << " --help')\n";
     return argc > 1 && is_retry_command(argv[1]) ? backoff::cli::exit_tool_error
                                                  : backoff::cli::exit_usage;
+  }
+  // Whatever a command printed last must reach stdout: a write error there is never status 0.
+  // The retry commands keep the command's status in the message and exit 125 (their own
+  // failure); the others exit 1.
+  const bool retry = is_retry_command(argv[1]);
+  if (!backoff::cli::flush_stdout(
+          std::string("backoff ") + argv[1],
+          retry ? "(the command's status was " + std::to_string(status) + ")" : std::string())) {
+    if (retry) return backoff::cli::exit_tool_error;
+    return status == backoff::cli::exit_ok ? backoff::cli::exit_failure : status;
   }
   return status;
 }

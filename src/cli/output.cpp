@@ -2,10 +2,34 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <iostream>
 
 namespace backoff::cli {
+
+bool flush_stdout(std::string_view who, std::string_view note) {
+  static bool reported = false;  // one line, however many callers find the stream failed
+  // A stream already failed kept the errno of its failed write, if nothing changed it since;
+  // only errors a write gives are trusted as its reason.
+  int error = errno;
+  if (std::cout) {
+    errno = 0;
+    std::cout.flush();
+    if (std::cout) return true;
+    error = errno;
+  }
+  if (reported) return false;
+  reported = true;
+  const bool write_errno = error == ENOSPC || error == EIO || error == EPIPE || error == EBADF ||
+                           error == EFBIG || error == EDQUOT || error == EROFS || error == EINVAL;
+  std::cerr << who << ": cannot write to standard output: "
+            << (write_errno ? std::strerror(error) : "write error") << (note.empty() ? "" : " ")
+            << note << '\n';
+  return false;
+}
 
 std::string human_duration(duration d) {
   const std::int64_t v = d.count();

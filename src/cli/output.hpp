@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "backoff/duration.hpp"
 
@@ -10,6 +11,12 @@ namespace backoff::cli {
 // A duration for people: rounded to 4 significant digits at most, then in the library's
 // duration syntax ("1.234s", "271.8ms", "1h4m").
 std::string human_duration(duration d);
+
+// Flushes std::cout. On a write error (a full disk, /dev/full, a file system gone) prints
+// "WHO: cannot write to standard output: REASON" on stderr and returns false: callers then exit
+// with status 1 (the retry tool, 125), never 0 with the output lost.
+// `note`, when given, ends the line (the retry tool's "(the command's status was N)").
+bool flush_stdout(std::string_view who, std::string_view note = {});
 
 // Seconds as the shortest decimal that reads back as the same double (CSV and JSON fields).
 std::string seconds_text(duration d);

@@ -11,6 +11,7 @@
 
 #include "commands.hpp"
 #include "output.hpp"
+#include "report/text_table.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -22,39 +23,30 @@ struct presets_options {
 
 int run_presets(const presets_options& o) {
   const auto all = presets();
-  std::vector<std::vector<std::string>> columns;
+  // One row per retry, one column per preset; preset i draws from derive_seed(seed, i).
+  report::text_table table;
+  table.rows.assign(o.attempts + 1, {});
+  table.rows[0].push_back("retry");
+  for (std::uint32_t a = 1; a <= o.attempts; ++a) table.rows[a].push_back(std::to_string(a));
   for (std::size_t i = 0; i < all.size(); ++i) {
-    random_generator rng{derive_seed(o.seed, i)};
-    auto state = all[i].policy.start();
-    std::vector<std::string> column{std::string(all[i].name)};
-    for (std::uint32_t a = 0; a < o.attempts; ++a)
-      column.push_back(human_duration(state.next_delay(rng)));
-    columns.push_back(std::move(column));
+    table.rows[0].emplace_back(all[i].name);
+    std::size_t row = 0;
+    for_each_delay(all[i].policy, derive_seed(o.seed, i), o.attempts,
+                   [&](duration d) { table.rows[++row].push_back(human_duration(d)); });
   }
 
   std::cout << fmt::format(
       "Delay before each retry, every preset (seed {}; random presets show "
       "one draw)\n\n",
       o.seed);
-  const std::size_t rows = o.attempts + 1;
-  for (std::size_t r = 0; r < rows; ++r) {
-    std::string line = fmt::format("{:>5}", r == 0 ? std::string("retry") : std::to_string(r));
-    for (const auto& column : columns) {
-      std::size_t width = 0;
-      for (const auto& cell : column) width = std::max(width, cell.size());
-      line += fmt::format("  {:>{}}", column[r], width);
-    }
-    std::cout << line << '\n';
-  }
-
-  std::cout << '\n';
+  std::cout << table.render() << '\n';
   std::size_t name_width = 0;
   for (const preset& p : all) name_width = std::max(name_width, p.name.size());
   for (const preset& p : all) {
     std::cout << fmt::format("{:<{}}  {}  [{}]\n{:<{}}  = {}\n", p.name, name_width, p.formula,
                              p.source, "", name_width, p.policy.to_string());
   }
-  return exit_ok;
+  return flush_stdout("backoff presets") ? exit_ok : exit_failure;
 }
 
 }  // namespace

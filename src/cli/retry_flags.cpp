@@ -2,16 +2,22 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
 #include "commands.hpp"
+#include "output.hpp"
+#include "report/output_files.hpp"
 #include "signal_watcher.hpp"
 
 namespace backoff::cli {
@@ -152,11 +158,14 @@ int run_retry_command(
   } else {
     seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   }
-  std::ofstream report_file;
+  // The report file is created (as a hidden temporary beside it) before the command runs, so an
+  // unwritable --report fails at once; it is renamed into place when the summary is written.
+  std::optional<report::atomic_file> report_file;
   if (f.report && *f.report != "-") {
-    report_file.open(*f.report);
-    if (!report_file) {
-      std::cerr << "backoff " << name << ": --report: cannot write '" << *f.report << "'\n";
+    try {
+      report_file.emplace(*f.report);
+    } catch (const report::write_error& e) {
+      std::cerr << "backoff " << name << ": --report: " << e.what() << '\n';
       return exit_tool_error;
     }
   }
@@ -176,11 +185,28 @@ int run_retry_command(
       summary = run(options, scope, rng);
     }
     if (f.report) {
-      std::ostream& out = *f.report == "-" ? std::cout : report_file;
-      out << tool::to_json(summary).dump(2) << '\n';
-      out.flush();
-      if (!out) {
-        std::cerr << "backoff " << name << ": --report: cannot write '" << *f.report << "'\n";
+      // The command ran: a failure here is the tool's own (125), and the message keeps the
+      // command's status. Bytes that are not UTF-8 (an argument, a path) become U+FFFD.
+      const std::string text =
+          tool::to_json(summary).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+      std::string failure;
+      if (report_file) {
+        try {
+          report_file->stream() << text << '\n';
+          report_file->commit();
+        } catch (const report::write_error& e) {
+          failure = e.what();
+        }
+      } else {
+        std::cout << text << '\n';
+        if (!flush_stdout("backoff " + name + ": --report",
+                          "(the command's status was " + std::to_string(summary.status) + ")")) {
+          return exit_tool_error;
+        }
+      }
+      if (!failure.empty()) {
+        std::cerr << "backoff " << name << ": --report: " << escape_controls(failure)
+                  << " (the command's status was " << summary.status << ")\n";
         return exit_tool_error;
       }
     }

@@ -8,13 +8,17 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "backoff/error.hpp"
 #include "commands.hpp"
+#include "output.hpp"
+#include "report/output_files.hpp"
 #include "report/plots.hpp"
+#include "report/summary.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "scenario_files.hpp"
@@ -93,56 +97,69 @@ int run_sim(const sim_options& o) {
     if (!o.out.empty() && loaded.size() > 1) check_folder_names(loaded);
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     std::vector<std::string> reports;
+    // With several scenarios, --out holds one sub-folder each (and index.html with --plot); its
+    // manifest lists them, so a later run removes what this one wrote and that one does not.
+    std::optional<report::output_folder> top;
+    if (!o.out.empty() && loaded.size() > 1) top.emplace(o.out);
     for (auto& sc : loaded) {
       sim::run_options run;
       if (!o.out.empty()) {
-        run.out = loaded.size() == 1 ? std::filesystem::path(o.out)
-                                     : std::filesystem::path(o.out) / sc.name();
+        run.out = top ? top->subfolder(sc.name()) : std::filesystem::path(o.out);
       }
       run.progress = o.progress;
       run.threads = o.threads;
       run.memory_limit = *limit;
       run.preflight = false;  // estimated above, every scenario before the first runs
-      const sim::scenario_result r = sim::run_scenario(sc, run);
+      const report::scenario_result r = sim::run_scenario(sc, run);
       if (r.stopped) {
         // Interrupted (a memory stop throws): what was done is written; the rest is not run.
         if (o.format == "json") {
-          sim::write_summary_json(r, std::cout);
+          report::write_summary_json(r, std::cout);
         } else {
-          std::cout << sim::comparison_table(r) << std::flush;
+          std::cout << report::comparison_table(r);
         }
-        std::cerr << "backoff sim: " << sim::describe(*r.stopped) << "; "
-                  << (run.out ? "partial outputs written to " + run.out->string()
+        if (!flush_stdout("backoff sim")) return exit_failure;
+        std::cerr << "backoff sim: " << report::describe(*r.stopped) << "; "
+                  << (run.out ? "partial outputs written to " + escape_controls(run.out->string())
                               : std::string("partial results above"))
                   << '\n';
         return 128 + r.stopped->signal;
       }
       if (o.plot) {
-        (void)sim::write_plots(r, *run.out, {sc.source().path, sc.source().text, sc.sets()});
+        (void)report::write_plots(r, *run.out, {sc.source().path, sc.source().text, sc.sets()});
         reports.push_back((*run.out / "report.html").string());
       }
       if (o.format == "json") {
         std::ostringstream text;
-        sim::write_summary_json(r, text);
+        report::write_summary_json(r, text);
         all.push_back(nlohmann::ordered_json::parse(text.str()));
       } else {
-        std::cout << sim::comparison_table(r) << '\n' << std::flush;
+        std::cout << report::comparison_table(r) << '\n';
+        if (!flush_stdout("backoff sim")) return exit_failure;
       }
     }
-    if (o.format == "json") std::cout << (all.size() == 1 ? all[0] : all).dump(2) << '\n';
+    if (o.format == "json") std::cout << report::json_text(all.size() == 1 ? all[0] : all) << '\n';
+    if (!flush_stdout("backoff sim")) return exit_failure;
+    if (top) {
+      if (o.plot) {
+        std::vector<report::report_link> links;
+        for (const auto& sc : loaded) {
+          links.push_back({sc.name(), sc.model(), sc.seed(), sc.name() + "/report.html"});
+        }
+        report::write_report_index(*top, links);
+      }
+      top->finish();
+    }
     if (!o.out.empty() && o.format != "json") {
-      std::cerr << "backoff sim: outputs written to " << o.out << '\n';
+      std::cerr << "backoff sim: outputs written to " << escape_controls(o.out) << '\n';
     }
-    if (o.plot && loaded.size() > 1) {
-      const auto index = std::filesystem::path(o.out) / "index.html";
-      std::vector<sim::report_link> links;
-      for (const auto& sc : loaded) {
-        links.push_back({sc.name(), sc.model(), sc.seed(), sc.name() + "/report.html"});
-      }
-      sim::write_report_index(index, links);
-      std::cerr << "backoff sim: reports: " << index.string() << '\n';
+    if (o.plot && top) {
+      std::cerr << "backoff sim: reports: "
+                << escape_controls((std::filesystem::path(o.out) / "index.html").string()) << '\n';
     } else {
-      for (const auto& report : reports) std::cerr << "backoff sim: report: " << report << '\n';
+      for (const auto& report : reports) {
+        std::cerr << "backoff sim: report: " << escape_controls(report) << '\n';
+      }
     }
     return exit_ok;
   } catch (const sim::scenario_error& e) {
@@ -154,7 +171,10 @@ int run_sim(const sim_options& o) {
   } catch (const sim::memory_limit_error& e) {
     std::cerr << "backoff sim: " << e.what() << '\n';
     return exit_failure;
-  } catch (const sim::plot_error& e) {
+  } catch (const report::plot_error& e) {
+    std::cerr << "backoff sim: " << e.what() << '\n';
+    return exit_failure;
+  } catch (const report::write_error& e) {
     std::cerr << "backoff sim: " << e.what() << '\n';
     return exit_failure;
   } catch (const std::filesystem::filesystem_error& e) {

@@ -14,7 +14,10 @@
 
 #include "backoff/error.hpp"
 #include "commands.hpp"
+#include "output.hpp"
+#include "report/output_files.hpp"
 #include "report/plots.hpp"
+#include "report/summary.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "scenario_files.hpp"
@@ -37,7 +40,7 @@ struct sweep_options {
 };
 
 // "I/N" with 1 <= I <= N.
-std::optional<sim::shard_spec> parse_shard(const std::string& text, std::string& error) {
+std::optional<report::shard_spec> parse_shard(const std::string& text, std::string& error) {
   const auto slash = text.find('/');
   const auto number = [](std::string_view digits, std::uint32_t& v) {
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
@@ -46,7 +49,7 @@ std::optional<sim::shard_spec> parse_shard(const std::string& text, std::string&
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
     return ec == std::errc{} && end == digits.data() + digits.size();
   };
-  sim::shard_spec s;
+  report::shard_spec s;
   if (slash == std::string::npos || !number(std::string_view(text).substr(0, slash), s.index) ||
       !number(std::string_view(text).substr(slash + 1), s.count)) {
     error = "--shard: expected I/N such as 2/8, got '" + text + "'";
@@ -59,19 +62,22 @@ std::optional<sim::shard_spec> parse_shard(const std::string& text, std::string&
   return s;
 }
 
-void print(const sim::scenario_result& r, const std::string& format) {
+// False (after one line on stderr) when stdout cannot be written.
+bool print(const report::scenario_result& r, const std::string& format) {
   if (format == "json") {
-    sim::write_summary_json(r, std::cout);
+    report::write_summary_json(r, std::cout);
   } else {
-    std::cout << sim::comparison_table(r) << std::flush;
+    std::cout << report::comparison_table(r);
   }
+  return flush_stdout("backoff sweep");
 }
 
 // Charts and report.html of a whole sweep (not of a shard: it has only some of the runs).
-void plot(const sim::scenario_result& r, const std::string& out, const sim::report_inputs& from) {
-  (void)sim::write_plots(r, out, from);
-  std::cerr << "backoff sweep: report: " << (std::filesystem::path(out) / "report.html").string()
-            << '\n';
+void plot(const report::scenario_result& r, const std::string& out,
+          const report::report_inputs& from) {
+  (void)report::write_plots(r, out, from);
+  std::cerr << "backoff sweep: report: "
+            << escape_controls((std::filesystem::path(out) / "report.html").string()) << '\n';
 }
 
 int run_sweep(const sweep_options& o) {
@@ -87,10 +93,15 @@ int run_sweep(const sweep_options& o) {
         return exit_usage;
       }
       std::vector<std::filesystem::path> inputs(o.merge.begin(), o.merge.end());
-      const sim::scenario_result r = sim::merge_shards(inputs);
-      if (!o.out.empty()) sim::write_sweep_outputs(r, o.out);
-      print(r, o.format);
-      if (!o.out.empty()) std::cerr << "backoff sweep: merged outputs written to " << o.out << '\n';
+      const report::scenario_result r = sim::merge_shards(inputs);
+      if (!o.out.empty()) {
+        report::output_folder folder(o.out);
+        report::write_run_files(r, folder);
+      }
+      if (!print(r, o.format)) return exit_failure;
+      if (!o.out.empty()) {
+        std::cerr << "backoff sweep: merged outputs written to " << escape_controls(o.out) << '\n';
+      }
       if (o.plot) plot(r, o.out, {});
       return exit_ok;
     }
@@ -99,7 +110,7 @@ int run_sweep(const sweep_options& o) {
           << "backoff sweep: give a scenario (a file or a built-in name), or --merge DIR...\n";
       return exit_usage;
     }
-    std::optional<sim::shard_spec> shard;
+    std::optional<report::shard_spec> shard;
     if (!o.shard.empty()) {
       std::string error;
       shard = parse_shard(o.shard, error);
@@ -133,25 +144,28 @@ int run_sweep(const sweep_options& o) {
     run.shard = shard;
     run.memory_limit = *limit;
     const stop_signals signals;
-    const sim::scenario_result r = sim::run_scenario(sc, run);
+    const report::scenario_result r = sim::run_scenario(sc, run);
     if (r.stopped) {
-      print(r, o.format);
-      std::cerr << "backoff sweep: " << sim::describe(*r.stopped) << " after "
+      if (!print(r, o.format)) return exit_failure;
+      std::cerr << "backoff sweep: " << report::describe(*r.stopped) << " after "
                 << r.stopped->runs_done << " of " << r.stopped->runs << " runs; "
                 << (shard            ? std::string("the shard is not written (run it again)")
-                    : !o.out.empty() ? "partial outputs written to " + o.out
+                    : !o.out.empty() ? "partial outputs written to " + escape_controls(o.out)
                                      : std::string("partial results above"))
                 << '\n';
       return 128 + r.stopped->signal;
     }
     if (shard) {
       std::cerr << "backoff sweep: shard " << shard->index << "/" << shard->count << " written to "
-                << (std::filesystem::path(o.out) / sim::shard_file_name(*shard)).string()
+                << escape_controls(
+                       (std::filesystem::path(o.out) / sim::shard_file_name(*shard)).string())
                 << "; join the shards with 'backoff sweep --merge'\n";
       return exit_ok;
     }
-    print(r, o.format);
-    if (!o.out.empty()) std::cerr << "backoff sweep: outputs written to " << o.out << '\n';
+    if (!print(r, o.format)) return exit_failure;
+    if (!o.out.empty()) {
+      std::cerr << "backoff sweep: outputs written to " << escape_controls(o.out) << '\n';
+    }
     if (o.plot) plot(r, o.out, {sc.source().path, sc.source().text, sc.sets()});
     return exit_ok;
   } catch (const sim::scenario_error& e) {
@@ -163,7 +177,10 @@ int run_sweep(const sweep_options& o) {
   } catch (const sim::memory_limit_error& e) {
     std::cerr << "backoff sweep: " << e.what() << '\n';
     return exit_failure;
-  } catch (const sim::plot_error& e) {
+  } catch (const report::plot_error& e) {
+    std::cerr << "backoff sweep: " << e.what() << '\n';
+    return exit_failure;
+  } catch (const report::write_error& e) {
     std::cerr << "backoff sweep: " << e.what() << '\n';
     return exit_failure;
   } catch (const std::filesystem::filesystem_error& e) {

@@ -119,11 +119,11 @@ TEST(SimLimitsCli, SigintWritesAPartialSummaryAndExits130) {
   auto args = long_sim;
   args.insert(args.end(), {"--out", out.string()});
   process_probe p(args);
-  // The run has started once its clients.csv exists (written from the first strategy on).
-  for (int i = 0; i < 2000 && !fs::exists(out / "clients.csv"); ++i) {
+  // The run has started once its clients.csv is begun (written from the first strategy on).
+  for (int i = 0; i < 2000 && !backoff::test::clients_csv_begun(out); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_TRUE(fs::exists(out / "clients.csv"));
+  ASSERT_TRUE(backoff::test::clients_csv_begun(out));
   p.signal(SIGINT);
   const auto r = p.wait(std::chrono::seconds(60));
   ASSERT_TRUE(r.finished);
@@ -139,6 +139,7 @@ TEST(SimLimitsCli, SigintWritesAPartialSummaryAndExits130) {
   EXPECT_EQ(doc["signal"], "SIGINT");
   EXPECT_TRUE(doc.contains("stopped_at_s"));
   EXPECT_TRUE(fs::exists(out / "timeseries.csv"));
+  EXPECT_TRUE(fs::exists(out / "clients.csv"));
 }
 
 TEST(SimLimitsCli, SigtermStopsASweepWhichKeepsItsFinishedCells) {

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "report/summary.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
+namespace report = backoff::report;
 
 // The built-in aws-occ scenario as a single point: its [sweep] and `replications` removed, so
 // that each run_scenario call is one run of every strategy (the tests replicate by seed).
@@ -35,7 +37,7 @@ sim::scenario_source single_point() {
   return {};
 }
 
-sim::scenario_result run_once(const std::vector<std::string>& sets, std::uint64_t seed) {
+report::scenario_result run_once(const std::vector<std::string>& sets, std::uint64_t seed) {
   sim::scenario sc = sim::scenario::load(single_point(), sets);
   sc.set_seed(seed);
   return sim::run_scenario(sc, {});
@@ -148,8 +150,8 @@ TEST(AwsOccRuns, AreByteIdenticalForTheSameSeed) {
     auto r = run_once({"clients=40"}, seed);
     r.wall_s = 0;
     std::ostringstream out;
-    sim::write_summary_json(r, out);
-    sim::write_timeseries_csv(r, out);
+    report::write_summary_json(r, out);
+    report::write_timeseries_csv(r, out);
     return out.str();
   };
   const std::string a = text(7);

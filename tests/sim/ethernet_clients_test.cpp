@@ -20,6 +20,7 @@
 namespace {
 
 namespace sim = backoff::sim;
+namespace report = backoff::report;
 
 // The built-in scenario without its [sweep] table: one point, chosen with --set clients=N.
 sim::scenario_source one_point_source() {
@@ -37,7 +38,7 @@ sim::scenario_source one_point_source() {
 }
 
 struct strategy_run {
-  sim::strategy_summary summary;
+  report::strategy_summary summary;
   std::uint64_t deferred = 0;  // carrier-sense deferrals: controller attempts - real attempts
 };
 
@@ -56,11 +57,11 @@ std::map<std::string, strategy_run> run_point(std::vector<std::string> sets,
   std::map<std::string, strategy_run> out;
   for (const auto& strategy : strategies) {
     const auto& spec = strategy;
-    sim::recorder_options options;
+    report::recorder_options options;
     options.strategy = spec.name();
     options.bucket = model->bucket();
     std::ostringstream csv;
-    sim::recorder rec(options, &csv);
+    report::recorder rec(options, &csv);
     const auto info = model->run(strategy, seed, rec, [](double) {});
     strategy_run r;
     r.summary = rec.finish(info.end, info.events);
@@ -141,7 +142,7 @@ TEST_F(EthernetClients, CarrierSenseDefersOnlyUnderOverload) {
 TEST_F(EthernetClients, EthernetNeverJamsTheScheduler) {
   // Every submission a sensing client sends finds room: no errors at all, while Aloha's
   // excluded clients keep failing.
-  const auto errors = [](const sim::strategy_summary& s) {
+  const auto errors = [](const report::strategy_summary& s) {
     std::uint64_t n = 0;
     for (const auto& b : s.buckets) n += b.errors;
     return n;

@@ -12,17 +12,19 @@
 #include <sstream>
 #include <thread>
 
+#include "builtin_scenario.hpp"
 #include "engine/engine.hpp"
 #include "engine/guard.hpp"
+#include "report/summary.hpp"
 #include "run/memory.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "scratch.hpp"
-#include "builtin_scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
+namespace report = backoff::report;
 using backoff::test::builtin_source;
 namespace fs = std::filesystem;
 using backoff::test::slurp;
@@ -89,7 +91,8 @@ TEST(SimLimits, EstimateRefusesAHugeScenarioBeforeAllocating) {
 }
 
 TEST(SimLimits, EstimateNamesTheSweepsLargestTerm) {
-  sim::scenario sc = sim::scenario::load(builtin_source("aws-occ"), {"sweep.clients=[10, 1000000]"});
+  sim::scenario sc =
+      sim::scenario::load(builtin_source("aws-occ"), {"sweep.clients=[10, 1000000]"});
   const sim::memory_estimate e = sim::estimate_memory(sc, 2);
   EXPECT_NE(e.driver.find("clients = 1000000"), std::string::npos) << e.driver;
   EXPECT_NE(e.driver.find("2 worker threads"), std::string::npos) << e.driver;
@@ -121,7 +124,7 @@ TEST(SimLimits, TheGuardStopsAnEngineAtItsNextPoll) {
     e.run_until(sim::time_max);
     FAIL() << "not stopped";
   } catch (const sim::run_stopped& s) {
-    EXPECT_EQ(s.reason, sim::stop_reason::interrupted);
+    EXPECT_EQ(s.reason, report::stop_reason::interrupted);
     EXPECT_EQ(s.signal, SIGTERM);
     EXPECT_EQ(s.events, std::uint64_t{1} << sim::run_guard::poll_shift);
     EXPECT_EQ(s.at, e.now());
@@ -159,18 +162,18 @@ TEST(SimLimits, AnInterruptedRunIsMarkedPartial) {
   const fs::path out = scratch / "out";
   sim::run_options o;
   o.out = out;
-  // Interrupt once the run has started (its clients.csv exists); bounded wait.
+  // Interrupt once the run has started (its clients.csv is begun); bounded wait.
   std::thread interrupter([&] {
-    for (int i = 0; i < 2000 && !fs::exists(out / "clients.csv"); ++i) {
+    for (int i = 0; i < 2000 && !backoff::test::clients_csv_begun(out); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     sim::request_interrupt(SIGINT);
   });
-  const sim::scenario_result r = sim::run_scenario(sc, o);
+  const report::scenario_result r = sim::run_scenario(sc, o);
   interrupter.join();
   ASSERT_TRUE(r.stopped.has_value());
-  EXPECT_EQ(r.stopped->reason, sim::stop_reason::interrupted);
+  EXPECT_EQ(r.stopped->reason, report::stop_reason::interrupted);
   EXPECT_EQ(r.stopped->signal, SIGINT);
   // Each strategy ran, was cut short (and is in `strategies`), or did not start.
   EXPECT_EQ(r.strategies.size() + r.stopped->not_run.size(), sc.strategies().size());
@@ -179,7 +182,7 @@ TEST(SimLimits, AnInterruptedRunIsMarkedPartial) {
   EXPECT_EQ(doc["reason"], "interrupted");
   EXPECT_EQ(doc["signal"], "SIGINT");
   EXPECT_TRUE(doc.contains("stopped_at_s"));
-  EXPECT_NE(sim::comparison_table(r).find("partial: interrupted (SIGINT)"), std::string::npos);
+  EXPECT_NE(report::comparison_table(r).find("partial: interrupted (SIGINT)"), std::string::npos);
 }
 
 TEST(SimLimits, AnInterruptedSweepWritesFinishedCellsAndMarksTheRest) {
@@ -188,13 +191,13 @@ TEST(SimLimits, AnInterruptedSweepWritesFinishedCellsAndMarksTheRest) {
   sim::request_interrupt(SIGINT);  // before the first run: every cell is unfinished
   sim::run_options o;
   o.threads = 2;
-  const sim::scenario_result r = sim::run_scenario(sc, o);
+  const report::scenario_result r = sim::run_scenario(sc, o);
   ASSERT_TRUE(r.stopped.has_value());
   EXPECT_EQ(r.stopped->runs_done, 0u);
   EXPECT_EQ(r.stopped->runs, 8u * 2u * 5u);
   std::ostringstream json, csv;
-  sim::write_summary_json(r, json);
-  sim::write_sweep_csv(r, csv);
+  report::write_summary_json(r, json);
+  report::write_sweep_csv(r, csv);
   const auto doc = nlohmann::json::parse(json.str());
   EXPECT_EQ(doc["partial"], true);
   EXPECT_EQ(doc["runs_done"], 0);
@@ -213,7 +216,7 @@ TEST(SimLimits, AWholeRunIsTheSameWithOrWithoutALimit) {
     sim::run_options o;
     o.out = base / std::to_string(limit);
     o.memory_limit = limit;
-    const sim::scenario_result r = sim::run_scenario(sc, o);
+    const report::scenario_result r = sim::run_scenario(sc, o);
     EXPECT_FALSE(r.stopped.has_value());
     EXPECT_FALSE(nlohmann::json::parse(slurp(*o.out / "summary.json")).contains("partial"));
   }

@@ -8,12 +8,14 @@
 #include <string>
 
 #include "builtin_scenario.hpp"
+#include "report/summary.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
+namespace report = backoff::report;
 using backoff::test::by_name;
 
 using backoff::test::run_builtin;
@@ -21,16 +23,16 @@ using backoff::test::run_builtin;
 class OneClientBurst : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    result_ = new sim::scenario_result(run_builtin("one-client-burst"));
+    result_ = new report::scenario_result(run_builtin("one-client-burst"));
   }
   static void TearDownTestSuite() { delete result_; }
-  static const sim::strategy_summary& get(const std::string& name) {
+  static const report::strategy_summary& get(const std::string& name) {
     static const auto m = by_name(*result_);
     return m.at(name);
   }
-  static sim::scenario_result* result_;
+  static report::scenario_result* result_;
 };
-sim::scenario_result* OneClientBurst::result_ = nullptr;
+report::scenario_result* OneClientBurst::result_ = nullptr;
 
 TEST_F(OneClientBurst, EveryStrategyCompletesEveryOperation) {
   for (const auto& s : result_->strategies) {
@@ -71,8 +73,8 @@ TEST(OneClientBurstRuns, AreByteIdenticalForTheSameSeed) {
     auto r = run_builtin("one-client-burst", {"workload.operations=300"}, seed);
     r.wall_s = 0;
     std::ostringstream out;
-    sim::write_summary_json(r, out);
-    sim::write_timeseries_csv(r, out);
+    report::write_summary_json(r, out);
+    report::write_timeseries_csv(r, out);
     return out.str();
   };
   const std::string a = json(5);

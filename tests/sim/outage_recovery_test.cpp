@@ -10,17 +10,20 @@
 #include <vector>
 
 #include "builtin_scenario.hpp"
+#include "report/summary.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
+namespace report = backoff::report;
 using backoff::test::on_threads;
 
 using backoff::test::run_builtin;
 
-const sim::strategy_summary& strategy(const sim::scenario_result& r, const std::string& name) {
+const report::strategy_summary& strategy(const report::scenario_result& r,
+                                         const std::string& name) {
   for (const auto& s : r.strategies) {
     if (s.name == name) return s;
   }
@@ -28,7 +31,7 @@ const sim::strategy_summary& strategy(const sim::scenario_result& r, const std::
 }
 
 // Successes per second between two times (bucket starts, seconds).
-double goodput(const sim::strategy_summary& s, int from_s, int to_s) {
+double goodput(const report::strategy_summary& s, int from_s, int to_s) {
   double sum = 0;
   for (int t = from_s; t < to_s; ++t) sum += static_cast<double>(s.buckets.at(t).successes);
   return sum / (to_s - from_s);
@@ -37,15 +40,15 @@ double goodput(const sim::strategy_summary& s, int from_s, int to_s) {
 class OutageRecovery : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    result_ = new sim::scenario_result(run_builtin("outage-recovery"));
+    result_ = new report::scenario_result(run_builtin("outage-recovery"));
   }
   static void TearDownTestSuite() { delete result_; }
-  static const sim::strategy_summary& get(const std::string& name) {
+  static const report::strategy_summary& get(const std::string& name) {
     return strategy(*result_, name);
   }
-  static sim::scenario_result* result_;
+  static report::scenario_result* result_;
 };
-sim::scenario_result* OutageRecovery::result_ = nullptr;
+report::scenario_result* OutageRecovery::result_ = nullptr;
 
 TEST_F(OutageRecovery, BothServeTheSteadyLoadBeforeThePause) {
   // 1000 clients thinking 10 s on average: about 99 requests a second, all served in 100 ms.
@@ -126,9 +129,9 @@ TEST(OutageRecoveryRuns, AreIdenticalForTheSameSeedAndDifferForAnother) {
   const auto b = run_builtin("outage-recovery", sets, 7);
   const auto c = run_builtin("outage-recovery", sets, 8);
   std::ostringstream ja, jb, jc;
-  sim::write_timeseries_csv(a, ja);
-  sim::write_timeseries_csv(b, jb);
-  sim::write_timeseries_csv(c, jc);
+  report::write_timeseries_csv(a, ja);
+  report::write_timeseries_csv(b, jb);
+  report::write_timeseries_csv(c, jc);
   EXPECT_EQ(ja.str(), jb.str());
   EXPECT_NE(ja.str(), jc.str());
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "report/summary.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 #include "scratch.hpp"
@@ -22,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace sim = backoff::sim;
+namespace report = backoff::report;
 using backoff::test::slurp;
 
 // Seed 003's model, small: two strategies, one with a client window.
@@ -72,7 +74,7 @@ struct temp_dir {
 
 struct run_in_dir {
   temp_dir dir;
-  sim::scenario_result result;
+  report::scenario_result result;
   explicit run_in_dir(const std::string& toml) {
     sim::scenario sc = sim::scenario::load({"test.toml", toml});
     sim::run_options options;
@@ -128,7 +130,7 @@ void expect_self_contained_report(const fs::path& dir, const std::vector<std::st
 
 TEST(Plots, DrawsEveryChartOfAPlainRunAndAReportThatNeedsNothingElse) {
   run_in_dir run(burst);
-  const auto charts = sim::write_plots(
+  const auto charts = report::write_plots(
       run.result, run.dir.path,
       {.scenario_path = "test.toml", .scenario_toml = burst, .sets = {"server.max_busy=20"}});
   for (const char* expected :
@@ -166,7 +168,7 @@ name = "exponential"
 policy = "smira-go"
 )toml";
   run_in_dir run(outage);
-  const auto charts = sim::write_plots(run.result, run.dir.path);
+  const auto charts = report::write_plots(run.result, run.dir.path);
   for (const char* expected : {"goodput", "concurrency", "delays", "delays-log"}) {
     EXPECT_TRUE(contains(charts, expected)) << expected;
   }
@@ -180,17 +182,17 @@ policy = "smira-go"
 
 TEST(Plots, SvgAndReportAreTheSameBytesEveryTime) {
   run_in_dir run(burst);
-  sim::write_plots(run.result, run.dir.path);
+  report::write_plots(run.result, run.dir.path);
   const std::string svg = slurp(run.dir.path / "latency.svg");
   const std::string html = slurp(run.dir.path / "report.html");
-  sim::write_plots(run.result, run.dir.path);
+  report::write_plots(run.result, run.dir.path);
   EXPECT_EQ(slurp(run.dir.path / "latency.svg"), svg);
   EXPECT_EQ(slurp(run.dir.path / "report.html"), html);
 }
 
 TEST(Plots, ChartsASweepAgainstTheSweptKey) {
   run_in_dir run(sweep);
-  const auto charts = sim::write_plots(run.result, run.dir.path);
+  const auto charts = report::write_plots(run.result, run.dir.path);
   for (const char* expected : {"sweep-completed", "sweep-attempts", "sweep-makespan_s"}) {
     EXPECT_TRUE(contains(charts, expected)) << expected;
   }
@@ -209,8 +211,8 @@ TEST(Plots, MissingGnuplotIsOneClearLine) {
   ::setenv("PATH", empty.path.c_str(), 1);
   std::string message;
   try {
-    sim::write_plots(run.result, run.dir.path);
-  } catch (const sim::plot_error& e) {
+    report::write_plots(run.result, run.dir.path);
+  } catch (const report::plot_error& e) {
     message = e.what();
   }
   ::setenv("PATH", saved.c_str(), 1);
@@ -223,8 +225,8 @@ TEST(Plots, FailingGnuplotIsOneClearLine) {
   run_in_dir run(burst);
   std::string message;
   try {
-    sim::write_plots(run.result, run.dir.path, {}, {.gnuplot = "false"});
-  } catch (const sim::plot_error& e) {
+    report::write_plots(run.result, run.dir.path, {}, {.gnuplot = "false"});
+  } catch (const report::plot_error& e) {
     message = e.what();
   }
   EXPECT_NE(message.find("gnuplot failed (exit status 1)"), std::string::npos) << message;
@@ -233,8 +235,8 @@ TEST(Plots, FailingGnuplotIsOneClearLine) {
 
 TEST(Plots, DelayPlotsAreLinearAndLog) {
   temp_dir dir;
-  sim::write_delay_plots({{0.05, 0.1, 0.2, 0.4, 0.8}, {0.01, 0.2, 0.1, 0.3, 1.5}},
-                         "exponential(initial=50ms)", dir.path / "delays");
+  report::write_delay_plots({{0.05, 0.1, 0.2, 0.4, 0.8}, {0.01, 0.2, 0.1, 0.3, 1.5}},
+                            "exponential(initial=50ms)", dir.path / "delays");
   expect_chart_files(dir.path, {"delays", "delays-log"});
 }
 

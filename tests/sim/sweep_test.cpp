@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "builtin_scenario.hpp"
+#include "report/summary.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
+namespace report = backoff::report;
 using backoff::test::on_threads;
 
 const std::string head = R"toml(scenario = "s"
@@ -144,9 +146,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "range"},
         bad_sweep{"[sweep]\nworkload.operatons = [10]\n", "unknown key 'workload.operatons'"}));
 
-std::string without_wall_time(const sim::scenario_result& r) {
+std::string without_wall_time(const report::scenario_result& r) {
   std::ostringstream text;
-  sim::write_summary_json(r, text);
+  report::write_summary_json(r, text);
   auto doc = nlohmann::json::parse(text.str());
   doc["run"].erase("wall_s");
   doc["run"].erase("events_per_s");
@@ -165,8 +167,8 @@ TEST(SweepRuns, GiveTheSameOutputsWhateverTheThreadCount) {
   const auto three = sim::run_scenario(b, on_threads(3));
   EXPECT_EQ(without_wall_time(one), without_wall_time(three));
   std::ostringstream csv_one, csv_three;
-  sim::write_sweep_csv(one, csv_one);
-  sim::write_sweep_csv(three, csv_three);
+  report::write_sweep_csv(one, csv_one);
+  report::write_sweep_csv(three, csv_three);
   EXPECT_EQ(csv_one.str(), csv_three.str());
 }
 
@@ -186,7 +188,7 @@ TEST(SweepRuns, SummaryJsonHasPointsWithMeansAndConfidenceIntervals) {
   auto sc = load(grid);
   const auto r = sim::run_scenario(sc, {});
   std::ostringstream text;
-  sim::write_summary_json(r, text);
+  report::write_summary_json(r, text);
   const auto doc = nlohmann::json::parse(text.str());
   EXPECT_FALSE(doc.contains("strategies"));
   ASSERT_EQ(doc["points"].size(), 3U);
@@ -199,7 +201,7 @@ TEST(SweepRuns, SummaryJsonHasPointsWithMeansAndConfidenceIntervals) {
   for (const auto& run : r.points[2].strategies[0].runs) {
     attempts.push_back(static_cast<double>(run.attempts));
   }
-  const auto expected = sim::mean_and_ci95(attempts);
+  const auto expected = report::mean_and_ci95(attempts);
   EXPECT_DOUBLE_EQ(full["attempts"].get<double>(), expected.mean);
   EXPECT_DOUBLE_EQ(full["ci95"]["attempts"].get<double>(), expected.ci95);
   EXPECT_GT(expected.ci95, 0);
@@ -211,7 +213,7 @@ TEST(SweepRuns, SweepCsvHasOneRowPerPointAndStrategy) {
   auto sc = load(grid);
   const auto r = sim::run_scenario(sc, {});
   std::ostringstream csv;
-  sim::write_sweep_csv(r, csv);
+  report::write_sweep_csv(r, csv);
   std::istringstream lines(csv.str());
   std::string header, row;
   std::getline(lines, header);
@@ -230,11 +232,11 @@ TEST(SweepRuns, SweepCsvHasOneRowPerPointAndStrategy) {
 
 TEST(ConfidenceInterval, UsesStudentsT) {
   // 1..5: mean 3, sd sqrt(2.5); t(0.975, 4) = 2.776445.
-  const auto v = sim::mean_and_ci95({1, 2, 3, 4, 5});
+  const auto v = report::mean_and_ci95({1, 2, 3, 4, 5});
   EXPECT_DOUBLE_EQ(v.mean, 3.0);
   EXPECT_NEAR(v.ci95, 2.776445 * std::sqrt(2.5) / std::sqrt(5.0), 1e-6);
-  EXPECT_EQ(sim::mean_and_ci95({7}).ci95, 0.0);
-  EXPECT_EQ(sim::mean_and_ci95({0.1, 0.1, 0.1}).ci95, 0.0);
+  EXPECT_EQ(report::mean_and_ci95({7}).ci95, 0.0);
+  EXPECT_EQ(report::mean_and_ci95({0.1, 0.1, 0.1}).ci95, 0.0);
 }
 
 }  // namespace

@@ -11,16 +11,19 @@
 #include <vector>
 
 #include "builtin_scenario.hpp"
+#include "report/summary.hpp"
 #include "run/runner.hpp"
 #include "scenario/scenario.hpp"
 
 namespace {
 
 namespace sim = backoff::sim;
+namespace report = backoff::report;
 using backoff::test::builtin_source;
 using backoff::test::by_name;
 
-sim::scenario_result run_tick_burst(std::uint64_t seed, const std::vector<std::string>& sets = {}) {
+report::scenario_result run_tick_burst(std::uint64_t seed,
+                                       const std::vector<std::string>& sets = {}) {
   sim::scenario sc = sim::scenario::load(builtin_source("tick-burst"), sets);
   sc.set_seed(seed);
   return sim::run_scenario(sc, {});
@@ -98,7 +101,7 @@ window = "aimd(initial=20, ssthresh=1024, decrease=0.5, variant=tahoe)"
 
 class TickBurstSeed001 : public testing::TestWithParam<std::uint64_t> {
  protected:
-  std::map<std::string, sim::strategy_summary> run() const {
+  std::map<std::string, report::strategy_summary> run() const {
     return by_name(run_tick_burst(GetParam()));
   }
 };
@@ -145,9 +148,9 @@ INSTANTIATE_TEST_SUITE_P(FixedSeeds, TickBurstSeed001, testing::Values(1u, 2u, 3
 
 // --- Determinism --------------------------------------------------------------------------------
 
-std::string summary_without_timing(const sim::scenario_result& r) {
+std::string summary_without_timing(const report::scenario_result& r) {
   std::ostringstream out;
-  sim::write_summary_json(r, out);
+  report::write_summary_json(r, out);
   auto doc = nlohmann::json::parse(out.str());
   doc["run"].erase("wall_s");
   doc["run"].erase("events_per_s");

@@ -26,9 +26,9 @@ inline const sim::scenario_source& builtin_source(const std::string& name) {
   throw std::runtime_error("no built-in scenario " + name);
 }
 
-inline sim::scenario_result run_builtin(const std::string& name,
-                                        const std::vector<std::string>& sets = {},
-                                        std::uint64_t seed = 1) {
+inline report::scenario_result run_builtin(const std::string& name,
+                                           const std::vector<std::string>& sets = {},
+                                           std::uint64_t seed = 1) {
   sim::scenario sc = sim::scenario::load(builtin_source(name), sets);
   sc.set_seed(seed);
   return sim::run_scenario(sc, {});
@@ -42,8 +42,8 @@ inline sim::run_options on_threads(unsigned threads) {
 }
 
 // A run's strategies by name.
-inline std::map<std::string, sim::strategy_summary> by_name(const sim::scenario_result& r) {
-  std::map<std::string, sim::strategy_summary> m;
+inline std::map<std::string, report::strategy_summary> by_name(const report::scenario_result& r) {
+  std::map<std::string, report::strategy_summary> m;
   for (const auto& s : r.strategies) m[s.name] = s;
   return m;
 }

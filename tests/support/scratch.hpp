@@ -85,4 +85,14 @@ class test_scratch {
   std::filesystem::path dir_;
 };
 
+// True once a run writing into `out` has begun its clients.csv: the file grows under a hidden
+// temporary name (.clients.csv.backoff-tmp-N) until the run ends and it is renamed into place.
+inline bool clients_csv_begun(const std::filesystem::path& out) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
+    if (e.path().filename().string().rfind(".clients.csv.backoff-tmp-", 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace backoff::test

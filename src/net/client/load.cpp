@@ -74,7 +74,7 @@ struct connection {
 };
 
 struct in_flight_op {
-  sim::time_ns first_attempt = 0;
+  report::time_units first_attempt = 0;
   std::uint32_t attempts = 0;
 };
 
@@ -82,28 +82,30 @@ struct load_state {
   explicit load_state(const load_options& o)
       : options(o), recorder(make_recorder_options(o), nullptr) {}
 
-  static sim::recorder_options make_recorder_options(const load_options& o) {
-    sim::recorder_options r;
+  static report::recorder_options make_recorder_options(const load_options& o) {
+    report::recorder_options r;
     r.strategy = o.strategy;
     r.bucket = o.bucket.count();
     r.seconds_per_unit = 1e-9;
     r.outage = o.outage;
+    r.phase_goodput = o.phase_goodput;
     return r;
   }
 
-  sim::time_ns now() const { return (steady_now() - start).count(); }
+  report::time_units now() const { return (steady_now() - start).count(); }
   static duration steady_now() {
     return std::chrono::duration_cast<duration>(
         std::chrono::steady_clock::now().time_since_epoch());
   }
 
   const load_options& options;
-  sim::recorder recorder;
+  report::recorder recorder;
   duration start = steady_now();
   tcp::endpoint endpoint;
   bool stopping = false;
   std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, dropped = 0;
   std::uint64_t interval_ok = 0, interval_errors = 0, interval_timeouts = 0;
+  report::time_units interval_start = 0;  // when the current report interval began
   std::uint64_t next_op = 0;
   std::unordered_map<std::uint64_t, in_flight_op> in_flight;
   std::string request_text;  // "GET /api HTTP/1.1" with Host, serialized once
@@ -191,7 +193,7 @@ struct attempt_op {
 asio::awaitable<void> run_operation(load_state& s, connection& c, random_generator& rng,
                                     duration think) {
   const std::uint64_t id = s.next_op++;
-  const sim::time_ns start = s.now();
+  const report::time_units start = s.now();
   s.recorder.operation_started(start);
   s.in_flight[id] = in_flight_op{start, 0};
   retry_policy policy{s.options.policy, s.options.max_attempts, duration{0}};
@@ -210,12 +212,12 @@ asio::awaitable<void> run_operation(load_state& s, connection& c, random_generat
   }
   const in_flight_op done = s.in_flight[id];
   s.in_flight.erase(id);
-  sim::op_record record{};
+  report::op_record record{};
   record.id = id;
   record.first_attempt = done.first_attempt;
   record.done = s.now();
   record.attempts = std::max(done.attempts, result.attempts);
-  record.status = result ? sim::op_status::completed : sim::op_status::failed;
+  record.status = result ? report::op_status::completed : report::op_status::failed;
   s.recorder.operation_done(record);
 }
 
@@ -261,25 +263,42 @@ asio::awaitable<void> open_loop_arrivals(load_state& s) {
   }
 }
 
-asio::awaitable<void> reporter(load_state& s,
-                               const std::function<void(const interval_report&)>& report) {
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  auto last = std::chrono::steady_clock::now();
-  for (;;) {
-    timer.expires_after(s.options.report_every);
-    co_await timer.async_wait(as_tuple_awaitable);
-    if (s.stopping) break;
-    const auto now = std::chrono::steady_clock::now();
-    const double span = std::chrono::duration<double>(now - last).count();
-    last = now;
-    interval_report r;
-    r.at_s = static_cast<double>(s.now()) * 1e-9;
+// The rates since the last line; resets the interval's counters.
+interval_report take_interval(load_state& s) {
+  const report::time_units now = s.now();
+  const double span = static_cast<double>(now - s.interval_start) * 1e-9;
+  s.interval_start = now;
+  interval_report r;
+  r.at_s = static_cast<double>(now) * 1e-9;
+  if (span > 0) {
     r.ok_per_s = static_cast<double>(s.interval_ok) / span;
     r.errors_per_s = static_cast<double>(s.interval_errors) / span;
     r.timeouts_per_s = static_cast<double>(s.interval_timeouts) / span;
-    r.in_flight = s.in_flight.size();
-    s.interval_ok = s.interval_errors = s.interval_timeouts = 0;
+  }
+  r.in_flight = s.in_flight.size();
+  s.interval_ok = s.interval_errors = s.interval_timeouts = 0;
+  return r;
+}
+
+// One line every report_every from the start, on a fixed schedule (deadline k x period, not
+// "period after the last line"), so a collapse that keeps the thread busy does not stretch the
+// period: a late line covers the time since the one before, and the schedule goes on from the
+// next deadline still ahead.
+asio::awaitable<void> reporter(load_state& s,
+                               const std::function<void(const interval_report&)>& report) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const auto origin = std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(s.start));
+  const auto period = s.options.report_every;
+  auto next = origin + period;
+  for (;;) {
+    timer.expires_at(next);
+    co_await timer.async_wait(as_tuple_awaitable);
+    if (s.stopping) break;
+    const interval_report r = take_interval(s);
     if (report) report(r);
+    const auto now = std::chrono::steady_clock::now();
+    while (next <= now) next += period;
   }
 }
 
@@ -381,14 +400,19 @@ load_run run_load(const load_options& options,
   asio::co_spawn(*s.context, reporter(s, report), asio::detached);
   asio::co_spawn(*s.context, clock(s, stop), asio::detached);
   s.context->run();
-  const sim::time_ns end = s.now();
+  // The last, partial window (a run rarely ends on a line's deadline) gets its line too, unless it
+  // is a sliver left by a line printed just before the end (its rates would be noise).
+  const report::time_units sliver =
+      std::min<report::time_units>(options.report_every.count() / 10, 100'000'000);
+  if (report && s.now() - s.interval_start >= sliver) report(take_interval(s));
+  const report::time_units end = s.now();
   for (const auto& [id, op] : s.in_flight) {
-    sim::op_record record{};
+    report::op_record record{};
     record.id = id;
     record.first_attempt = op.first_attempt;
     record.done = end;
     record.attempts = op.attempts;
-    record.status = sim::op_status::unfinished;
+    record.status = report::op_status::unfinished;
     s.recorder.operation_done(record);
   }
   s.context.reset();  // ends the coroutines while what they refer to still lives

@@ -12,7 +12,8 @@
 //   // run.summary: the simulator's strategy_summary (SPEC 6.2), time series included
 //
 // Everything runs on one thread (one io_context), which a thousand clients do not saturate; the
-// recorder is the simulator's, so a real run writes the same summary.json and timeseries.csv.
+// recorder is the report layer's, as the simulator's, so a real run writes the same summary.json
+// and timeseries.csv.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include "backoff/policy.hpp"
 #include "backoff/retry_budget.hpp"
 #include "report/recorder.hpp"
+#include "report/result.hpp"
 
 namespace backoff::net {
 
@@ -56,7 +58,9 @@ struct load_options {
   std::optional<budget_config> budget;  // --budget: one retry budget shared by all clients
   std::uint64_t seed = 1;
   // When set, the run's outage for recovery_s (times from the start of the run).
-  std::optional<sim::outage_window> outage;
+  std::optional<report::outage_window> outage;
+  // With `outage`: report goodput before, during and after it (strategy_summary::phases).
+  bool phase_goodput = false;
   // Called at each report interval with the rates over it, and once per bucket with the
   // server's concurrency if the caller knows it (the in-process experiment does).
   std::function<std::int64_t()> server_concurrency;
@@ -69,7 +73,7 @@ struct interval_report {
 };
 
 struct load_run {
-  sim::strategy_summary summary;
+  report::strategy_summary summary;
   std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, dropped = 0;
   double wall_s = 0;
 };

@@ -15,15 +15,15 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 thread_local run_guard* installed = nullptr;
 
-std::string stop_message(stop_reason why, int signo) {
-  if (why == stop_reason::memory) return "the run went over the memory limit";
+std::string stop_message(report::stop_reason why, int signo) {
+  if (why == report::stop_reason::memory) return "the run went over the memory limit";
   return "the run was interrupted (signal " + std::to_string(signo) + ")";
 }
 
 }  // namespace
 
-run_stopped::run_stopped(stop_reason why, time_ns when, std::uint64_t events_done, int signo,
-                         std::uint64_t resident_bytes)
+run_stopped::run_stopped(report::stop_reason why, time_ns when, std::uint64_t events_done,
+                         int signo, std::uint64_t resident_bytes)
     : std::runtime_error(stop_message(why, signo)),
       reason(why),
       at(when),
@@ -63,30 +63,30 @@ std::uint64_t resident_bytes() noexcept {
 
 void run_guard::poll(time_ns now, std::uint64_t events) {
   if (const int signo = interrupt_signal(); signo != 0) {
-    throw run_stopped(stop_reason::interrupted, now, events, signo, 0);
+    throw run_stopped(report::stop_reason::interrupted, now, events, signo, 0);
   }
   if (memory_limit == 0) return;
   if (over_limit.load(std::memory_order_relaxed)) {
-    throw run_stopped(stop_reason::memory, now, events, 0, 0);
+    throw run_stopped(report::stop_reason::memory, now, events, 0, 0);
   }
   if (((events >> poll_shift) & 3) != 0) return;
   if (const std::uint64_t rss = resident_bytes(); rss > memory_limit) {
     over_limit.store(true);
-    throw run_stopped(stop_reason::memory, now, events, 0, rss);
+    throw run_stopped(report::stop_reason::memory, now, events, 0, rss);
   }
 }
 
 void run_guard::check_between_runs() {
   if (const int signo = interrupt_signal(); signo != 0) {
-    throw run_stopped(stop_reason::interrupted, 0, 0, signo, 0);
+    throw run_stopped(report::stop_reason::interrupted, 0, 0, signo, 0);
   }
   if (memory_limit == 0) return;
   if (over_limit.load(std::memory_order_relaxed)) {
-    throw run_stopped(stop_reason::memory, 0, 0, 0, 0);
+    throw run_stopped(report::stop_reason::memory, 0, 0, 0, 0);
   }
   if (const std::uint64_t rss = resident_bytes(); rss > memory_limit) {
     over_limit.store(true);
-    throw run_stopped(stop_reason::memory, 0, 0, 0, rss);
+    throw run_stopped(report::stop_reason::memory, 0, 0, 0, rss);
   }
 }
 

@@ -19,17 +19,16 @@
 #include <stdexcept>
 
 #include "engine.hpp"
+#include "report/result.hpp"
 
 namespace backoff::sim {
-
-enum class stop_reason : std::uint8_t { interrupted, memory };
 
 // Thrown out of engine::run_until/run/step (between two events) when the guard says stop.
 class run_stopped : public std::runtime_error {
  public:
-  run_stopped(stop_reason why, time_ns when, std::uint64_t events_done, int signo,
+  run_stopped(report::stop_reason why, time_ns when, std::uint64_t events_done, int signo,
               std::uint64_t resident_bytes);
-  stop_reason reason;
+  report::stop_reason reason;
   time_ns at;              // the engine's time when it stopped, in model units
   std::uint64_t events;    // events the engine had processed
   int signal;              // interrupted: the signal number

@@ -75,7 +75,7 @@ class aws_occ final : public model_runner, public model {
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, recorder& out,
+  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
                const progress_fn& progress) override {
     policy_ = scaled(strategy.policy());
     out_ = &out;
@@ -110,7 +110,8 @@ class aws_occ final : public model_runner, public model {
     const time_ns end = finished_ == n ? last_event_ : e.now();
     for (std::size_t i = 0; i < clients_state_.size(); ++i) {
       const client& c = clients_state_[i];
-      if (!c.done) out.operation_done({i, 0, end, c.control->attempts(), op_status::unfinished});
+      if (!c.done)
+        out.operation_done({i, 0, end, c.control->attempts(), report::op_status::unfinished});
     }
     out_ = nullptr;
     return {end, e.events_processed()};
@@ -201,7 +202,7 @@ class aws_occ final : public model_runner, public model {
   void start_cycle(engine& e, std::size_t i) {
     client& c = clients_state_[i];
     const auto g = c.control->before_attempt(duration{0}, c.jitter);
-    if (!g.send) return finish(e, i, op_status::failed);  // no gates here, but be exact
+    if (!g.send) return finish(e, i, report::op_status::failed);  // no gates here, but be exact
     send(e, i, read_arrives, 0);
   }
 
@@ -211,16 +212,17 @@ class aws_occ final : public model_runner, public model {
     client& c = clients_state_[i];
     if (ok) {
       out_->success(e.now());
-      return finish(e, i, op_status::completed);
+      return finish(e, i, report::op_status::completed);
     }
     out_->error(e.now());
     const auto d = c.control->after(verdict::retryable(), duration{0}, c.jitter);
-    if (!d.retry) return finish(e, i, op_status::failed);  // max_attempts, if a strategy sets it
+    if (!d.retry)
+      return finish(e, i, report::op_status::failed);  // max_attempts, if a strategy sets it
     if (d.delay.count() == 0) return start_cycle(e, i);
     e.schedule_after(d.delay.count(), self_, backoff_over, i);
   }
 
-  void finish(engine& e, std::size_t i, op_status status) {
+  void finish(engine& e, std::size_t i, report::op_status status) {
     client& c = clients_state_[i];
     c.done = true;
     ++finished_;
@@ -233,7 +235,7 @@ class aws_occ final : public model_runner, public model {
   time_ns limit_;
 
   retry_policy policy_;
-  recorder* out_ = nullptr;
+  report::recorder* out_ = nullptr;
   std::vector<client> clients_state_;
   std::uint64_t version_ = 0;
   std::uint64_t finished_ = 0;
@@ -242,9 +244,9 @@ class aws_occ final : public model_runner, public model {
   handler_id self_ = 0;
 };
 
-const model_registration aws_occ_registration{"aws-occ", [](config_reader& keys) {
-                                        return std::unique_ptr<model_runner>(new aws_occ(keys));
-                                      }};
+const model_registration aws_occ_registration{
+    "aws-occ",
+    [](config_reader& keys) { return std::unique_ptr<model_runner>(new aws_occ(keys)); }};
 
 }  // namespace
 }  // namespace backoff::sim

@@ -91,7 +91,7 @@ class ethernet_clients final : public model_runner, public model {
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, recorder& out,
+  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
                const progress_fn& progress) override {
     // Every piece of per-run state is reset here: a run depends only on (keys, strategy, seed).
     strategy_ = &strategy;
@@ -133,7 +133,7 @@ class ethernet_clients final : public model_runner, public model {
     for (const client& c : clients_state_) {
       if (c.control) {
         out.operation_done(
-            {c.op, c.first_attempt, end, c.control->attempts(), op_status::unfinished});
+            {c.op, c.first_attempt, end, c.control->attempts(), report::op_status::unfinished});
       }
     }
     return {end, e.events_processed()};
@@ -202,12 +202,12 @@ class ethernet_clients final : public model_runner, public model {
     if (sense_ && free_descriptors() < min_free_) {
       cl.control->attempt_deferred();
       const auto d = cl.control->after_deferred(duration{e.now()}, backoff_rng_);
-      if (!d.retry) return finish(e, c, op_status::failed);
+      if (!d.retry) return finish(e, c, report::op_status::failed);
       e.schedule_after(d.delay.count(), self_, try_submit, c);
       return;
     }
     const auto g = cl.control->before_attempt(duration{e.now()}, backoff_rng_);
-    if (!g.send) return finish(e, c, op_status::failed);
+    if (!g.send) return finish(e, c, report::op_status::failed);
     if (g.wait.count() > 0) {
       e.schedule_after(g.wait.count(), self_, send, c);
     } else {
@@ -250,7 +250,7 @@ class ethernet_clients final : public model_runner, public model {
       client& cl = clients_state_[c];
       const auto d = cl.control->after(verdict::retryable(), duration{e.now()}, backoff_rng_);
       if (!d.retry) {
-        finish(e, c, op_status::failed);
+        finish(e, c, report::op_status::failed);
         continue;
       }
       // Through the event queue even for a zero delay, so that retries run after this handler.
@@ -277,7 +277,7 @@ class ethernet_clients final : public model_runner, public model {
       out_->success(e.now());
       client& cl = clients_state_[c];
       (void)cl.control->after(verdict::success(), duration{e.now()}, backoff_rng_);
-      finish(e, c, op_status::completed);
+      finish(e, c, report::op_status::completed);
       // The next job: at once (or after the think time), with a fresh controller.
       if (think_ == 0) {
         new_job(e, c);
@@ -289,7 +289,7 @@ class ethernet_clients final : public model_runner, public model {
     report_load(e);
   }
 
-  void finish(engine& e, std::size_t c, op_status status) {
+  void finish(engine& e, std::size_t c, report::op_status status) {
     client& cl = clients_state_[c];
     out_->operation_done({cl.op, cl.first_attempt, e.now(), cl.control->attempts(), status});
     cl.control.reset();
@@ -316,7 +316,7 @@ class ethernet_clients final : public model_runner, public model {
 
   // Per-run state (reset by run()).
   const client_strategy* strategy_ = nullptr;
-  recorder* out_ = nullptr;
+  report::recorder* out_ = nullptr;
   client_strategy::live live_;
   bool sense_ = false;
   random_generator backoff_rng_;

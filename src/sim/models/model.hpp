@@ -6,7 +6,7 @@
 //   class my_model final : public sim::model_runner {
 //     explicit my_model(sim::config_reader& keys);          // read every key, with defaults
 //     sim::run_info run(const sim::client_strategy& s, std::uint64_t seed,
-//                       sim::recorder& out) override;       // one strategy, one engine
+//                       report::recorder& out) override;       // one strategy, one engine
 //   };
 //   const sim::model_registration reg{"my-model", [](sim::config_reader& k) {
 //     return std::unique_ptr<sim::model_runner>(new my_model(k)); }};
@@ -42,14 +42,14 @@ class model_runner {
   // The width of a timeseries bucket, in model units.
   virtual time_ns bucket() const = 0;
   // The server outage, if the model has one: the recorder then measures recovery_s.
-  virtual std::optional<outage_window> outage() const { return std::nullopt; }
+  virtual std::optional<report::outage_window> outage() const { return std::nullopt; }
   // Rejects (scenario_error) a strategy this model cannot run, before any run starts.
   virtual void check(const client_strategy& strategy) const { (void)strategy; }
   // Checks the scenario's strategies together (e.g. that names the model's keys refer to exist).
   virtual void check_all(const std::vector<client_strategy>& all) const {
     for (const auto& s : all) check(s);
   }
-  virtual run_info run(const client_strategy& strategy, std::uint64_t seed, recorder& out,
+  virtual run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
                        const progress_fn& progress) = 0;
 };
 

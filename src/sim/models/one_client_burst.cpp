@@ -49,7 +49,7 @@ class one_client_burst final : public model_runner, public model {
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, recorder& out,
+  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
                const progress_fn& progress) override {
     strategy_ = &strategy;
     out_ = &out;
@@ -81,7 +81,8 @@ class one_client_burst final : public model_runner, public model {
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const op& o = ops_[i];
       if (!o.done && o.created) {
-        out.operation_done({i, o.first_attempt, end, o.control->attempts(), op_status::unfinished});
+        out.operation_done(
+            {i, o.first_attempt, end, o.control->attempts(), report::op_status::unfinished});
       }
     }
     engine_ = nullptr;
@@ -141,7 +142,7 @@ class one_client_burst final : public model_runner, public model {
   void attempt(engine& e, std::size_t i) {
     op& o = ops_[i];
     const auto g = o.control->before_attempt(duration{e.now()}, rng_);
-    if (!g.send) return finish(e, i, op_status::failed);
+    if (!g.send) return finish(e, i, report::op_status::failed);
     if (g.wait.count() > 0) {
       e.schedule_after(g.wait.count(), self_, send, i);
     } else {
@@ -201,22 +202,22 @@ class one_client_burst final : public model_runner, public model {
     if (live_.window) {
       if (ok) {
         live_.window->on_success(*o.ticket);
-        finish(e, i, op_status::completed);
+        finish(e, i, report::op_status::completed);
       } else if (!d.retry) {
         live_.window->on_error(*o.ticket, aimd_window::requeue::no);  // cut, then drop it
-        finish(e, i, op_status::failed);
+        finish(e, i, report::op_status::failed);
       } else {
         live_.window->on_error(*o.ticket);
       }
       pump(e);
       return;
     }
-    if (ok) return finish(e, i, op_status::completed);
-    if (!d.retry) return finish(e, i, op_status::failed);
+    if (ok) return finish(e, i, report::op_status::completed);
+    if (!d.retry) return finish(e, i, report::op_status::failed);
     e.schedule_after(d.delay.count(), self_, retry_now, i);
   }
 
-  void finish(engine& e, std::size_t i, op_status status) {
+  void finish(engine& e, std::size_t i, report::op_status status) {
     op& o = ops_[i];
     o.done = true;
     ++finished_;
@@ -232,7 +233,7 @@ class one_client_burst final : public model_runner, public model {
   time_ns limit_;
 
   const client_strategy* strategy_ = nullptr;
-  recorder* out_ = nullptr;
+  report::recorder* out_ = nullptr;
   client_strategy::live live_;
   random_generator rng_;
   std::vector<op> ops_;

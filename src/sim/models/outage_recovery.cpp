@@ -67,9 +67,9 @@ class outage_recovery final : public model_runner,
 
   time_ns bucket() const override { return bucket_; }
 
-  std::optional<outage_window> outage() const override {
+  std::optional<report::outage_window> outage() const override {
     if (outage_length_ == 0) return std::nullopt;
-    return outage_window{outage_start_, outage_start_ + outage_length_};
+    return report::outage_window{outage_start_, outage_start_ + outage_length_};
   }
 
   void check(const client_strategy& strategy) const override {
@@ -80,7 +80,7 @@ class outage_recovery final : public model_runner,
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, recorder& out,
+  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
                const progress_fn& progress) override {
     reset(strategy, seed, out);
     engine e;
@@ -103,7 +103,7 @@ class outage_recovery final : public model_runner,
       client& cl = clients_[c];
       if (cl.control) {
         out.operation_done({cl.operation, cl.first_attempt, duration_, cl.control->attempts(),
-                            op_status::unfinished});
+                            report::op_status::unfinished});
       }
     }
     return {duration_, e.events_processed()};
@@ -144,7 +144,7 @@ class outage_recovery final : public model_runner,
     return static_cast<std::uint64_t>(generation) << 32 | index;
   }
 
-  void reset(const client_strategy& strategy, std::uint64_t seed, recorder& out) {
+  void reset(const client_strategy& strategy, std::uint64_t seed, report::recorder& out) {
     strategy_ = &strategy;
     out_ = &out;
     live_ = strategy.instantiate();
@@ -173,7 +173,7 @@ class outage_recovery final : public model_runner,
       out_->operation_started(e.now());
     }
     const auto g = cl.control->before_attempt(duration{e.now()}, client_rng_);
-    if (!g.send) return finish(e, c, op_status::failed);
+    if (!g.send) return finish(e, c, report::op_status::failed);
     if (g.wait.count() > 0) return e.schedule_after(g.wait.count(), self_, send_now, c);
     send(e, c);
   }
@@ -198,7 +198,7 @@ class outage_recovery final : public model_runner,
     cl.awaiting = false;
     out_->success(e.now());
     (void)cl.control->after(verdict::success(), duration{e.now()}, client_rng_);
-    finish(e, c, op_status::completed);
+    finish(e, c, report::op_status::completed);
   }
 
   void on_timeout(engine& e, std::uint64_t payload) {
@@ -209,11 +209,11 @@ class outage_recovery final : public model_runner,
     ++cl.attempt;  // its answer, if it ever comes, is stale
     out_->timeout(e.now());
     const auto d = cl.control->after(verdict::retryable(), duration{e.now()}, client_rng_);
-    if (!d.retry) return finish(e, c, op_status::failed);
+    if (!d.retry) return finish(e, c, report::op_status::failed);
     e.schedule_after(d.delay.count(), self_, wake_client, c);
   }
 
-  void finish(engine& e, std::size_t c, op_status status) {
+  void finish(engine& e, std::size_t c, report::op_status status) {
     client& cl = clients_[c];
     out_->operation_done({cl.operation, cl.first_attempt, e.now(), cl.control->attempts(), status});
     cl.control.reset();
@@ -229,7 +229,7 @@ class outage_recovery final : public model_runner,
 
   // One run's state.
   const client_strategy* strategy_ = nullptr;
-  recorder* out_ = nullptr;
+  report::recorder* out_ = nullptr;
   client_strategy::live live_;
   random_generator workload_rng_, client_rng_;
   std::uint64_t operations_ = 0;

@@ -59,7 +59,7 @@ class queue_core final : public model {
     }
   }
 
-  run_info run(std::uint64_t seed, recorder& out, const progress_fn* progress) {
+  run_info run(std::uint64_t seed, report::recorder& out, const progress_fn* progress) {
     out_ = &out;
     arrivals_rng_ = random_generator{stream_seed(seed, stream::workload)};
     service_rng_ = random_generator{stream_seed(seed, stream::server)};
@@ -92,11 +92,12 @@ class queue_core final : public model {
     }
     // Whoever is still in the system is unfinished.
     for (const customer& s : slot_) {
-      if (s.id != idle) out.operation_done({s.id, s.arrival, end_, 1, op_status::unfinished});
+      if (s.id != idle)
+        out.operation_done({s.id, s.arrival, end_, 1, report::op_status::unfinished});
     }
     for (std::size_t i = 0; i < queued_; ++i) {
       const customer& q = ring_[(head_ + i) & (ring_.size() - 1)];
-      out.operation_done({q.id, q.arrival, end_, 1, op_status::unfinished});
+      out.operation_done({q.id, q.arrival, end_, 1, report::op_status::unfinished});
     }
     out_ = nullptr;
     return {end_, e.events_processed()};
@@ -180,7 +181,7 @@ class queue_core final : public model {
     const time_ns now = e.now();
     const customer done = slot_[k];
     out_->success(now);
-    out_->operation_done({done.id, done.arrival, now, 1, op_status::completed});
+    out_->operation_done({done.id, done.arrival, now, 1, report::op_status::completed});
     if (queued_ > 0) {
       start(e, static_cast<std::uint32_t>(k), pop(), now);
     } else {
@@ -230,7 +231,7 @@ class queue_core final : public model {
   double mean_interarrival_ns_, mean_service_ns_;
   time_ns warmup_, end_;
 
-  recorder* out_ = nullptr;
+  report::recorder* out_ = nullptr;
   handler_id self_ = 0;
   random_generator arrivals_rng_, service_rng_;
   std::vector<customer> slot_;       // the customer each server serves (id = idle: none)
@@ -277,7 +278,7 @@ class queueing_model final : public model_runner {
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, recorder& out,
+  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
                const progress_fn& progress) override {
     (void)strategy;
     queue_core core(params_);
@@ -297,10 +298,10 @@ const model_registration queueing_registration{
 
 queueing_estimate simulate_queue(const queueing_params& params, std::uint64_t seed) {
   queue_core core(params);
-  recorder_options options;
+  report::recorder_options options;
   options.strategy = "none";
   options.bucket = std::chrono::duration_cast<duration>(std::chrono::minutes{1}).count();
-  recorder rec(options, nullptr);
+  report::recorder rec(options, nullptr);
   const auto start = std::chrono::steady_clock::now();
   const run_info info = core.run(seed, rec, nullptr);
   (void)rec.finish(info.end, info.events);

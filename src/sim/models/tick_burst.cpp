@@ -118,7 +118,7 @@ class tick_burst final : public model_runner, public model {
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, recorder& out,
+  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
                const progress_fn& progress) override {
     out_ = &out;
     setup(strategy, seed);
@@ -143,7 +143,8 @@ class tick_burst final : public model_runner, public model {
     for (std::size_t i = 0; i < clients_.size(); ++i) {
       const client& c = clients_[i];
       if (!c.done) {
-        out.operation_done({i, c.first_attempt, end, c.control.attempts(), op_status::unfinished});
+        out.operation_done(
+            {i, c.first_attempt, end, c.control.attempts(), report::op_status::unfinished});
       }
     }
     engine_ = nullptr;
@@ -237,7 +238,7 @@ class tick_burst final : public model_runner, public model {
       out_->operation_started(now);
     }
     const auto g = c.control.before_attempt(policy_time(now), c.rng);
-    if (!g.send) return finish(now, i, op_status::failed);
+    if (!g.send) return finish(now, i, report::op_status::failed);
     const time_ns wait = idle_ticks(g.wait);
     if (wait == 0) return transmit(e, i);
     if (now + wait < ticks_) e.schedule_at(now + wait, self_, transmit_now, i);
@@ -308,15 +309,15 @@ class tick_burst final : public model_runner, public model {
     }
     const auto d =
         c.control.after(ok ? verdict::success() : verdict::retryable(), policy_time(now), c.rng);
-    if (ok) return finish(now, i, op_status::completed);
-    if (!d.retry) return finish(now, i, op_status::failed);
+    if (ok) return finish(now, i, report::op_status::completed);
+    if (!d.retry) return finish(now, i, report::op_status::failed);
     const time_ns wait = idle_ticks(d.delay);
     if (wait >= ticks_ - now) return;     // the retry would fall after the run: unfinished
     if (wait == 0) return on_send(e, i);  // before this tick's server step (step 2)
     e.schedule_at(now + wait, self_, send, i);
   }
 
-  void finish(time_ns now, std::size_t i, op_status status) {
+  void finish(time_ns now, std::size_t i, report::op_status status) {
     client& c = clients_[i];
     c.done = true;
     out_->operation_done({i, c.first_attempt, now, c.control.attempts(), status});
@@ -330,7 +331,7 @@ class tick_burst final : public model_runner, public model {
   time_ns bucket_;
 
   // One run's state.
-  recorder* out_ = nullptr;
+  report::recorder* out_ = nullptr;
   engine* engine_ = nullptr;
   handler_id self_ = 0;
   std::vector<client_strategy::live> lives_;
@@ -340,9 +341,9 @@ class tick_burst final : public model_runner, public model {
   std::int64_t in_service_ = 0, rejecting_ = 0;
 };
 
-const model_registration tick_burst_registration{"tick-burst", [](config_reader& keys) {
-                                        return std::unique_ptr<model_runner>(new tick_burst(keys));
-                                      }};
+const model_registration tick_burst_registration{
+    "tick-burst",
+    [](config_reader& keys) { return std::unique_ptr<model_runner>(new tick_burst(keys)); }};
 
 }  // namespace
 }  // namespace backoff::sim

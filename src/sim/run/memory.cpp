@@ -31,8 +31,8 @@ constexpr double aws_occ_per_client = 256;              // measured 194
 constexpr double ethernet_per_client = 256;             // measured 195
 // queueing keeps a double per 64 waits (its batch means), reserved 10 % ahead.
 constexpr double queueing_per_arrival = 8.0 * 1.1 / 64;
-// A sweep keeps every run's summary (strategy_summary without its buckets, and its name).
-constexpr double per_sweep_run = sizeof(strategy_summary) + 64;
+// A sweep keeps every run's summary (report::strategy_summary without its buckets, and its name).
+constexpr double per_sweep_run = sizeof(report::strategy_summary) + 64;
 
 struct term {
   double bytes = 0;
@@ -191,7 +191,7 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads) {
   memory_estimate out;
   out.baseline = resident_bytes();
   std::vector<term> terms;
-  constexpr double bucket_bytes = sizeof(bucket);
+  constexpr double bucket_bytes = sizeof(report::series_bucket);
   if (!sc.is_sweep()) {
     const run_terms t = terms_of(sc);
     terms.push_back(t.state);

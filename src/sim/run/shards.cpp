@@ -17,29 +17,29 @@ namespace {
 
 constexpr const char* shard_format = "backoff-sweep-shard/1";
 
-const char* type_name(sweep_value::kind k) {
+const char* type_name(report::sweep_value::kind k) {
   switch (k) {
-    case sweep_value::kind::integer:
+    case report::sweep_value::kind::integer:
       return "integer";
-    case sweep_value::kind::number:
+    case report::sweep_value::kind::number:
       return "number";
-    case sweep_value::kind::string:
+    case report::sweep_value::kind::string:
       return "string";
-    case sweep_value::kind::boolean:
+    case report::sweep_value::kind::boolean:
       return "boolean";
   }
   return "string";
 }
 
-sweep_value::kind type_of(const std::string& name) {
-  if (name == "integer") return sweep_value::kind::integer;
-  if (name == "number") return sweep_value::kind::number;
-  if (name == "boolean") return sweep_value::kind::boolean;
-  if (name == "string") return sweep_value::kind::string;
+report::sweep_value::kind type_of(const std::string& name) {
+  if (name == "integer") return report::sweep_value::kind::integer;
+  if (name == "number") return report::sweep_value::kind::number;
+  if (name == "boolean") return report::sweep_value::kind::boolean;
+  if (name == "string") return report::sweep_value::kind::string;
   throw std::invalid_argument("unknown parameter type '" + name + "'");
 }
 
-nlohmann::json summary_json(const strategy_summary& s) {
+nlohmann::json summary_json(const report::strategy_summary& s) {
   nlohmann::json j;
   j["operations"] = s.operations;
   j["completed"] = s.completed;
@@ -61,8 +61,8 @@ nlohmann::json summary_json(const strategy_summary& s) {
   return j;
 }
 
-strategy_summary summary_of(const nlohmann::json& j, const std::string& name) {
-  strategy_summary s;
+report::strategy_summary summary_of(const nlohmann::json& j, const std::string& name) {
+  report::strategy_summary s;
   s.name = name;
   j.at("operations").get_to(s.operations);
   j.at("completed").get_to(s.completed);
@@ -115,12 +115,12 @@ std::vector<std::filesystem::path> shard_files(const std::vector<std::filesystem
 
 }  // namespace
 
-std::string shard_file_name(const shard_spec& shard) {
+std::string shard_file_name(const report::shard_spec& shard) {
   return "shard-" + std::to_string(shard.index) + "-of-" + std::to_string(shard.count) + ".json";
 }
 
-void write_shard_json(const scenario_result& r, std::ostream& out) {
-  const shard_spec part = r.shard.value_or(shard_spec{});
+void write_shard_json(const report::scenario_result& r, std::ostream& out) {
+  const report::shard_spec part = r.shard.value_or(report::shard_spec{});
   nlohmann::json doc;
   doc["format"] = shard_format;
   doc["scenario"] = r.scenario;
@@ -150,7 +150,7 @@ void write_shard_json(const scenario_result& r, std::ostream& out) {
   auto& runs = doc["runs"] = nlohmann::json::array();
   for (std::size_t p = 0; p < r.points.size(); ++p) {
     for (std::size_t s = 0; s < r.points[p].strategies.size(); ++s) {
-      const sweep_cell& cell = r.points[p].strategies[s];
+      const report::sweep_cell& cell = r.points[p].strategies[s];
       for (std::size_t rep = 0; rep < cell.runs.size(); ++rep) {
         if (cell.ran[rep] == 0) continue;
         runs.push_back({{"point", p},
@@ -163,9 +163,9 @@ void write_shard_json(const scenario_result& r, std::ostream& out) {
   out << doc.dump() << '\n';
 }
 
-scenario_result merge_shards(const std::vector<std::filesystem::path>& inputs) {
+report::scenario_result merge_shards(const std::vector<std::filesystem::path>& inputs) {
   const auto files = shard_files(inputs);
-  scenario_result result;
+  report::scenario_result result;
   std::map<std::uint32_t, std::string> seen;  // shard index -> its file
   std::uint32_t count = 0;
   for (const auto& file : files) {
@@ -195,16 +195,17 @@ scenario_result merge_shards(const std::vector<std::filesystem::path>& inputs) {
         result.sweep_keys = doc.at("sweep_keys").get<std::vector<std::string>>();
         const auto names = doc.at("strategies").get<std::vector<std::string>>();
         for (const auto& point : doc.at("points")) {
-          point_result p;
+          report::point_result p;
           for (const auto& param : point.at("params")) {
-            sweep_value v;
+            report::sweep_value v;
             v.toml = param.at("toml").get<std::string>();
             v.text = param.at("text").get<std::string>();
             v.type = type_of(param.at("type").get<std::string>());
             p.params.emplace_back(param.at("key").get<std::string>(), v);
           }
           for (const auto& name : names) {
-            p.strategies.push_back({name, std::vector<strategy_summary>(result.replications),
+            p.strategies.push_back({name,
+                                    std::vector<report::strategy_summary>(result.replications),
                                     std::vector<std::uint8_t>(result.replications, 0)});
           }
           result.points.push_back(std::move(p));
@@ -235,7 +236,7 @@ scenario_result merge_shards(const std::vector<std::filesystem::path>& inputs) {
             rep >= result.replications) {
           throw scenario_error(where + ": a run outside the sweep's grid");
         }
-        sweep_cell& cell = result.points[p].strategies[s];
+        report::sweep_cell& cell = result.points[p].strategies[s];
         cell.runs[rep] = summary_of(run.at("summary"), cell.name);
         cell.ran[rep] = 1;
         result.events += cell.runs[rep].events;

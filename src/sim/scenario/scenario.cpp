@@ -383,21 +383,21 @@ std::string toml_quote(std::string_view text) {
   return out + "\"";
 }
 
-sweep_value value_of(const toml::node& n, const std::string& at, const std::string& key) {
-  sweep_value v;
+report::sweep_value value_of(const toml::node& n, const std::string& at, const std::string& key) {
+  report::sweep_value v;
   if (const auto i = n.value_exact<std::int64_t>()) {
-    v.type = sweep_value::kind::integer;
+    v.type = report::sweep_value::kind::integer;
     v.text = v.toml = std::to_string(*i);
   } else if (n.is_floating_point()) {
     const double d = n.as_floating_point()->get();
     if (!std::isfinite(d)) throw scenario_error(at + ": sweep." + key + ": values must be finite");
-    v.type = sweep_value::kind::number;
+    v.type = report::sweep_value::kind::number;
     v.text = v.toml = number_text(d);
   } else if (const auto b = n.value_exact<bool>()) {
-    v.type = sweep_value::kind::boolean;
+    v.type = report::sweep_value::kind::boolean;
     v.text = v.toml = *b ? "true" : "false";
   } else if (const auto t = n.value_exact<std::string>()) {
-    v.type = sweep_value::kind::string;
+    v.type = report::sweep_value::kind::string;
     v.text = *t;
     v.toml = toml_quote(*t);
   } else {
@@ -412,8 +412,8 @@ constexpr std::size_t max_axis_values = 100'000;
 constexpr std::size_t max_sweep_points = 1'000'000;
 
 // { start, stop, step }: integers, numbers, or duration strings; stop included when on the grid.
-std::vector<sweep_value> range_values(const toml::table& t, const std::string& at,
-                                      const std::string& key) {
+std::vector<report::sweep_value> range_values(const toml::table& t, const std::string& at,
+                                              const std::string& key) {
   for (const auto& [k, node] : t) {
     if (k.str() != "start" && k.str() != "stop" && k.str() != "step") {
       throw scenario_error(position(k.source(), at) + ": sweep." + key + ": unknown range key '" +
@@ -430,7 +430,7 @@ std::vector<sweep_value> range_values(const toml::table& t, const std::string& a
   const auto fail = [&](const std::string& why) -> void {
     throw scenario_error(at + ": sweep." + key + ": " + why);
   };
-  std::vector<sweep_value> out;
+  std::vector<report::sweep_value> out;
   // Integers and durations: exact, so that the last value never steps past stop (and int64).
   const auto exact_count_of = [&](std::int64_t first, std::int64_t last, std::int64_t by) {
     if (by <= 0) fail("step must be greater than 0");
@@ -467,7 +467,7 @@ std::vector<sweep_value> range_values(const toml::table& t, const std::string& a
     const std::size_t n = exact_count_of(a.count(), b.count(), c.count());
     for (std::size_t i = 0; i < n; ++i) {
       const std::string text = format_duration(a + c * static_cast<std::int64_t>(i));
-      out.push_back({toml_quote(text), text, sweep_value::kind::string});
+      out.push_back({toml_quote(text), text, report::sweep_value::kind::string});
     }
     return out;
   }
@@ -478,7 +478,7 @@ std::vector<sweep_value> range_values(const toml::table& t, const std::string& a
     const std::size_t n = exact_count_of(*i0, *i1, *i2);
     for (std::size_t i = 0; i < n; ++i) {
       const std::string text = std::to_string(*i0 + *i2 * static_cast<std::int64_t>(i));
-      out.push_back({text, text, sweep_value::kind::integer});
+      out.push_back({text, text, report::sweep_value::kind::integer});
     }
     return out;
   }
@@ -494,7 +494,7 @@ std::vector<sweep_value> range_values(const toml::table& t, const std::string& a
   const std::size_t n = count_of(a, b, c);
   for (std::size_t i = 0; i < n; ++i) {
     const std::string text = number_text(a + c * static_cast<double>(i));
-    out.push_back({text, text, sweep_value::kind::number});
+    out.push_back({text, text, report::sweep_value::kind::number});
   }
   return out;
 }

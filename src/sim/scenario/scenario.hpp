@@ -37,6 +37,7 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
+#include "report/result.hpp"
 
 namespace toml {
 inline namespace v3 {
@@ -113,24 +114,16 @@ struct strategy_spec {
   std::uint32_t max_attempts = 0;
 };
 
-// One value of a swept key: its TOML text (`25`, `"10s"`) and how to show it.
-struct sweep_value {
-  enum class kind : std::uint8_t { integer, number, string, boolean };
-  std::string toml;
-  std::string text;  // `25`, `10s`: the value without TOML quoting
-  kind type = kind::integer;
-};
-
 struct sweep_axis {
   std::string key;    // dotted scenario key, e.g. "clients" or "outage.duration"
   std::string where;  // "file:line:col" of its declaration
-  std::vector<sweep_value> values;
+  std::vector<report::sweep_value> values;
 };
 
 // One point of the grid: a value for each axis, in axis order.
 struct sweep_point {
   std::size_t index = 0;  // position in points()
-  std::vector<std::pair<const sweep_axis*, const sweep_value*>> params;
+  std::vector<std::pair<const sweep_axis*, const report::sweep_value*>> params;
 };
 
 class scenario {

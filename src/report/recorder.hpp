@@ -4,11 +4,11 @@
 // row per finished operation to clients.csv. Its memory grows with the run's duration (buckets),
 // not with the number of operations, so a million-client run costs no more than a thousand.
 //
-//   sim::recorder rec{{.strategy = "EB", .bucket = 10, .seconds_per_unit = 1.0}, &clients_csv};
+//   report::recorder rec{{.strategy = "EB", .bucket = 10, .seconds_per_unit = 1.0}, &clients_csv};
 //   rec.operation_started(t);  rec.attempt(t);  rec.error(t);  ...
 //   rec.operation_done({.id = 7, .first_attempt = 12, .done = 40, .attempts = 3,
-//                       .status = sim::op_status::completed});
-//   sim::strategy_summary s = rec.finish(end_time);
+//                       .status = report::op_status::completed});
+//   report::strategy_summary s = rec.finish(end_time);
 //
 // Times are in the model's units (ns, or ticks for tick models); seconds_per_unit converts them
 // for outputs (1e-9, or 1 for ticks: "in tick models, fields ending in _s are in ticks").
@@ -20,16 +20,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.hpp"
+#include "report/result.hpp"
 
-namespace backoff::sim {
+namespace backoff::report {
 
 enum class op_status : std::uint8_t { completed, failed, unfinished };
 
 struct op_record {
   std::uint64_t id;
-  time_ns first_attempt;
-  time_ns done;  // completion or failure time; the run's end for unfinished operations
+  time_units first_attempt;
+  time_units done;  // completion or failure time; the run's end for unfinished operations
   std::uint32_t attempts;
   op_status status;
 };
@@ -53,49 +53,19 @@ class latency_histogram {
   std::int64_t max_ = 0;
 };
 
-struct bucket {
-  std::uint64_t new_operations = 0, attempts = 0, successes = 0, errors = 0, timeouts = 0;
-  std::int64_t in_service = 0, queued = 0;  // at the end of the bucket
-  double cwnd = 0, ssthresh = 0;            // at the end of the bucket (when has_window)
-};
-
-struct latency_summary {
-  double p50 = 0, p75 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0;
-};
-
-struct strategy_summary {
-  std::string name;
-  std::uint64_t operations = 0, completed = 0, gave_up = 0, unfinished = 0, attempts = 0;
-  double attempts_per_operation = 0;
-  double makespan_s = 0;  // time of the last completion (the run starts at 0)
-  latency_summary latency_s;
-  double goodput_per_s = 0;  // completed / makespan
-  std::int64_t peak_load = 0;
-  double mean_load = 0;  // time-weighted over the makespan
-  std::optional<double> recovery_s;
-  std::uint64_t events = 0;
-  bool has_window = false;
-  double seconds_per_unit = 1e-9;
-  time_ns bucket_width = 0;
-  std::vector<bucket> buckets;
-};
-
-// A server outage, in model units: [start, end).
-struct outage_window {
-  time_ns start = 0, end = 0;
-};
-
 struct recorder_options {
   std::string strategy;
-  time_ns bucket = 1'000'000'000;  // timeseries bucket width, in model units
+  time_units bucket = 1'000'000'000;  // timeseries bucket width, in model units
   double seconds_per_unit = 1e-9;
   // With an outage, finish() computes recovery_s (SPEC 6.2): the time from the outage's end
   // until goodput (successes per bucket) stays at or above `recovery_fraction` of its level over
   // the `baseline` before the outage, for `recovery_hold`; null if it never does.
   std::optional<outage_window> outage;
-  time_ns baseline = 30'000'000'000;
-  time_ns recovery_hold = 5'000'000'000;
+  time_units baseline = 30'000'000'000;
+  time_units recovery_hold = 5'000'000'000;
   double recovery_fraction = 0.9;
+  // With an outage, finish() also reports goodput before, during and after it (phases).
+  bool phase_goodput = false;
 };
 
 class recorder {
@@ -104,44 +74,47 @@ class recorder {
   // latency_s,status`.
   recorder(recorder_options options, std::ostream* clients_csv);
 
-  void operation_started(time_ns t) {
+  void operation_started(time_units t) {
     at(t).new_operations++;
     ++operations_;
   }
-  void attempt(time_ns t) {
+  void attempt(time_units t) {
     at(t).attempts++;
     ++attempts_;
   }
-  void success(time_ns t) { at(t).successes++; }
-  void error(time_ns t) { at(t).errors++; }
-  void timeout(time_ns t) { at(t).timeouts++; }
+  void success(time_units t) {
+    at(t).successes++;
+    if (options_.phase_goodput) count_phase(t);
+  }
+  void error(time_units t) { at(t).errors++; }
+  void timeout(time_units t) { at(t).timeouts++; }
   // The server's load changed: requests in service and waiting.
-  void load(time_ns t, std::int64_t in_service, std::int64_t queued);
-  void window(time_ns t, double cwnd, double ssthresh);
+  void load(time_units t, std::int64_t in_service, std::int64_t queued);
+  void window(time_units t, double cwnd, double ssthresh);
   void operation_done(const op_record& r);
 
-  strategy_summary finish(time_ns end, std::uint64_t events);
+  strategy_summary finish(time_units end, std::uint64_t events);
 
  private:
-  bucket& at(time_ns t) {
+  series_bucket& at(time_units t) {
     // Events come in time order, so the current bucket almost always matches.
     if (t >= current_start_ && t < current_end_) return buckets_[current_];
     return advance(t);
   }
-  bucket& advance(time_ns t);
-  std::optional<double> recovery(time_ns end) const;
+  series_bucket& advance(time_units t);
+  std::optional<double> recovery(time_units end) const;
 
   recorder_options options_;
   std::ostream* clients_;
-  std::vector<bucket> buckets_;
+  std::vector<series_bucket> buckets_;
   std::size_t current_ = 0;
-  time_ns current_start_ = 0, current_end_ = 0;  // empty until the first event
+  time_units current_start_ = 0, current_end_ = 0;  // empty until the first event
   latency_histogram latency_;
   std::uint64_t operations_ = 0, completed_ = 0, gave_up_ = 0, unfinished_ = 0, attempts_ = 0;
-  time_ns last_completion_ = 0;
+  time_units last_completion_ = 0;
   // Time-weighted load.
   std::int64_t load_now_ = 0, queued_now_ = 0, peak_load_ = 0;
-  time_ns load_since_ = 0;
+  time_units load_since_ = 0;
   // double, not long double: x87 arithmetic was a tenth of a run's time, and 53 bits keep the
   // time-weighted sum exact to far below what the mean load is printed with.
   double load_area_ = 0;
@@ -149,6 +122,11 @@ class recorder {
   bool has_window_ = false;
   double cwnd_now_ = 0, ssthresh_now_ = 0;
   std::string row_;
+  std::uint64_t phase_successes_[3] = {0, 0, 0};  // before, during, after the outage
+  void count_phase(time_units t) {
+    if (!options_.outage) return;
+    ++phase_successes_[t < options_.outage->start ? 0 : t < options_.outage->end ? 1 : 2];
+  }
 };
 
-}  // namespace backoff::sim
+}  // namespace backoff::report

@@ -1,15 +1,12 @@
 #include "report/plots.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -28,10 +25,9 @@
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
 #include "backoff/spec.hpp"
+#include "report/summary.hpp"
 
-extern char** environ;
-
-namespace backoff::sim {
+namespace backoff::report {
 namespace {
 
 namespace fs = std::filesystem;
@@ -158,88 +154,6 @@ std::string slurp(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-void write_file(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) throw plot_error("cannot write " + p.string());
-}
-
-// A scratch folder for data files, the script and the charts, inside the output folder so that a
-// finished chart is renamed into place (atomic, one file system); removed however drawing ends.
-class scratch_dir {
- public:
-  explicit scratch_dir(const fs::path& parent) {
-    std::string pattern = (parent / ".backoff-plot-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw plot_error("cannot create a temporary folder in " + parent.string() + ": " +
-                       std::strerror(errno));
-    }
-    path_ = pattern;
-  }
-  ~scratch_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  scratch_dir(const scratch_dir&) = delete;
-  scratch_dir& operator=(const scratch_dir&) = delete;
-  const fs::path& path() const noexcept { return path_; }
-
- private:
-  fs::path path_;
-};
-
-// Runs `gnuplot -d SCRIPT` (-d: ignore the user's ~/.gnuplot, so every machine draws the same),
-// its output kept in a log that only an error shows.
-// It runs in the scratch folder `dir`, and the script names its files relative to it: no path of
-// the user's (which may hold any byte) is ever part of the script.
-void run_gnuplot(const plot_options& options, const fs::path& dir, const std::string& script,
-                 const fs::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
-  // A program given as a path keeps its meaning in the scratch folder.
-  std::string program = options.gnuplot;
-  if (program.find('/') != std::string::npos) program = fs::absolute(program).string();
-  std::string flag = "-d";
-  std::string script_arg = script;
-  std::vector<char*> argv{program.data(), flag.data(), script_arg.data(), nullptr};
-  pid_t pid = 0;
-  const int rc = ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    if (rc == ENOENT) {
-      throw plot_error("cannot draw charts: '" + options.gnuplot +
-                       "' not found (install gnuplot, e.g. apt-get install gnuplot-nox)");
-    }
-    throw plot_error("cannot run '" + options.gnuplot + "': " + std::strerror(rc));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR)
-      throw plot_error("waiting for gnuplot: " + std::string(std::strerror(errno)));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
-  // The first line that says what went wrong, so the message stays one line.
-  std::string first;
-  std::istringstream text(slurp(log));
-  for (std::string line; std::getline(text, line);) {
-    if (line.find_first_not_of(" ^\t") == std::string::npos) continue;
-    if (first.empty()) first = line;
-    if (line.find("rror") != std::string::npos) {
-      first = line;
-      break;
-    }
-  }
-  const std::string how = WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
-                                            : fmt::format("signal {}", WTERMSIG(status));
-  // gnuplot exits 127 through the shell-less spawn only when exec itself failed.
-  throw plot_error(fmt::format("gnuplot failed ({}){}{}", how, first.empty() ? "" : ": ", first));
-}
-
 // Draws every chart as PNG and SVG into `dir`: gnuplot writes them in a scratch folder under
 // fixed names (chart-N.png), and each is renamed to its name in `dir` once all are drawn.
 void draw(const std::vector<chart>& charts, const fs::path& dir, const plot_options& options) {
@@ -259,7 +173,7 @@ void draw(const std::vector<chart>& charts, const fs::path& dir, const plot_opti
   for (std::size_t n = 0; n < charts.size(); ++n) {
     const chart& c = charts[n];
     const std::string data = drawn(n, "dat");
-    write_file(tmp.path() / data, c.data);
+    write_file_atomically(tmp.path() / data, c.data);
     std::string body = c.body;
     for (std::size_t at = body.find("DATA"); at != std::string::npos;
          at = body.find("DATA", at + 1)) {
@@ -277,8 +191,8 @@ void draw(const std::vector<chart>& charts, const fs::path& dir, const plot_opti
           terminal, c.width, c.height, gq(drawn(n, ext)), body);
     }
   }
-  write_file(tmp.path() / "charts.gp", script);
-  run_gnuplot(options, tmp.path(), "charts.gp", tmp.path() / "gnuplot.log");
+  write_file_atomically(tmp.path() / "charts.gp", script);
+  run_gnuplot(options, tmp.path(), "charts.gp");
   for (std::size_t n = 0; n < charts.size(); ++n) {
     for (const char* ext : {"png", "svg"}) {
       const fs::path from = tmp.path() / drawn(n, ext);
@@ -287,8 +201,8 @@ void draw(const std::vector<chart>& charts, const fs::path& dir, const plot_opti
       if (fs::file_size(from, ec) == 0 || ec) {
         throw plot_error("gnuplot did not write " + to.string());
       }
-      fs::rename(from, to, ec);
-      if (ec) throw plot_error("cannot write " + to.string() + ": " + ec.message());
+      refuse_symlink(to);
+      if (::rename(from.c_str(), to.c_str()) != 0) throw_write_error(to, errno);
     }
   }
 }
@@ -632,13 +546,12 @@ void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<cha
     std::vector<double> values;
     for (const auto& [name, text] : r.policies) {
       const backoff_policy policy = parse_policy(text);
-      auto state = policy.start();
-      random_generator draws{1};
-      for (int retry = 1; retry <= 12; ++retry) {
-        const double wait = to_seconds(state.next_delay(draws));
-        d.data += std::to_string(retry) + ' ' + num(wait) + '\n';
+      int retry = 0;
+      for_each_delay(policy, 1, 12, [&](duration delay) {
+        const double wait = to_seconds(delay);
+        d.data += std::to_string(++retry) + ' ' + num(wait) + '\n';
         values.push_back(wait);
-      }
+      });
       d.data += "\n\n";
       titles.push_back(name);
     }
@@ -797,7 +710,7 @@ void sweep_charts(const scenario_result& r, std::vector<chart>& out) {
 
 // ---- the report -----------------------------------------------------------------------------
 
-void write_report(const scenario_result& r, const fs::path& dir, const report_inputs& inputs,
+void write_report(const scenario_result& r, output_folder& folder, const report_inputs& inputs,
                   const std::vector<chart>& charts) {
   std::string h;
   const std::string name = html_escape(r.scenario);
@@ -853,7 +766,7 @@ nav a { margin-right: 0.8em; }
   h += "<h2>Charts</h2>\n";
   for (const auto& c : charts) {
     // SVG, not PNG: it is the same bytes with the same gnuplot and scales on any screen.
-    const std::string svg = slurp(dir / (c.name + ".svg"));
+    const std::string svg = slurp(folder.dir() / (c.name + ".svg"));
     h += "<figure id=\"" + html_escape(c.name) + "\">\n<img class=\"chart\" alt=\"" +
          html_escape(c.caption) + "\" width=\"" + std::to_string(c.width) + "\" height=\"" +
          std::to_string(c.height) + "\" src=\"data:image/svg+xml;base64," + base64(svg) +
@@ -879,16 +792,14 @@ window.addEventListener("load", function () {
 </body>
 </html>
 )";
-  write_file(dir / "report.html", h);
+  folder.write("report.html", h);
 }
 
 }  // namespace
 
 std::vector<std::string> write_plots(const scenario_result& r, const fs::path& dir,
                                      const report_inputs& inputs, const plot_options& options) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw plot_error("cannot create " + dir.string() + ": " + ec.message());
+  output_folder folder(dir, output_folder::manifest::add);
   std::vector<chart> charts;
   if (r.sweep) {
     sweep_charts(r, charts);
@@ -896,14 +807,19 @@ std::vector<std::string> write_plots(const scenario_result& r, const fs::path& d
     plain_charts(r, dir, charts);
   }
   if (!charts.empty()) draw(charts, dir, options);
-  write_report(r, dir, inputs, charts);
   std::vector<std::string> names;
-  for (const auto& c : charts) names.push_back(c.name);
+  for (const auto& c : charts) {
+    names.push_back(c.name);
+    folder.adopt(c.name + ".png");
+    folder.adopt(c.name + ".svg");
+  }
+  write_report(r, folder, inputs, charts);
+  folder.finish();
   return names;
 }
 
-void write_report_index(const fs::path& file, const std::vector<report_link>& links) {
-  std::ofstream out(file, std::ios::binary);
+void write_report_index(output_folder& folder, const std::vector<report_link>& links) {
+  std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<title>backoff sim: reports</title></head>\n<body>\n<h1>backoff sim: reports</h1>\n"
          "<ul>\n";
@@ -912,16 +828,14 @@ void write_report_index(const fs::path& file, const std::vector<report_link>& li
         << "</a> (model " << html_escape(link.model) << ", seed " << link.seed << ")</li>\n";
   }
   out << "</ul>\n</body></html>\n";
-  if (!out) throw plot_error(file.string() + ": cannot write");
+  folder.write("index.html", out.str());
 }
 
 void write_delay_plots(const std::vector<std::vector<double>>& delays, const std::string& policy,
                        const fs::path& prefix, const plot_options& options) {
-  fs::path dir = prefix.parent_path();
-  if (dir.empty()) dir = ".";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw plot_error("cannot create " + dir.string() + ": " + ec.message());
+  // The user's folder: nothing is listed or removed there, only the four files are written.
+  const output_folder folder(prefix.parent_path(), output_folder::manifest::none);
+  const fs::path& dir = folder.dir();
   const std::string base = prefix.filename().string();
   chart c = make_chart(base, "Delay before each retry");
   std::vector<std::string> titles;
@@ -956,4 +870,4 @@ void write_delay_plots(const std::vector<std::vector<double>>& delays, const std
   draw(charts, dir, options);
 }
 
-}  // namespace backoff::sim
+}  // namespace backoff::report

@@ -8,7 +8,7 @@
 // seed's 1000 clients against limit 30 and k 15, at a fifth of the request rate. The pause
 // (6 s from 4 s) is past the simulated tipping point of fixed retries (about 4 s at the seed's
 // scale, docs/models/outage-recovery.md) and far below exponential's (about 40 s).
-#include "experiment.hpp"
+#include "outage_experiment.hpp"
 
 #include <gtest/gtest.h>
 
@@ -33,7 +33,7 @@ struct shape {
   std::int64_t final_load = 0;  // the server's concurrency at the end
 };
 
-shape shape_of(const sim::strategy_summary& s) {
+shape shape_of(const report::strategy_summary& s) {
   shape out;
   double before = 0, after = 0;
   for (std::size_t i = 0; i < s.buckets.size(); ++i) {
@@ -47,7 +47,8 @@ shape shape_of(const sim::strategy_summary& s) {
   return out;
 }
 
-const sim::strategy_summary& strategy(const sim::scenario_result& r, const std::string& name) {
+const report::strategy_summary& strategy(const report::scenario_result& r,
+                                         const std::string& name) {
   for (const auto& s : r.strategies) {
     if (s.name == name) return s;
   }
@@ -55,7 +56,7 @@ const sim::strategy_summary& strategy(const sim::scenario_result& r, const std::
 }
 
 // The seed's outcome, asserted the same way on the real run and on the simulation.
-void expect_seed_outcome(const sim::scenario_result& r, const std::string& what) {
+void expect_seed_outcome(const report::scenario_result& r, const std::string& what) {
   SCOPED_TRACE(what);
   const shape fixed = shape_of(strategy(r, "fixed"));
   const shape exponential = shape_of(strategy(r, "exponential"));
@@ -87,11 +88,21 @@ TEST(OutageExperimentWallClock, FixedNeverRecoversExponentialDoesForRealAndInThe
   e.pause_after =
       std::chrono::duration_cast<duration>(std::chrono::duration<double>(pause_after_s));
   e.pause_for = std::chrono::duration_cast<duration>(std::chrono::duration<double>(pause_for_s));
-  const sim::scenario_result real = net::run_outage_experiment(e, {});
+  const report::scenario_result real = net::run_outage_experiment(e, {});
   ASSERT_EQ(real.strategies.size(), 2u);
   expect_seed_outcome(real, "real run on loopback");
+  // Goodput per phase (issue 17): fixed's collapse shows after the pause, where completed /
+  // makespan showed its pre-outage rate.
+  const auto& fixed = strategy(real, "fixed");
+  const auto& exponential = strategy(real, "exponential");
+  ASSERT_TRUE(fixed.phases.has_value());
+  ASSERT_TRUE(exponential.phases.has_value());
+  EXPECT_GT(fixed.phases->before_per_s, 10);
+  EXPECT_LT(fixed.phases->during_per_s, 0.2 * fixed.phases->before_per_s);
+  EXPECT_LT(fixed.phases->after_per_s, 0.2 * fixed.phases->before_per_s);
+  EXPECT_GT(exponential.phases->after_per_s, 2 * fixed.phases->after_per_s);
 
-  const sim::scenario_result simulated =
+  const report::scenario_result simulated =
       test::run_builtin("outage-recovery", {"workload.clients=" + std::to_string(clients),
                                             "server.limit=" + std::to_string(server_limit),
                                             "server.k=" + std::to_string(k), "outage.start=\"4s\"",

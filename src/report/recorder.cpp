@@ -1,4 +1,4 @@
-#include "recorder.hpp"
+#include "report/recorder.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,9 @@
 #include <bit>
 #include <cmath>
 
-namespace backoff::sim {
+#include "report/csv.hpp"
+
+namespace backoff::report {
 
 void latency_histogram::add(std::int64_t value) {
   const auto v = static_cast<std::uint64_t>(std::max<std::int64_t>(value, 0));
@@ -60,13 +62,13 @@ std::vector<std::int64_t> latency_histogram::percentiles(const std::vector<doubl
 recorder::recorder(recorder_options options, std::ostream* clients_csv)
     : options_(std::move(options)), clients_(clients_csv) {}
 
-bucket& recorder::advance(time_ns t) {
-  const auto i = static_cast<std::size_t>(std::max<time_ns>(t, 0) / options_.bucket);
+series_bucket& recorder::advance(time_units t) {
+  const auto i = static_cast<std::size_t>(std::max<time_units>(t, 0) / options_.bucket);
   current_ = i;
-  current_start_ = static_cast<time_ns>(i) * options_.bucket;
+  current_start_ = static_cast<time_units>(i) * options_.bucket;
   current_end_ = current_start_ + options_.bucket;
   if (i >= buckets_.size()) {
-    bucket carried;
+    series_bucket carried;
     carried.in_service = load_now_;
     carried.queued = queued_now_;
     carried.cwnd = cwnd_now_;
@@ -76,22 +78,22 @@ bucket& recorder::advance(time_ns t) {
   return buckets_[i];
 }
 
-void recorder::load(time_ns t, std::int64_t in_service, std::int64_t queued) {
+void recorder::load(time_units t, std::int64_t in_service, std::int64_t queued) {
   load_area_ += static_cast<double>(load_now_) * static_cast<double>(t - load_since_);
   load_since_ = t;
   load_now_ = in_service;
   queued_now_ = queued;
   peak_load_ = std::max(peak_load_, in_service);
-  bucket& b = at(t);
+  series_bucket& b = at(t);
   b.in_service = in_service;
   b.queued = queued;
 }
 
-void recorder::window(time_ns t, double cwnd, double ssthresh) {
+void recorder::window(time_units t, double cwnd, double ssthresh) {
   has_window_ = true;
   cwnd_now_ = cwnd;
   ssthresh_now_ = ssthresh;
-  bucket& b = at(t);
+  series_bucket& b = at(t);
   b.cwnd = cwnd;
   b.ssthresh = ssthresh;
 }
@@ -120,14 +122,15 @@ void recorder::operation_done(const op_record& r) {
   if (clients_ != nullptr) {
     const double s = options_.seconds_per_unit;
     row_.clear();
-    fmt::format_to(std::back_inserter(row_), "{},{},{},{},{},{},{}\n", options_.strategy, r.id,
+    csv_append(row_, options_.strategy);
+    fmt::format_to(std::back_inserter(row_), ",{},{},{},{},{},{}\n", r.id,
                    static_cast<double>(r.first_attempt) * s, static_cast<double>(r.done) * s,
                    r.attempts, static_cast<double>(r.done - r.first_attempt) * s, status);
     *clients_ << row_;
   }
 }
 
-strategy_summary recorder::finish(time_ns end, std::uint64_t events) {
+strategy_summary recorder::finish(time_units end, std::uint64_t events) {
   // The series covers the whole run, [0, end): no empty bucket starting at `end` (unless an
   // event fell exactly there).
   if (end > 0) (void)at(end - 1);
@@ -154,16 +157,25 @@ strategy_summary recorder::finish(time_ns end, std::uint64_t events) {
   out.seconds_per_unit = s;
   out.bucket_width = options_.bucket;
   out.recovery_s = recovery(end);
+  if (options_.phase_goodput && options_.outage) {
+    const auto [down, up] = *options_.outage;
+    const auto rate = [&](std::uint64_t n, time_units from, time_units to) {
+      return to > from ? static_cast<double>(n) / (static_cast<double>(to - from) * s) : 0.0;
+    };
+    out.phases = phase_goodput{rate(phase_successes_[0], 0, std::min(down, end)),
+                               rate(phase_successes_[1], std::min(down, end), std::min(up, end)),
+                               rate(phase_successes_[2], std::min(up, end), end)};
+  }
   out.buckets = std::move(buckets_);
   return out;
 }
 
-std::optional<double> recorder::recovery(time_ns end) const {
+std::optional<double> recorder::recovery(time_units end) const {
   if (!options_.outage) return std::nullopt;
-  const time_ns w = options_.bucket;
+  const time_units w = options_.bucket;
   const auto [down, up] = *options_.outage;
   // The baseline: whole buckets inside [down - baseline, down).
-  const time_ns from = std::max<time_ns>(0, down - options_.baseline);
+  const time_units from = std::max<time_units>(0, down - options_.baseline);
   const std::size_t first = static_cast<std::size_t>((from + w - 1) / w);
   const std::size_t last = static_cast<std::size_t>(down / w);  // exclusive
   if (last <= first || last > buckets_.size()) return std::nullopt;
@@ -179,11 +191,11 @@ std::optional<double> recorder::recovery(time_ns end) const {
        i < std::min(complete, buckets_.size()); ++i) {
     run = static_cast<double>(buckets_[i].successes) >= threshold ? run + 1 : 0;
     if (run == hold) {
-      const time_ns recovered = static_cast<time_ns>(i + 1 - hold) * w;
+      const time_units recovered = static_cast<time_units>(i + 1 - hold) * w;
       return static_cast<double>(recovered - up) * options_.seconds_per_unit;
     }
   }
   return std::nullopt;
 }
 
-}  // namespace backoff::sim
+}  // namespace backoff::report

@@ -4,7 +4,7 @@
 // (charts embedded as data: URIs), so it opens from disk, with no network, anywhere it is copied.
 //
 //   sim::scenario_result r = sim::run_scenario(sc, {.out = dir});
-//   std::vector<std::string> charts = sim::write_plots(
+//   std::vector<std::string> charts = report::write_plots(
 //       r, dir, {.scenario_path = "scenarios/tick-burst.toml", .scenario_toml = text,
 //                .sets = {"server.max_busy=100"}});
 //   // dir/rate.png, dir/rate.svg, ..., dir/report.html
@@ -14,36 +14,29 @@
 // model has an outage), latency and totals per strategy, per-operation charts from clients.csv,
 // and for sweeps each metric against the first swept key with 95 % confidence intervals.
 //
-// gnuplot runs as a child process (one per call); when it is missing or fails, plot_error says
-// so in one line. The SVGs and report.html do not depend on the time or the machine: the same run
+// gnuplot runs as a child process (one per call, gnuplot.hpp); when it is missing or fails,
+// plot_error says so in one line, and a file that cannot be written, write_error. Charts and
+// report.html join the folder's manifest (output_files.hpp), so a later run without --plot
+// removes them. The SVGs and report.html do not depend on the time or the machine: the same run
 // with the same gnuplot gives the same bytes.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "run/runner.hpp"
+#include "report/gnuplot.hpp"
+#include "report/output_files.hpp"
+#include "report/result.hpp"
 
-namespace backoff::sim {
-
-class plot_error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace backoff::report {
 
 // What the report shows about where the run came from; all optional.
 struct report_inputs {
   std::string scenario_path;      // e.g. "scenarios/tick-burst.toml" or "builtin/tick-burst.toml"
   std::string scenario_toml;      // the scenario's source text, shown verbatim
   std::vector<std::string> sets;  // --set overrides as given ("server.max_busy=100")
-};
-
-struct plot_options {
-  // The gnuplot program: a name looked up on PATH, or a path.
-  std::string gnuplot = "gnuplot";
 };
 
 // Draws the charts of `r` into `dir` (which already holds the run's outputs: clients.csv is read
@@ -59,7 +52,8 @@ struct report_link {
   std::uint64_t seed = 0;
   std::string href;  // relative to the index, e.g. "tick-burst/report.html"
 };
-void write_report_index(const std::filesystem::path& file, const std::vector<report_link>& links);
+// index.html into `folder`.
+void write_report_index(output_folder& folder, const std::vector<report_link>& links);
 
 // `backoff delays --plot PREFIX`: delay against retry number, one line per run, linear
 // (PREFIX.png, PREFIX.svg) and log y (PREFIX-log.png, PREFIX-log.svg). delays[run][n] is the wait
@@ -67,4 +61,4 @@ void write_report_index(const std::filesystem::path& file, const std::vector<rep
 void write_delay_plots(const std::vector<std::vector<double>>& delays, const std::string& policy,
                        const std::filesystem::path& prefix, const plot_options& options = {});
 
-}  // namespace backoff::sim
+}  // namespace backoff::report

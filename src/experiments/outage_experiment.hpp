@@ -2,12 +2,14 @@
 // free loopback port in this process, the clients run once with fixed retries and once with
 // exponential backoff, the server paused for a while in each run and then resumed. The result has
 // the simulator's shape (one strategy per run, recovery_s, the time series with the server's
-// concurrency), so it plots beside `backoff sim outage-recovery`.
+// concurrency), so it plots beside `backoff sim outage-recovery`. It sits above both drivers
+// (src/experiments): the network harness runs it, the report layer writes it, and the simulator
+// stays out of the network harness.
 //
 //   outage_experiment e;                        // the seed's defaults
 //   e.load.clients = 1000;  e.pause_after = 10s;  e.pause_for = 10s;
-//   sim::scenario_result r = run_outage_experiment(e, print_line);
-//   sim::write_summary_json(r, out);
+//   report::scenario_result r = run_outage_experiment(e, print_line);
+//   report::write_run_files(r, folder);
 #pragma once
 
 #include <functional>
@@ -15,7 +17,7 @@
 #include <vector>
 
 #include "client/load.hpp"
-#include "run/runner.hpp"
+#include "report/result.hpp"
 #include "server/server.hpp"
 
 namespace backoff::net {
@@ -31,8 +33,8 @@ struct outage_experiment {
 };
 
 // `progress` receives one line per report interval, prefixed with the strategy's name.
-sim::scenario_result run_outage_experiment(const outage_experiment& e,
-                                           const std::function<void(const std::string&)>& progress,
-                                           const std::function<bool()>& stop = {});
+report::scenario_result run_outage_experiment(
+    const outage_experiment& e, const std::function<void(const std::string&)>& progress,
+    const std::function<bool()>& stop = {});
 
 }  // namespace backoff::net

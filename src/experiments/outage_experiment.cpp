@@ -1,4 +1,4 @@
-#include "experiment.hpp"
+#include "outage_experiment.hpp"
 
 #include <chrono>
 #include <stop_token>
@@ -9,10 +9,10 @@
 
 namespace backoff::net {
 
-sim::scenario_result run_outage_experiment(const outage_experiment& e,
-                                           const std::function<void(const std::string&)>& progress,
-                                           const std::function<bool()>& stop) {
-  sim::scenario_result result;
+report::scenario_result run_outage_experiment(
+    const outage_experiment& e, const std::function<void(const std::string&)>& progress,
+    const std::function<bool()>& stop) {
+  report::scenario_result result;
   result.scenario = "outage-experiment";
   result.model = "network";
   result.seed = e.load.seed;
@@ -33,10 +33,11 @@ sim::scenario_result run_outage_experiment(const outage_experiment& e,
     lo.target.path = "/api";
     lo.strategy = name;
     lo.policy = parse_policy(spec);
-    sim::outage_window window;
+    report::outage_window window;
     window.start = e.pause_after.count();
     window.end = (e.pause_after + e.pause_for).count();
     lo.outage = window;
+    lo.phase_goodput = true;
     lo.server_concurrency = [&s] { return s.metrics().concurrency.load(); };
 
     // The pause, on its own thread: the load's thread must not block. A jthread, so that a run

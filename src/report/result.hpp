@@ -1,0 +1,126 @@
+// The result of a run, as every output shows it: one strategy's totals, latency percentiles and
+// time series (strategy_summary), and a whole run of a scenario (scenario_result: plain, a sweep,
+// or a shard of a sweep, possibly stopped early). The simulator and the network harness both
+// produce these; summary.hpp writes them, plots.hpp draws them. Nothing here runs anything.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace backoff::report {
+
+// A time in the producer's units: nanoseconds, or ticks in tick models (seconds_per_unit says).
+using time_units = std::int64_t;
+
+struct series_bucket {
+  std::uint64_t new_operations = 0, attempts = 0, successes = 0, errors = 0, timeouts = 0;
+  std::int64_t in_service = 0, queued = 0;  // at the end of the bucket
+  double cwnd = 0, ssthresh = 0;            // at the end of the bucket (when has_window)
+};
+
+struct latency_summary {
+  double p50 = 0, p75 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0;
+};
+
+// Goodput (successes per second) in the three phases of a run with an outage.
+struct phase_goodput {
+  double before_per_s = 0, during_per_s = 0, after_per_s = 0;
+};
+
+struct strategy_summary {
+  std::string name;
+  std::uint64_t operations = 0, completed = 0, gave_up = 0, unfinished = 0, attempts = 0;
+  double attempts_per_operation = 0;
+  double makespan_s = 0;  // time of the last completion (the run starts at 0)
+  latency_summary latency_s;
+  double goodput_per_s = 0;  // completed / makespan
+  std::int64_t peak_load = 0;
+  double mean_load = 0;  // time-weighted over the makespan
+  std::optional<double> recovery_s;
+  std::uint64_t events = 0;
+  bool has_window = false;
+  double seconds_per_unit = 1e-9;
+  time_units bucket_width = 0;
+  std::vector<series_bucket> buckets;
+  // Runs with a known outage that ask for it (`backoff load --experiment`): goodput over the
+  // time before the outage, during it, and from its end to the end of the run.
+  std::optional<phase_goodput> phases;
+};
+
+// A server outage, in model units: [start, end).
+struct outage_window {
+  time_units start = 0, end = 0;
+};
+
+// Why a run stopped before its end (its outputs are then partial).
+enum class stop_reason : std::uint8_t { interrupted, memory };
+
+// The index-th of `count` slices of a sweep's runs (index from 1), for splitting a sweep across
+// machines: run i gets every count-th run from i - 1.
+struct shard_spec {
+  std::uint32_t index = 1, count = 1;
+};
+
+// One value of a swept key.
+struct sweep_value {
+  enum class kind : std::uint8_t { integer, number, string, boolean };
+  std::string toml;
+  std::string text;  // `25`, `10s`: the value without TOML quoting
+  kind type = kind::integer;
+};
+
+// One strategy at one sweep point: every replication's summary (without time series).
+struct sweep_cell {
+  std::string name;
+  std::vector<strategy_summary> runs;
+  std::vector<std::uint8_t> ran;  // 1 where runs[r] was run (a shard runs some of them)
+};
+
+struct point_result {
+  std::vector<std::pair<std::string, sweep_value>> params;  // key and value, in axis order
+  std::vector<sweep_cell> strategies;
+};
+
+// Why and where a run stopped before its end.
+struct run_stop {
+  stop_reason reason = stop_reason::interrupted;
+  int signal = 0;        // interrupted: SIGINT or SIGTERM
+  std::string strategy;  // a plain run: the strategy cut short ("" if between strategies)
+  double at_s = 0;       // ... and the simulated time it reached (ticks in tick models)
+  std::vector<std::string> not_run;     // a plain run: the strategies that did not start
+  std::size_t runs_done = 0, runs = 0;  // a sweep (or its shard): runs finished, of how many
+  std::uint64_t resident = 0;           // memory: the resident set found over the limit
+};
+
+struct scenario_result {
+  std::string scenario;
+  std::string model;
+  std::uint64_t seed = 0;
+  std::vector<strategy_summary> strategies;  // a plain run
+  // Each strategy's backoff policy, canonical text (parse_policy reads it back), by name.
+  std::vector<std::pair<std::string, std::string>> policies;
+  bool outage = false;  // the model has an outage: recovery_s is meaningful
+  bool sweep = false;
+  std::uint32_t replications = 1;
+  std::vector<std::string> sweep_keys;  // the swept keys, in axis order
+  std::vector<point_result> points;     // a sweep
+  std::optional<shard_spec> shard;      // a slice of the sweep only
+  std::string fingerprint;              // the scenario's (shards of one sweep share it)
+  std::uint64_t events = 0;
+  double wall_s = 0;
+  std::optional<run_stop> stopped;  // set when the outputs are partial
+};
+
+// Mean and 95 % confidence half-width (Student's t; 0 for fewer than two values).
+struct mean_ci {
+  double mean = 0, ci95 = 0;
+};
+mean_ci mean_and_ci95(const std::vector<double>& values);
+
+// "interrupted (SIGINT)", "over the memory limit": for messages and the comparison table.
+std::string describe(const run_stop& stop);
+
+}  // namespace backoff::report

@@ -1,0 +1,427 @@
+#include "report/summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <csignal>
+#include <iterator>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "backoff/error.hpp"
+#include "report/csv.hpp"
+#include "report/text_table.hpp"
+
+namespace backoff::report {
+
+mean_ci mean_and_ci95(const std::vector<double>& values) {
+  mean_ci out;
+  if (values.empty()) return out;
+  double sum = 0;
+  for (const double v : values) sum += v;
+  const auto n = static_cast<double>(values.size());
+  out.mean = sum / n;
+  if (values.size() < 2) return out;
+  if (std::all_of(values.begin(), values.end(), [&](double v) { return v == values.front(); })) {
+    out.mean = values.front();  // exactly, without the rounding of the sum
+    return out;
+  }
+  double squares = 0;
+  for (const double v : values) squares += (v - out.mean) * (v - out.mean);
+  const double sd = std::sqrt(squares / (n - 1));
+  const boost::math::students_t t(n - 1);
+  out.ci95 = boost::math::quantile(t, 0.975) * sd / std::sqrt(n);
+  return out;
+}
+
+std::string describe(const run_stop& stop) {
+  if (stop.reason == stop_reason::memory) return "over the memory limit";
+  const char* name = stop.signal == SIGINT    ? "SIGINT"
+                     : stop.signal == SIGTERM ? "SIGTERM"
+                                              : nullptr;
+  return name != nullptr ? fmt::format("interrupted ({})", name)
+                         : fmt::format("interrupted (signal {})", stop.signal);
+}
+
+namespace {
+
+nlohmann::ordered_json number_or_null(const std::optional<double>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json strategy_json(const strategy_summary& s) {
+  nlohmann::ordered_json j;
+  j["name"] = s.name;
+  j["operations"] = s.operations;
+  j["completed"] = s.completed;
+  j["failed"] = s.operations - s.completed;
+  j["gave_up"] = s.gave_up;
+  j["unfinished"] = s.unfinished;
+  j["attempts"] = s.attempts;
+  j["attempts_per_operation"] = s.attempts_per_operation;
+  j["makespan_s"] = s.makespan_s;
+  j["latency_s"] = {{"p50", s.latency_s.p50}, {"p75", s.latency_s.p75},   {"p90", s.latency_s.p90},
+                    {"p99", s.latency_s.p99}, {"p999", s.latency_s.p999}, {"max", s.latency_s.max}};
+  j["goodput_per_s"] = s.goodput_per_s;
+  if (s.phases) {
+    // Runs with a known outage that ask for it (`backoff load --experiment`): goodput_per_s is
+    // completed / makespan, which shows a run that collapsed at its pre-outage rate.
+    j["goodput_by_phase"] = {{"before_per_s", s.phases->before_per_s},
+                             {"during_per_s", s.phases->during_per_s},
+                             {"after_per_s", s.phases->after_per_s}};
+  }
+  j["recovery_s"] = number_or_null(s.recovery_s);
+  j["peak_load"] = s.peak_load;
+  j["mean_load"] = s.mean_load;
+  j["events"] = s.events;
+  return j;
+}
+
+// The metrics averaged over replications, by their summary.json path.
+struct summary_metric {
+  const char* name;
+  double (*get)(const strategy_summary&);
+};
+const std::vector<summary_metric>& metrics() {
+  static const std::vector<summary_metric> all{
+      {"operations", [](const strategy_summary& s) { return static_cast<double>(s.operations); }},
+      {"completed", [](const strategy_summary& s) { return static_cast<double>(s.completed); }},
+      {"failed",
+       [](const strategy_summary& s) { return static_cast<double>(s.operations - s.completed); }},
+      {"gave_up", [](const strategy_summary& s) { return static_cast<double>(s.gave_up); }},
+      {"unfinished", [](const strategy_summary& s) { return static_cast<double>(s.unfinished); }},
+      {"attempts", [](const strategy_summary& s) { return static_cast<double>(s.attempts); }},
+      {"attempts_per_operation",
+       [](const strategy_summary& s) { return s.attempts_per_operation; }},
+      {"makespan_s", [](const strategy_summary& s) { return s.makespan_s; }},
+      {"latency_s.p50", [](const strategy_summary& s) { return s.latency_s.p50; }},
+      {"latency_s.p75", [](const strategy_summary& s) { return s.latency_s.p75; }},
+      {"latency_s.p90", [](const strategy_summary& s) { return s.latency_s.p90; }},
+      {"latency_s.p99", [](const strategy_summary& s) { return s.latency_s.p99; }},
+      {"latency_s.p999", [](const strategy_summary& s) { return s.latency_s.p999; }},
+      {"latency_s.max", [](const strategy_summary& s) { return s.latency_s.max; }},
+      {"goodput_per_s", [](const strategy_summary& s) { return s.goodput_per_s; }},
+      {"peak_load", [](const strategy_summary& s) { return static_cast<double>(s.peak_load); }},
+      {"mean_load", [](const strategy_summary& s) { return s.mean_load; }},
+      {"events", [](const strategy_summary& s) { return static_cast<double>(s.events); }},
+  };
+  return all;
+}
+
+mean_ci metric_of(const sweep_cell& cell, const summary_metric& m) {
+  std::vector<double> v;
+  v.reserve(cell.runs.size());
+  for (const auto& run : cell.runs) v.push_back(m.get(run));
+  return mean_and_ci95(v);
+}
+
+// recovery_s over the runs that recovered; their count beside it.
+std::pair<std::optional<mean_ci>, std::size_t> recovery_of(const sweep_cell& cell) {
+  std::vector<double> v;
+  for (const auto& run : cell.runs) {
+    if (run.recovery_s) v.push_back(*run.recovery_s);
+  }
+  if (v.empty()) return {std::nullopt, 0};
+  return {mean_and_ci95(v), v.size()};
+}
+
+// Sets j["a.b"] as j["a"]["b"].
+void put(nlohmann::ordered_json& j, const std::string& path, double value) {
+  const auto dot = path.find('.');
+  if (dot == std::string::npos) {
+    j[path] = value;
+  } else {
+    j[path.substr(0, dot)][path.substr(dot + 1)] = value;
+  }
+}
+
+nlohmann::ordered_json cell_json(const sweep_cell& cell) {
+  if (cell.runs.size() == 1) return strategy_json(cell.runs.front());
+  nlohmann::ordered_json j, ci;
+  j["name"] = cell.name;
+  j["replications"] = cell.runs.size();
+  for (const auto& m : metrics()) {
+    const mean_ci v = metric_of(cell, m);
+    put(j, m.name, v.mean);
+    put(ci, m.name, v.ci95);
+  }
+  const auto [recovery, recovered] = recovery_of(cell);
+  j["recovery_s"] = recovery ? nlohmann::ordered_json(recovery->mean) : nullptr;
+  j["recovered_runs"] = recovered;
+  ci["recovery_s"] = recovery ? nlohmann::ordered_json(recovery->ci95) : nullptr;
+  j["ci95"] = std::move(ci);
+  return j;
+}
+
+// A cell of an interrupted sweep: only the replications that ran.
+sweep_cell ran_runs(const sweep_cell& cell) {
+  sweep_cell out{cell.name, {}, {}};
+  for (std::size_t r = 0; r < cell.runs.size(); ++r) {
+    if (cell.ran[r] != 0) {
+      out.runs.push_back(cell.runs[r]);
+      out.ran.push_back(1);
+    }
+  }
+  return out;
+}
+
+bool complete(const sweep_cell& cell) {
+  return std::find(cell.ran.begin(), cell.ran.end(), 0) == cell.ran.end();
+}
+
+nlohmann::ordered_json partial_cell_json(const sweep_cell& cell) {
+  const sweep_cell done = ran_runs(cell);
+  nlohmann::ordered_json j;
+  if (done.runs.empty()) {
+    j["name"] = cell.name;
+  } else {
+    j = cell_json(done);
+  }
+  j["partial"] = true;
+  j["replications_done"] = done.runs.size();
+  return j;
+}
+
+const char* reason_key(stop_reason r) {
+  return r == stop_reason::memory ? "memory-limit" : "interrupted";
+}
+
+nlohmann::ordered_json param_json(const sweep_value& v) {
+  switch (v.type) {
+    case sweep_value::kind::integer:
+      return std::stoll(v.text);
+    case sweep_value::kind::number:
+      return std::stod(v.text);
+    case sweep_value::kind::boolean:
+      return v.text == "true";
+    case sweep_value::kind::string:
+      break;
+  }
+  return v.text;
+}
+
+}  // namespace
+
+void write_summary_json(const scenario_result& r, std::ostream& out) {
+  nlohmann::ordered_json doc;
+  doc["scenario"] = r.scenario;
+  doc["model"] = r.model;
+  doc["seed"] = r.seed;
+  doc["run"] = {{"events", r.events},
+                {"wall_s", r.wall_s},
+                {"events_per_s", r.wall_s > 0 ? static_cast<double>(r.events) / r.wall_s : 0.0}};
+  // Only a stopped run has these keys: a whole run's summary.json is as it always was.
+  if (r.stopped) {
+    const run_stop& stop = *r.stopped;
+    doc["partial"] = true;
+    doc["reason"] = reason_key(stop.reason);
+    if (stop.reason == stop_reason::interrupted) {
+      doc["signal"] = stop.signal == SIGINT    ? "SIGINT"
+                      : stop.signal == SIGTERM ? "SIGTERM"
+                                               : std::to_string(stop.signal);
+    }
+    if (r.sweep) {
+      doc["runs_done"] = stop.runs_done;
+      doc["runs"] = stop.runs;
+    } else {
+      doc["stopped_at_s"] = stop.strategy.empty() ? nlohmann::ordered_json(nullptr)
+                                                  : nlohmann::ordered_json(stop.at_s);
+      doc["stopped_in"] = stop.strategy.empty() ? nlohmann::ordered_json(nullptr)
+                                                : nlohmann::ordered_json(stop.strategy);
+      doc["not_run"] = stop.not_run;
+    }
+  }
+  if (r.sweep) {
+    doc["replications"] = r.replications;
+    auto& points = doc["points"] = nlohmann::ordered_json::array();
+    for (const auto& p : r.points) {
+      nlohmann::ordered_json point;
+      point["params"] = nlohmann::ordered_json::object();
+      for (const auto& [key, value] : p.params) point["params"][key] = param_json(value);
+      auto& list = point["strategies"] = nlohmann::ordered_json::array();
+      for (const auto& cell : p.strategies) {
+        list.push_back(complete(cell) ? cell_json(cell) : partial_cell_json(cell));
+      }
+      points.push_back(std::move(point));
+    }
+  } else {
+    auto& list = doc["strategies"] = nlohmann::ordered_json::array();
+    for (const auto& s : r.strategies) {
+      list.push_back(strategy_json(s));
+      if (r.stopped && s.name == r.stopped->strategy) list.back()["partial"] = true;
+    }
+  }
+  out << json_text(doc) << '\n';
+}
+
+void write_sweep_csv(const scenario_result& r, std::ostream& out) {
+  std::string header;
+  for (const auto& key : r.sweep_keys) header += csv_field(key) + ",";
+  header += "strategy,replications";
+  for (const auto& m : metrics()) {
+    std::string name = m.name;
+    std::replace(name.begin(), name.end(), '.', '_');
+    header += "," + name + "," + name + "_ci95";
+  }
+  header += ",recovery_s,recovery_s_ci95,recovered_runs\n";
+  out << header;
+  std::string row;
+  for (const auto& p : r.points) {
+    for (const auto& cell : p.strategies) {
+      if (!complete(cell)) continue;  // an interrupted sweep: summary.json marks these
+      row.clear();
+      for (const auto& [key, value] : p.params) row += csv_field(value.text) + ",";
+      row += csv_field(cell.name) + "," + std::to_string(cell.runs.size());
+      for (const auto& m : metrics()) {
+        const mean_ci v = metric_of(cell, m);
+        fmt::format_to(std::back_inserter(row), ",{},{}", v.mean, v.ci95);
+      }
+      const auto [recovery, recovered] = recovery_of(cell);
+      if (recovery) {
+        fmt::format_to(std::back_inserter(row), ",{},{},{}\n", recovery->mean, recovery->ci95,
+                       recovered);
+      } else {
+        fmt::format_to(std::back_inserter(row), ",,,0\n");
+      }
+      out << row;
+    }
+  }
+}
+
+void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
+  out << "strategy,t_s,new,attempts,successes,errors,timeouts,in_service,queued,cwnd,ssthresh\n";
+  std::string row;
+  for (const auto& s : r.strategies) {
+    for (std::size_t i = 0; i < s.buckets.size(); ++i) {
+      const series_bucket& b = s.buckets[i];
+      // Divide by whole units per second where there are (1e9 ns): 58 s, not 58.00000000000001.
+      const double start = static_cast<double>(static_cast<time_units>(i) * s.bucket_width);
+      const double t = s.seconds_per_unit < 1 ? start / std::round(1 / s.seconds_per_unit)
+                                              : start * s.seconds_per_unit;
+      row.clear();
+      csv_append(row, s.name);
+      fmt::format_to(std::back_inserter(row), ",{},{},{},{},{},{},{},{},", t, b.new_operations,
+                     b.attempts, b.successes, b.errors, b.timeouts, b.in_service, b.queued);
+      if (s.has_window) {
+        fmt::format_to(std::back_inserter(row), "{},{}\n", b.cwnd, b.ssthresh);
+      } else {
+        row += ",\n";
+      }
+      out << row;
+    }
+  }
+}
+
+std::string comparison_table(const scenario_result& r) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header = r.sweep_keys;
+  for (const char* h : {"strategy", "ops", "done", "failed", "attempts", "att/op", "makespan_s",
+                        "p50", "p75", "p99", "max", "goodput/s", "peak"}) {
+    header.emplace_back(h);
+  }
+  if (r.outage) header.emplace_back("recovery_s");
+  rows.push_back(header);
+  const auto num = [](double v) { return fmt::format("{:.4g}", v); };
+  const auto add = [&](std::vector<std::string> row, const strategy_summary& s) {
+    for (auto v : {std::to_string(s.operations), std::to_string(s.completed),
+                   std::to_string(s.operations - s.completed), std::to_string(s.attempts),
+                   fmt::format("{:.2f}", s.attempts_per_operation), num(s.makespan_s),
+                   num(s.latency_s.p50), num(s.latency_s.p75), num(s.latency_s.p99),
+                   num(s.latency_s.max), num(s.goodput_per_s), std::to_string(s.peak_load)}) {
+      row.push_back(std::move(v));
+    }
+    if (r.outage) row.push_back(s.recovery_s ? num(*s.recovery_s) : "never");
+    rows.push_back(std::move(row));
+  };
+  for (const auto& s : r.strategies) add({s.name}, s);
+  for (const auto& p : r.points) {
+    for (const auto& full : p.strategies) {
+      const bool whole = complete(full);
+      const sweep_cell cell = whole ? full : ran_runs(full);
+      if (cell.runs.empty()) continue;
+      std::vector<std::string> row;
+      for (const auto& [key, value] : p.params) row.push_back(value.text);
+      row.push_back(
+          whole ? cell.name
+                : fmt::format("{} ({}/{} runs)", cell.name, cell.runs.size(), full.runs.size()));
+      if (cell.runs.size() == 1) {
+        add(std::move(row), cell.runs.front());
+        continue;
+      }
+      // Means over the replications (counts rounded for display).
+      const auto mean = [&](const char* name) {
+        for (const auto& m : metrics()) {
+          if (std::string_view(m.name) == name) return metric_of(cell, m).mean;
+        }
+        return 0.0;
+      };
+      for (const char* name : {"operations", "completed", "failed", "attempts"}) {
+        row.push_back(fmt::format("{:.1f}", mean(name)));
+      }
+      row.push_back(fmt::format("{:.2f}", mean("attempts_per_operation")));
+      for (const char* name : {"makespan_s", "latency_s.p50", "latency_s.p75", "latency_s.p99",
+                               "latency_s.max", "goodput_per_s", "peak_load"}) {
+        row.push_back(num(mean(name)));
+      }
+      if (r.outage) {
+        const auto [recovery, recovered] = recovery_of(cell);
+        row.push_back(
+            recovery ? fmt::format("{} ({}/{})", num(recovery->mean), recovered, cell.runs.size())
+                     : "never");
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  std::string out = fmt::format("{} (model {}, seed {}", escape_controls(r.scenario),
+                                escape_controls(r.model), r.seed);
+  if (r.sweep && r.replications > 1) {
+    out += fmt::format(", means over {} replications", r.replications);
+  }
+  out += ")\n";
+  // The swept values and the strategy's name are left-aligned, the numbers right-aligned.
+  out += text_table{std::move(rows), r.sweep_keys.size() + 1}.render();
+  if (r.stopped) {
+    const run_stop& stop = *r.stopped;
+    out += "partial: " + describe(stop);
+    if (r.sweep) {
+      out += fmt::format(" after {} of {} runs; a strategy marked (k/n runs) has only k",
+                         stop.runs_done, stop.runs);
+    } else if (!stop.strategy.empty()) {
+      out += fmt::format(" at {:.6g} s of simulated time in {} (its row stops there)", stop.at_s,
+                         escape_controls(stop.strategy));
+    }
+    if (!stop.not_run.empty()) {
+      std::string names;
+      for (const auto& n : stop.not_run) names += (names.empty() ? "" : ", ") + escape_controls(n);
+      out += "; not run: " + names;
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string json_text(const nlohmann::ordered_json& doc, int indent) {
+  return doc.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+void write_run_files(const scenario_result& r, output_folder& out) {
+  {
+    atomic_file table = out.create(r.sweep ? "sweep.csv" : "timeseries.csv");
+    if (r.sweep) {
+      write_sweep_csv(r, table.stream());
+    } else {
+      write_timeseries_csv(r, table.stream());
+    }
+    table.commit();
+  }
+  // Last: its presence says the run ended (its `partial` field, whether it finished).
+  atomic_file summary = out.create("summary.json");
+  write_summary_json(r, summary.stream());
+  summary.commit();
+  out.finish();
+}
+
+}  // namespace backoff::report

@@ -1,0 +1,45 @@
+// The files and the table of a run (SPEC 2.3, 2.4, 6.2): summary.json, timeseries.csv,
+// clients.csv rows, sweep.csv, and the comparison table printed on stdout. The simulator
+// (`sim`, `sweep`) and the network harness (`load`) both write through here.
+//
+//   report::output_folder out(dir);
+//   report::atomic_file clients = out.create("clients.csv");   // rows streamed by the recorder
+//   ... run ...
+//   clients.commit();
+//   report::write_run_files(result, out);   // timeseries.csv or sweep.csv, then summary.json
+//   std::cout << report::comparison_table(result);
+//
+// Text from inputs (names, sweep values) is written as valid UTF-8 in JSON (bytes that are not
+// UTF-8 become U+FFFD) and RFC 4180-quoted in CSV.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "report/output_files.hpp"
+#include "report/result.hpp"
+
+namespace backoff::report {
+
+// `doc` as text, indented by `indent`, with any invalid UTF-8 replaced by U+FFFD (never an
+// exception after the work is done).
+std::string json_text(const nlohmann::ordered_json& doc, int indent = 2);
+
+// summary.json exactly as SPEC 6.2 shows it (plus added fields).
+void write_summary_json(const scenario_result& r, std::ostream& out);
+void write_timeseries_csv(const scenario_result& r, std::ostream& out);
+// Sweeps: one row per point and strategy (SPEC 2.4).
+void write_sweep_csv(const scenario_result& r, std::ostream& out);
+
+// clients.csv: the header, and one operation's row (as the recorder streams them).
+inline constexpr const char* clients_csv_header =
+    "strategy,id,first_attempt_s,done_s,attempts,latency_s,status\n";
+
+// A plain run: timeseries.csv then summary.json; a sweep: sweep.csv then summary.json. Then the
+// folder's manifest (files of an earlier run that this one did not write are removed).
+void write_run_files(const scenario_result& r, output_folder& out);
+
+std::string comparison_table(const scenario_result& r);
+
+}  // namespace backoff::report
