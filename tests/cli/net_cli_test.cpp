@@ -111,6 +111,40 @@ TEST(Load, AnAimdWindowAndARetryBudgetPaceTheClients) {
   EXPECT_EQ(server.probe.wait().status, 0);
 }
 
+TEST(Load, ANameThatIsNotUtf8IsKeptAsReplacementCharactersAndTheRunIsNotLost) {
+  served server({"--base-delay", "5ms", "-q"});
+  const backoff::test::test_scratch scratch("load");
+  const auto& dir = scratch.dir();
+  const cli_result load =
+      run_cli({"load", "--url", server.url(), "--clients", "5", "--lambda", "20ms", "--duration",
+               "500ms", "--out", dir.string(), "--name", "caf\xe9"});
+  ASSERT_EQ(load.status, 0) << load.err;
+  const auto summary = nlohmann::json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(summary["strategies"][0]["name"], "caf\xef\xbf\xbd");  // U+FFFD
+  EXPECT_GT(summary["strategies"][0]["completed"].get<int>(), 0);
+  // CSV is bytes: it keeps the name as given (docs/SIMULATOR.md, "Outputs").
+  EXPECT_NE(slurp(dir / "timeseries.csv").find("\ncaf\xe9,"), std::string::npos);
+  server.probe.signal(SIGTERM);
+  EXPECT_EQ(server.probe.wait().status, 0);
+}
+
+TEST(Load, ReportLinesKeepTheirPeriodAndTheLastPartialWindowIsPrinted) {
+  served server({"--base-delay", "5ms", "-q"});
+  // 1.25 s at one line per 500 ms: lines at 0.5 s and 1 s, then the partial 0.25 s window.
+  const cli_result load =
+      run_cli({"load", "--url", server.url(), "--clients", "5", "--lambda", "20ms", "--duration",
+               "1250ms", "--report-every", "500ms"});
+  ASSERT_EQ(load.status, 0) << load.err;
+  std::size_t lines = 0;
+  for (std::size_t at = load.out.find("OK: "); at != std::string::npos;
+       at = load.out.find("OK: ", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 3u) << load.out;
+  server.probe.signal(SIGTERM);
+  EXPECT_EQ(server.probe.wait().status, 0);
+}
+
 struct bad_flag_case {
   const char* name;
   std::vector<std::string> args;
