@@ -9,25 +9,16 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "report/output_files.hpp"
 
 extern char** environ;
 
 namespace backoff::report {
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-}  // namespace
 
 scratch_dir::scratch_dir(const fs::path& parent) {
   std::string pattern = (parent / ".backoff-plot-XXXXXX").string();
@@ -75,7 +66,7 @@ void run_gnuplot(const plot_options& options, const fs::path& dir, const std::st
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   // The first line that says what went wrong, so the message stays one line.
   std::string first;
-  std::istringstream text(slurp(log));
+  std::istringstream text(read_whole_file(log));
   for (std::string line; std::getline(text, line);) {
     if (line.find_first_not_of(" ^\t") == std::string::npos) continue;
     if (first.empty()) first = line;

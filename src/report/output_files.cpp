@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <streambuf>
@@ -159,6 +160,11 @@ void atomic_file::commit() {
   refuse_symlink(path_);
   if (::rename(f.temporary.c_str(), path_.c_str()) != 0) throw_write_error(path_, errno);
   f.temporary.clear();
+}
+
+std::string read_whole_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 void write_file_atomically(const fs::path& path, std::string_view content) {

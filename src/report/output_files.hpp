@@ -66,6 +66,9 @@ class atomic_file {
   std::unique_ptr<impl> impl_;
 };
 
+// The whole of a file the report layer wrote (an SVG, gnuplot's log); "" when it cannot be read.
+std::string read_whole_file(const std::filesystem::path& path);
+
 // `content` into `path`, atomically.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 

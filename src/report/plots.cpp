@@ -149,11 +149,6 @@ std::string base64(std::string_view in) {
   return out;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Draws every chart as PNG and SVG into `dir`: gnuplot writes them in a scratch folder under
 // fixed names (chart-N.png), and each is renamed to its name in `dir` once all are drawn.
 void draw(const std::vector<chart>& charts, const fs::path& dir, const plot_options& options) {
@@ -766,7 +761,7 @@ nav a { margin-right: 0.8em; }
   h += "<h2>Charts</h2>\n";
   for (const auto& c : charts) {
     // SVG, not PNG: it is the same bytes with the same gnuplot and scales on any screen.
-    const std::string svg = slurp(folder.dir() / (c.name + ".svg"));
+    const std::string svg = read_whole_file(folder.dir() / (c.name + ".svg"));
     h += "<figure id=\"" + html_escape(c.name) + "\">\n<img class=\"chart\" alt=\"" +
          html_escape(c.caption) + "\" width=\"" + std::to_string(c.width) + "\" height=\"" +
          std::to_string(c.height) + "\" src=\"data:image/svg+xml;base64," + base64(svg) +

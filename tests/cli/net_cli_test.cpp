@@ -131,9 +131,8 @@ TEST(Load, ANameThatIsNotUtf8IsKeptAsReplacementCharactersAndTheRunIsNotLost) {
 TEST(Load, ReportLinesKeepTheirPeriodAndTheLastPartialWindowIsPrinted) {
   served server({"--base-delay", "5ms", "-q"});
   // 1.25 s at one line per 500 ms: lines at 0.5 s and 1 s, then the partial 0.25 s window.
-  const cli_result load =
-      run_cli({"load", "--url", server.url(), "--clients", "5", "--lambda", "20ms", "--duration",
-               "1250ms", "--report-every", "500ms"});
+  const cli_result load = run_cli({"load", "--url", server.url(), "--clients", "5", "--lambda",
+                                   "20ms", "--duration", "1250ms", "--report-every", "500ms"});
   ASSERT_EQ(load.status, 0) << load.err;
   std::size_t lines = 0;
   for (std::size_t at = load.out.find("OK: "); at != std::string::npos;

@@ -44,19 +44,20 @@ shell_result run_shell(const std::string& prefix, const std::vector<std::string>
   return r;
 }
 
-std::size_t lines(const std::string& text) {
+std::size_t line_count(const std::string& text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
-void put(const fs::path& p, const std::string& text) {
+void write_text(const fs::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
 }
 
-// A small tick-burst run, quick in any build.
-const std::vector<std::string> small = {"sim", "tick-burst", "--no-progress", "--set",
-                                        "workload.clients=50"};
+// A small_sim tick-burst run, quick in any build.
+const std::vector<std::string> small_sim = {"sim", "tick-burst", "--no-progress", "--set",
+                                            "workload.clients=50"};
 
-std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+std::vector<std::string> with_args(std::vector<std::string> args,
+                                   const std::vector<std::string>& more) {
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -64,8 +65,8 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 TEST(Outputs, AFullStdoutIsStatusOneWithTheReason) {
   const test_scratch scratch("outputs");
   const std::vector<std::vector<std::string>> commands = {
-      with(small, {"--format", "json"}),
-      small,
+      with_args(small_sim, {"--format", "json"}),
+      small_sim,
       {"delays", "-p", "exponential"},
       {"delays", "-p", "exponential", "-f", "json"},
       {"delays", "-p", "exponential", "-f", "csv"},
@@ -73,7 +74,7 @@ TEST(Outputs, AFullStdoutIsStatusOneWithTheReason) {
   for (const auto& args : commands) {
     const auto r = run_shell("true", args, "/dev/full", scratch.dir());
     EXPECT_EQ(r.status, 1) << args[0] << " " << args.back() << ": " << r.err;
-    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_EQ(line_count(r.err), 1u) << r.err;
     EXPECT_NE(r.err.find("cannot write to standard output: No space left on device"),
               std::string::npos)
         << r.err;
@@ -86,22 +87,23 @@ TEST(Outputs, TheRetryToolsReportOnAFullStdoutIs125AndKeepsTheCommandsStatus) {
       run_shell("true", {"try", "--times", "1", "--report", "-", "--", "sh", "-c", "exit 3"},
                 "/dev/full", scratch.dir());
   EXPECT_EQ(r.status, 125) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("(the command's status was 3)"), std::string::npos) << r.err;
 }
 
 TEST(Outputs, AFullDiskNamesTheFileExitsOneAndLeavesNoSummaryVouchingForIt) {
   const test_scratch scratch("outputs");
   const fs::path out = scratch.dir() / "o";
-  ASSERT_EQ(run_cli(with(small, {"--out", out.string()})).status, 0);
+  ASSERT_EQ(run_cli(with_args(small_sim, {"--out", out.string()})).status, 0);
   ASSERT_TRUE(fs::exists(out / "summary.json"));
   const std::string old_clients = slurp(out / "clients.csv");
   // A file-size limit stands in for a full disk: writes past 1 KiB fail with EFBIG (SIGXFSZ
   // ignored, as the shell passes it on).
-  const auto r = run_shell("trap '' XFSZ; ulimit -f 1", with(small, {"--out", out.string()}),
-                           "/dev/null", scratch.dir());
+  const auto r =
+      run_shell("trap '' XFSZ; ulimit -f 1", with_args(small_sim, {"--out", out.string()}),
+                "/dev/null", scratch.dir());
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_EQ(line_count(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("clients.csv: File too large"), std::string::npos) << r.err;
   // The earlier run's summary.json is gone (it would vouch for files of this run), and what
   // the failed run could not write whole is not there at all: the old clients.csv stands.
@@ -117,9 +119,9 @@ TEST(Outputs, ASymlinkInOutIsRefusedAndItsTargetUntouched) {
   const test_scratch scratch("outputs");
   const fs::path out = scratch.dir() / "o";
   fs::create_directories(out);
-  put(scratch.dir() / "victim", "precious\n");
+  write_text(scratch.dir() / "victim", "precious\n");
   fs::create_symlink(scratch.dir() / "victim", out / "summary.json");
-  const auto r = run_cli(with(small, {"--out", out.string()}));
+  const auto r = run_cli(with_args(small_sim, {"--out", out.string()}));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_EQ(r.err_lines().size(), 1u) << r.err;
   EXPECT_NE(r.err.find("summary.json: is a symbolic link"), std::string::npos) << r.err;
@@ -128,7 +130,7 @@ TEST(Outputs, ASymlinkInOutIsRefusedAndItsTargetUntouched) {
   // --out itself a link: refused too.
   fs::create_directories(scratch.dir() / "real");
   fs::create_directory_symlink(scratch.dir() / "real", scratch.dir() / "link");
-  const auto l = run_cli(with(small, {"--out", (scratch.dir() / "link").string()}));
+  const auto l = run_cli(with_args(small_sim, {"--out", (scratch.dir() / "link").string()}));
   EXPECT_EQ(l.status, 1) << l.err;
   EXPECT_TRUE(fs::is_empty(scratch.dir() / "real"));
 }
@@ -140,11 +142,11 @@ TEST(Outputs, FilesOfAnEarlierRunAreRemovedAndNothingElse) {
   ASSERT_EQ(run_cli({"sim", "tick-burst", "mm1", "--no-progress", "--out", out.string()}).status,
             0);
   ASSERT_TRUE(fs::exists(out / "tick-burst" / "clients.csv"));
-  put(out / "notes.txt", "mine\n");
-  put(out / "mm1" / "notes.txt", "mine too\n");
+  write_text(out / "notes.txt", "mine\n");
+  write_text(out / "mm1" / "notes.txt", "mine too\n");
   // One scenario straight into the folder: the sub-folders' files go; a folder holding a file
   // of the user's stays with that file.
-  ASSERT_EQ(run_cli(with(small, {"--out", out.string()})).status, 0);
+  ASSERT_EQ(run_cli(with_args(small_sim, {"--out", out.string()})).status, 0);
   EXPECT_FALSE(fs::exists(out / "tick-burst"));
   EXPECT_FALSE(fs::exists(out / "mm1" / "summary.json"));
   EXPECT_EQ(slurp(out / "mm1" / "notes.txt"), "mine too\n");
@@ -196,9 +198,9 @@ TEST(Outputs, CsvNamesWithCommasQuotesAndLineBreaksStayOneField) {
   const test_scratch scratch("outputs");
   const std::string name = "a,b \"q\"\nnext";
   const fs::path file = scratch.dir() / "s.toml";
-  put(file,
-      "scenario = \"csv\"\nmodel = \"tick-burst\"\nseed = 1\n[workload]\nclients = 20\n"
-      "[[strategy]]\nname = \"a,b \\\"q\\\"\\nnext\"\npolicy = \"exponential\"\n");
+  write_text(file,
+             "scenario = \"csv\"\nmodel = \"tick-burst\"\nseed = 1\n[workload]\nclients = 20\n"
+             "[[strategy]]\nname = \"a,b \\\"q\\\"\\nnext\"\npolicy = \"exponential\"\n");
   const fs::path out = scratch.dir() / "o";
   const auto r = run_cli({"sim", file.string(), "--no-progress", "--out", out.string()});
   ASSERT_EQ(r.status, 0) << r.err;

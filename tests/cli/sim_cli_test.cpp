@@ -14,12 +14,13 @@ namespace fs = std::filesystem;
 using backoff::test::run_cli;
 using backoff::test::slurp;
 
-const std::vector<std::string> small{"sim", "one-client-burst", "--set", "workload.operations=200"};
+const std::vector<std::string> small_run{"sim", "one-client-burst", "--set",
+                                         "workload.operations=200"};
 
 TEST(SimCli, WritesTheThreeFilesWithTheDocumentedSchema) {
   const backoff::test::test_scratch scratch("sim");
   const fs::path out = scratch / "schema";
-  auto args = small;
+  auto args = small_run;
   args.insert(args.end(), {"--out", out.string()});
   const auto r = run_cli(args);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -53,7 +54,7 @@ TEST(SimCli, SameSeedGivesByteIdenticalOutputsButTheWallClock) {
   const backoff::test::test_scratch scratch("sim");
   const auto run_to = [&](const std::string& name, const char* seed) {
     const fs::path out = scratch / name;
-    auto args = small;
+    auto args = small_run;
     args.insert(args.end(), {"--out", out.string(), "--seed", seed});
     EXPECT_EQ(run_cli(args).status, 0);
     return out;
@@ -134,7 +135,7 @@ TEST(SimCli, ThreadsMustBeAPositiveCount) {
 }
 
 TEST(SimCli, FormatJsonPrintsTheSummary) {
-  auto args = small;
+  auto args = small_run;
   args.insert(args.end(), {"--format", "json"});
   const auto r = run_cli(args);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -143,7 +144,7 @@ TEST(SimCli, FormatJsonPrintsTheSummary) {
 }
 
 TEST(SimCli, TablePrintsEveryStrategy) {
-  const auto r = run_cli(small);
+  const auto r = run_cli(small_run);
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* name : {"exponential-full", "aimd-reno-0.9"}) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name;

@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 using backoff::test::run_cli;
 using backoff::test::slurp;
 
-// A small sweep: 3 pause lengths x 2 strategies x 2 replications = 12 runs.
-const std::vector<std::string> small{
+// A small_sweep sweep: 3 pause lengths x 2 strategies x 2 replications = 12 runs.
+const std::vector<std::string> small_sweep{
     "--set",        "replications=2",
     "--set",        "run.duration=\"120s\"",
     "--set",        "sweep.outage.duration=[\"2s\", \"5s\", \"12s\"]",
@@ -45,7 +45,7 @@ std::vector<fs::path> run_shards(const fs::path& base, const std::string& name, 
     const auto r =
         run_cli(with({"sweep", "outage-tipping", "--out", dir.string(), "--shard",
                       std::to_string(i) + "/" + std::to_string(count), "--threads", threads},
-                     small));
+                     small_sweep));
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_TRUE(fs::exists(
         dir / ("shard-" + std::to_string(i) + "-of-" + std::to_string(count) + ".json")));
@@ -64,7 +64,7 @@ std::vector<std::string> merge_args(const std::vector<fs::path>& dirs, const fs:
 TEST(SweepCli, MergedShardsGiveExactlyTheUnshardedOutputs) {
   const backoff::test::test_scratch scratch("sweep");
   const fs::path whole = scratch / "whole";
-  const auto w = run_cli(with({"sweep", "outage-tipping", "--out", whole.string()}, small));
+  const auto w = run_cli(with({"sweep", "outage-tipping", "--out", whole.string()}, small_sweep));
   ASSERT_EQ(w.status, 0) << w.err;
 
   for (const int count : {3, 20}) {  // 20 shards for 12 runs: some shards are empty
@@ -98,7 +98,7 @@ TEST(SweepCli, RefusesAnIncompleteRepeatedOrForeignSetOfShards) {
   const fs::path other = scratch / "other";
   ASSERT_EQ(run_cli(with({"sweep", "outage-tipping", "--out", other.string(), "--shard", "2/3",
                           "--seed", "9"},
-                         small))
+                         small_sweep))
                 .status,
             0);
   const auto foreign = run_cli(merge_args({dirs[0], other, dirs[2]}, out));

@@ -30,7 +30,9 @@ namespace {
 class progress_bar {
  public:
   progress_bar(bool enabled, std::string label)
-      : enabled_(enabled), label_(std::move(label)), start_(std::chrono::steady_clock::now()) {}
+      : enabled_(enabled),
+        label_(escape_controls(label)),  // names from the scenario: no escape sequences
+        start_(std::chrono::steady_clock::now()) {}
   ~progress_bar() {
     if (drawn_) std::fputs("\r\033[K", stderr);
   }
