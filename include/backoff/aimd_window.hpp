@@ -176,6 +176,21 @@ class aimd_window {
   // allocate when more requests wait for a resend than ever before (the stack keeps its memory).
   void on_error(const send_ticket& ticket, requeue again = requeue::yes);
 
+  // The ignore rule of on_error, as a pure function for those that mirror the window (the Asio
+  // async_window decides which waiting turn to wake by it): an error on a send made after
+  // `cuts_before` cuts, of a request whose earlier send was last in flight at cut
+  // `last_cut_in_flight` (0: never), is ignored when `cuts` cuts have been made iff the request
+  // was in flight at the last cut. last_cut_seen is that cut number with this send included.
+  static constexpr std::uint64_t last_cut_seen(std::uint64_t cuts_before,
+                                               std::uint64_t last_cut_in_flight,
+                                               std::uint64_t cuts) noexcept {
+    return cuts_before < cuts ? cuts : last_cut_in_flight;
+  }
+  static constexpr bool error_ignored(std::uint64_t cuts_before, std::uint64_t last_cut_in_flight,
+                                      std::uint64_t cuts) noexcept {
+    return cuts > 0 && last_cut_seen(cuts_before, last_cut_in_flight, cuts) == cuts;
+  }
+
   double cwnd() const noexcept {
     std::lock_guard guard{lock_};
     return cwnd_;

@@ -51,10 +51,11 @@ double standard_normal(G& g) {
   }
 }
 
-// Exponential with the given mean (inverse transform; 1 - u is in (0, 1], so log is finite).
+// Exponential with the given mean (inverse transform; u is in [0, 1), so log1p(-u) is finite).
 template <bit_generator64 G>
 double exponential_variate(G& g, double mean) {
-  return -mean * std::log(1.0 - uniform01(g));
+  // log1p(-u), not log(1 - u): exact for small u, where 1 - u loses u's low bits.
+  return -mean * std::log1p(-uniform01(g));
 }
 
 // SplitMix64 (Steele, Lea & Flood 2014): a fast bijective mixer, used to derive seeds.

@@ -94,10 +94,9 @@ struct window_core {
 
   std::uint64_t cuts() const noexcept { return window.snapshot().cuts; }
 
-  // aimd_window::on_error's test, on the mirror.
+  // aimd_window::on_error's test, on the mirror: the window's own rule, not a copy.
   static bool would_be_ignored(std::uint64_t c0, std::uint64_t last_cut, std::uint64_t cuts) {
-    const std::uint64_t last = c0 < cuts ? cuts : last_cut;
-    return cuts > 0 && last == cuts;
+    return aimd_window::error_ignored(c0, last_cut, cuts);
   }
 
   std::optional<send_ticket> try_send(const std::optional<request_id>& expected) {

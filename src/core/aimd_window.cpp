@@ -116,8 +116,9 @@ void aimd_window::on_error(const send_ticket& ticket, requeue again) {
   // same quantity with S included, which is what the next send of r must carry; and when S
   // makes a cut, r is in that cut's copy of flying (the header says why), so it becomes C + 1.
   std::lock_guard guard{lock_};
-  std::uint64_t last_in_flight = ticket.cuts_before_ < cuts_ ? cuts_ : ticket.last_cut_in_flight_;
-  const bool ignored = cuts_ > 0 && last_in_flight == cuts_;
+  std::uint64_t last_in_flight =
+      last_cut_seen(ticket.cuts_before_, ticket.last_cut_in_flight_, cuts_);
+  const bool ignored = error_ignored(ticket.cuts_before_, ticket.last_cut_in_flight_, cuts_);
   if (ignored) {
     ++ignored_errors_;
   } else {

@@ -425,3 +425,31 @@ TEST(WindowSpec, RejectsBadSpecsWithOneLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// The ignore rule is one function (issue 18): on_error uses it, and the Asio window's mirror
+// calls it. Its table, then on_error agreeing with it on a real window.
+TEST(AimdWindowIgnoreRule, IsTheRequestInFlightAtTheLastCut) {
+  using backoff::aimd_window;
+  static_assert(!aimd_window::error_ignored(0, 0, 0));  // no cut yet: every error cuts
+  static_assert(aimd_window::error_ignored(0, 0, 1));   // sent before the cut: in flight at it
+  static_assert(!aimd_window::error_ignored(1, 0, 1));  // sent after the only cut
+  static_assert(aimd_window::error_ignored(2, 2, 2));   // an earlier send was in flight at cut 2
+  static_assert(!aimd_window::error_ignored(2, 1, 2));  // ... only at cut 1: not ignored
+  static_assert(aimd_window::last_cut_seen(1, 0, 3) == 3);
+  static_assert(aimd_window::last_cut_seen(3, 2, 3) == 2);
+
+  aimd_window w;
+  w.enqueue(2);
+  auto a = w.try_send();
+  auto b = w.try_send();
+  ASSERT_TRUE(a && b);
+  w.on_error(*a, aimd_window::requeue::no);  // the first error cuts
+  EXPECT_EQ(w.snapshot().cuts, 1u);
+  w.on_error(*b, aimd_window::requeue::no);  // b was in flight at that cut: ignored
+  EXPECT_EQ(w.snapshot().cuts, 1u);
+  EXPECT_EQ(w.snapshot().ignored, 1u);
+}
+
+}  // namespace

@@ -41,6 +41,20 @@ TEST(ServiceTime, IsTheBaseDelayUpToTheLimitThenGrowsByFactorEveryK) {
   EXPECT_EQ(service_time(p, 1000), 0ms);
 }
 
+TEST(ServiceTime, IsTheSharedFormulaRoundedUpToWholeNanoseconds) {
+  // serve and the simulator compute D(N) in one place (seed_models/service_time.hpp); the server
+  // rounds up, so a request is never answered a nanosecond before the simulator would.
+  service_params p;
+  p.base_delay = std::chrono::nanoseconds(100'000'001);
+  for (const std::int64_t n : {0, 30, 31, 44, 45, 77, 300, 1000}) {
+    const double d = backoff::seed_models::service_time({p.limit, p.factor, p.k}, 100'000'001.0, n);
+    EXPECT_EQ(service_time(p, n).count(), static_cast<std::int64_t>(std::ceil(d))) << n;
+    EXPECT_GE(static_cast<double>(service_time(p, n).count()), d) << n;
+  }
+  // A zero base stays zero at any N, where 0 x an overflowed power would be NaN.
+  EXPECT_EQ(backoff::seed_models::service_time({}, 0.0, 1'000'000'000), 0.0);
+}
+
 TEST(Handler, RoutesTheSeedsApiAndOurEndpoints) {
   EXPECT_EQ(route_request(http::verb::get, "/api").kind, route_kind::api);
   EXPECT_EQ(route_request(http::verb::get, "/api?client=7").kind, route_kind::api);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backoff/random.hpp"
+#include "seed_models/service_time.hpp"
 
 namespace {
 
@@ -181,6 +182,20 @@ time_ns expect_same_finish_times(const sim::concurrency_server::params& p, const
 
 sim::concurrency_server::params seed_server() {
   return {.limit = 30, .factor = 1.05, .k = 15, .base_delay = 100 * ms, .tick = 50 * ms};
+}
+
+TEST(ConcurrencyServer, UsesTheSharedServiceTime) {
+  struct nothing : sim::concurrency_server::listener {
+    void served(sim::engine&, std::uint64_t) override {}
+  };
+  nothing l;
+  const sim::concurrency_server s({.limit = 30, .factor = 1.05, .k = 15, .base_delay = 100'000'001},
+                                  l);
+  for (const std::int64_t n : {0, 30, 31, 45, 300, 100'000}) {
+    EXPECT_EQ(s.service_time(n),
+              backoff::seed_models::service_time({30, 1.05, 15}, 100'000'001.0, n))
+        << n;
+  }
 }
 
 TEST(ConcurrencyServer, ServesInBaseDelayBelowTheLimit) {

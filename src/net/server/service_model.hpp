@@ -1,10 +1,6 @@
 // The service time of `backoff serve`: seed 004's server (smira/exponential-backoff, server.go),
-// whose latency is a function of how many requests it is working on. The same formula as the
-// simulator's concurrency_server (docs/models/outage-recovery.md), so a real run and a simulated
-// one can be compared:
-//
-//   D(N) = base_delay                                  if N <= limit
-//   D(N) = base_delay * factor^((N - limit) / k)       if N > limit
+// whose latency is a function of how many requests it is working on: D(N) of
+// seed_models/service_time.hpp, the formula the simulator's concurrency_server uses too.
 //
 // A request started at s is checked at s + j * tick (j = 1, 2, ...) with the N of that moment and
 // answered at the first check where it has been served D(N) or longer.
@@ -15,6 +11,7 @@
 #include <cstdint>
 
 #include "backoff/duration.hpp"
+#include "seed_models/service_time.hpp"
 
 namespace backoff::net {
 
@@ -26,13 +23,14 @@ struct service_params {
   duration tick = std::chrono::milliseconds(50);         // the handler's time.After(50 ms)
 };
 
-// D(N), saturating at duration::max() (N in the tens of thousands overflows any clock).
+// D(N) rounded up to whole nanoseconds (a request in service t ns, t whole, is served iff
+// t >= D, iff t >= ceil(D)), saturating at duration::max() (N in the tens of thousands overflows
+// any clock).
 inline duration service_time(const service_params& p, std::int64_t concurrency) {
-  if (concurrency <= p.limit || p.base_delay.count() == 0) return p.base_delay;
-  const double exponent = static_cast<double>(concurrency - p.limit) / p.k;
-  const double ns = static_cast<double>(p.base_delay.count()) * std::pow(p.factor, exponent);
+  const double ns = seed_models::service_time(
+      {p.limit, p.factor, p.k}, static_cast<double>(p.base_delay.count()), concurrency);
   if (!(ns < 9.2e18)) return duration::max();
-  return duration(static_cast<std::int64_t>(ns));
+  return duration(static_cast<std::int64_t>(std::ceil(ns)));
 }
 
 }  // namespace backoff::net

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "seed_models/service_time.hpp"
+
 namespace backoff::sim {
 namespace {
 
@@ -27,9 +29,8 @@ void concurrency_server::attach(engine& e) {
 }
 
 double concurrency_server::service_time(std::int64_t n) const {
-  const auto base = static_cast<double>(params_.base_delay);
-  if (n <= params_.limit) return base;
-  return base * std::pow(params_.factor, static_cast<double>(n - params_.limit) / params_.k);
+  return seed_models::service_time({params_.limit, params_.factor, params_.k},
+                                   static_cast<double>(params_.base_delay), n);
 }
 
 time_ns concurrency_server::first_check(const request& r, time_ns from, double need) const {

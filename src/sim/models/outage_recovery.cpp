@@ -157,8 +157,8 @@ class outage_recovery final : public model_runner,
   void record_load(engine& e) { out_->load(e.now(), server_.in_service(), server_.queued()); }
 
   void think(engine& e, std::size_t c) {
-    const double u = uniform01(workload_rng_);
-    const auto wait = detail::to_duration(-std::log1p(-u) * static_cast<double>(think_mean_));
+    const auto wait =
+        detail::to_duration(exponential_variate(workload_rng_, static_cast<double>(think_mean_)));
     clients_[c].waited = wait.count();
     e.schedule_after(wait.count(), self_, wake_client, c);
   }
