@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "server/handler.hpp"
+#include "net/server/handler.hpp"
 
 namespace {
 

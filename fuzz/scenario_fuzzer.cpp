@@ -22,7 +22,7 @@
 #include "backoff/spec.hpp"
 #include "backoff/throttle.hpp"
 #include "fuzz_check.hpp"
-#include "scenario/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 

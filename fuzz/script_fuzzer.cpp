@@ -15,7 +15,7 @@
 
 #include "backoff/error.hpp"
 #include "fuzz_check.hpp"
-#include "script/parser.hpp"
+#include "tool/script/parser.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // and retries with any library strategy (--policy, -exponential-backoff, --aimd, --budget). Prints
 // the seed's "OK: x req/sec, errors: y req/sec, timedout: z req/sec" every --report-every and
 // writes the simulator's summary.json and timeseries.csv with --out (docs/NETWORK.md).
-#include "client/load.hpp"
+#include "net/client/load.hpp"
 
 #include <fmt/format.h>
 
@@ -20,7 +20,7 @@
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
 #include "commands.hpp"
-#include "outage_experiment.hpp"
+#include "experiments/outage_experiment.hpp"
 #include "output.hpp"
 #include "report/output_files.hpp"
 #include "report/summary.hpp"

@@ -18,7 +18,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "report/output_files.hpp"
-#include "signal_watcher.hpp"
+#include "tool/signal_watcher.hpp"
 
 namespace backoff::cli {
 namespace {

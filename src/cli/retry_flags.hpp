@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "retry_command.hpp"
+#include "tool/retry_command.hpp"
 
 namespace backoff::cli {
 

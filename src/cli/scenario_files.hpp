@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 
-#include "engine/guard.hpp"
-#include "run/memory.hpp"
-#include "scenario/scenario.hpp"
+#include "sim/engine/guard.hpp"
+#include "sim/run/memory.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace backoff::cli {
 

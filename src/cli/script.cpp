@@ -16,9 +16,9 @@
 #include "backoff/spec.hpp"
 #include "commands.hpp"
 #include "retry_flags.hpp"
-#include "script/interpreter.hpp"
-#include "script/parser.hpp"
-#include "signal_watcher.hpp"
+#include "tool/script/interpreter.hpp"
+#include "tool/script/parser.hpp"
+#include "tool/signal_watcher.hpp"
 
 namespace backoff::cli {
 namespace {

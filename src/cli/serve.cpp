@@ -18,7 +18,7 @@
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "commands.hpp"
-#include "server/server.hpp"
+#include "net/server/server.hpp"
 
 namespace backoff::cli {
 namespace {

@@ -18,9 +18,9 @@
 #include "report/output_files.hpp"
 #include "report/plots.hpp"
 #include "report/summary.hpp"
-#include "run/runner.hpp"
-#include "scenario/scenario.hpp"
 #include "scenario_files.hpp"
+#include "sim/run/runner.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace backoff::cli {
 namespace {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "client/load.hpp"
+#include "net/client/load.hpp"
+#include "net/server/server.hpp"
 #include "report/result.hpp"
-#include "server/server.hpp"
 
 namespace backoff::net {
 

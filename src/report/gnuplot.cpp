@@ -1,4 +1,4 @@
-#include "report/gnuplot.hpp"
+#include "gnuplot.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "report/output_files.hpp"
+#include "output_files.hpp"
 
 extern char** environ;
 

@@ -1,4 +1,4 @@
-#include "report/output_files.hpp"
+#include "output_files.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "report/plots.hpp"
+#include "plots.hpp"
 
 #include <fmt/format.h>
 
@@ -25,7 +25,8 @@
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
 #include "backoff/spec.hpp"
-#include "report/summary.hpp"
+#include "csv.hpp"
+#include "summary.hpp"
 
 namespace backoff::report {
 namespace {
@@ -265,25 +266,12 @@ struct client_row {
 std::map<std::string, std::vector<client_row>> read_clients(const fs::path& file) {
   std::map<std::string, std::vector<client_row>> out;
   std::ifstream in(file, std::ios::binary);
-  std::string line;
-  if (!std::getline(in, line)) return out;
-  while (std::getline(in, line)) {
-    std::string_view rest = line;
-    std::string_view field[7];
-    std::size_t n = 0;
-    for (; n < 7; ++n) {
-      const std::size_t comma = rest.find(',');
-      field[n] = rest.substr(0, comma);
-      if (comma == std::string_view::npos) {
-        ++n;
-        break;
-      }
-      rest.remove_prefix(comma + 1);
-    }
-    if (n < 7) continue;
+  std::vector<std::string> field;
+  if (!csv_read_record(in, field)) return out;  // the header
+  while (csv_read_record(in, field)) {
+    if (field.size() != 7) continue;
     try {
-      out[std::string(field[0])].push_back(
-          {std::stod(std::string(field[5])), std::stod(std::string(field[4]))});
+      out[field[0]].push_back({std::stod(field[5]), std::stod(field[4])});
     } catch (const std::exception&) {
       continue;  // a damaged row is left out of a chart rather than failing the run
     }
@@ -291,17 +279,20 @@ std::map<std::string, std::vector<client_row>> read_clients(const fs::path& file
   return out;
 }
 
-void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<chart>& out) {
-  if (r.strategies.empty()) return;
-  const double spu = r.strategies.front().seconds_per_unit;
-  const bool ticks = is_ticks(spu);
-  const std::string unit = ticks ? "ticks" : "s";
-  const std::string per = ticks ? "per tick" : "per second";
-  const std::string time_label = ticks ? "time (ticks)" : "time (s)";
+// What the charts of a plain run share: its result, the time unit and the strategies' names.
+struct plain_run {
+  const scenario_result& r;
+  std::string unit, per, time_label;
   std::vector<std::string> names;
-  for (const auto& s : r.strategies) names.push_back(s.name);
+};
 
-  // Request rate over time.
+// Request rate over time.
+void rate_chart(const plain_run& run, std::vector<chart>& out) {
+  const scenario_result& r = run.r;
+  const std::string& unit = run.unit;
+  const std::string& per = run.per;
+  const std::string& time_label = run.time_label;
+  const std::vector<std::string>& names = run.names;
   {
     chart c = make_chart("rate", "Request rate over time: attempts sent " + per);
     std::vector<double> values;
@@ -348,8 +339,12 @@ void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<cha
              plot_blocks(names, "using 1:2 with steps lw 1.5");
     add_linear_and_log(out, std::move(c), values);
   }
+}
 
-  // Latency percentiles and totals per strategy.
+// Latency percentiles and totals per strategy.
+void summary_charts(const plain_run& run, std::vector<chart>& out) {
+  const scenario_result& r = run.r;
+  const std::string& unit = run.unit;
   {
     chart c = make_chart("latency", "Latency percentiles per strategy");
     std::vector<double> values;
@@ -386,10 +381,13 @@ void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<cha
              "'' using 3 title 'operations completed'\n";
     if (any_positive(values)) out.push_back(std::move(c));
   }
+}
 
-  // Per operation (per client in seed 001's model), sorted by latency. Large runs are thinned to
-  // evenly spaced ranks: the curve keeps its shape and the SVG stays small.
-  const fs::path clients_csv = dir / "clients.csv";
+// Per operation (per client in seed 001's model), sorted by latency. Large runs are thinned to
+// evenly spaced ranks: the curve keeps its shape and the SVG stays small.
+void client_charts(const plain_run& run, const fs::path& clients_csv, std::vector<chart>& out) {
+  const scenario_result& r = run.r;
+  const std::string& unit = run.unit;
   if (fs::exists(clients_csv)) {
     auto rows = read_clients(clients_csv);
     chart lat =
@@ -431,9 +429,14 @@ void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<cha
       out.push_back(std::move(att));
     }
   }
+}
 
-  // The server's view, one chart per strategy: five series for each of up to eight strategies
-  // would be unreadable on one chart.
+// The server's view, one chart per strategy: five series for each of up to eight strategies
+// would be unreadable on one chart.
+void server_charts(const plain_run& run, std::vector<chart>& out) {
+  const scenario_result& r = run.r;
+  const std::string& unit = run.unit;
+  const std::string& time_label = run.time_label;
   std::vector<std::string> used;
   for (const auto& s : r.strategies) {
     std::string name = "server-" + slug(s.name);
@@ -467,8 +470,12 @@ void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<cha
              "'' using 1:3 with steps lw 2 title 'queued (end of bucket)'\n";
     out.push_back(std::move(c));
   }
+}
 
-  // The client window.
+// The client window.
+void window_chart(const plain_run& run, std::vector<chart>& out) {
+  const scenario_result& r = run.r;
+  const std::string& time_label = run.time_label;
   {
     chart c = make_chart("window", "Client window (AIMD cwnd and ssthresh) over time");
     std::vector<std::string> titles;
@@ -503,8 +510,14 @@ void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<cha
       out.push_back(std::move(c));
     }
   }
+}
 
-  // Around an outage: goodput, and concurrency on a log scale (it spans 10 to 10^5).
+// Around an outage: goodput, and concurrency on a log scale (it spans 10 to 10^5).
+void outage_charts(const plain_run& run, std::vector<chart>& out) {
+  const scenario_result& r = run.r;
+  const std::string& per = run.per;
+  const std::string& time_label = run.time_label;
+  const std::vector<std::string>& names = run.names;
   if (r.outage) {
     chart g = make_chart("goodput", "Goodput (successes " + per + ") around the outage");
     chart n = make_chart("concurrency",
@@ -557,6 +570,23 @@ void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<cha
       add_linear_and_log(out, std::move(d), values);
     }
   }
+}
+
+void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<chart>& out) {
+  if (r.strategies.empty()) return;
+  const bool ticks = is_ticks(r.strategies.front().seconds_per_unit);
+  plain_run run{r,
+                ticks ? "ticks" : "s",
+                ticks ? "per tick" : "per second",
+                ticks ? "time (ticks)" : "time (s)",
+                {}};
+  for (const auto& s : r.strategies) run.names.push_back(s.name);
+  rate_chart(run, out);
+  summary_charts(run, out);
+  client_charts(run, dir / "clients.csv", out);
+  server_charts(run, out);
+  window_chart(run, out);
+  outage_charts(run, out);
 }
 
 // ---- sweeps ---------------------------------------------------------------------------------

@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "report/gnuplot.hpp"
-#include "report/output_files.hpp"
-#include "report/result.hpp"
+#include "gnuplot.hpp"
+#include "output_files.hpp"
+#include "result.hpp"
 
 namespace backoff::report {
 

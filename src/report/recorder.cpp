@@ -1,4 +1,4 @@
-#include "report/recorder.hpp"
+#include "recorder.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <bit>
 #include <cmath>
 
-#include "report/csv.hpp"
+#include "csv.hpp"
 
 namespace backoff::report {
 

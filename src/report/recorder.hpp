@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "report/result.hpp"
+#include "result.hpp"
 
 namespace backoff::report {
 

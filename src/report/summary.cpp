@@ -1,4 +1,4 @@
-#include "report/summary.hpp"
+#include "summary.hpp"
 
 #include <fmt/format.h>
 
@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "backoff/error.hpp"
-#include "report/csv.hpp"
-#include "report/text_table.hpp"
+#include "csv.hpp"
+#include "text_table.hpp"
 
 namespace backoff::report {
 

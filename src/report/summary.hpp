@@ -17,8 +17,8 @@
 #include <ostream>
 #include <string>
 
-#include "report/output_files.hpp"
-#include "report/result.hpp"
+#include "output_files.hpp"
+#include "result.hpp"
 
 namespace backoff::report {
 

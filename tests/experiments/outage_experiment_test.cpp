@@ -8,7 +8,7 @@
 // seed's 1000 clients against limit 30 and k 15, at a fifth of the request rate. The pause
 // (6 s from 4 s) is past the simulated tipping point of fixed retries (about 4 s at the seed's
 // scale, docs/models/outage-recovery.md) and far below exponential's (about 40 s).
-#include "outage_experiment.hpp"
+#include "experiments/outage_experiment.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // `backoff serve`'s three layers: the service-time formula and the pure handler directly, then the
 // whole server in-process on a free loopback port, spoken to over real sockets (keep-alive,
 // malformed requests, --max-busy, pause and resume, --cancel-on-disconnect, shutdown).
-#include "server/server.hpp"
+#include "net/server/server.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,9 +18,9 @@
 #include <string>
 #include <thread>
 
-#include "server/handler.hpp"
-#include "server/metrics.hpp"
-#include "server/service_model.hpp"
+#include "net/server/handler.hpp"
+#include "net/server/metrics.hpp"
+#include "net/server/service_model.hpp"
 
 namespace {
 

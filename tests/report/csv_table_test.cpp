@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "report/csv.hpp"
 #include "report/text_table.hpp"
@@ -46,6 +48,28 @@ TEST(TextTable, ControlCharactersCannotReachTheTerminal) {
   EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
   EXPECT_EQ(out.find('\x07'), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;  // still three rows
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Csv, TheReaderReadsBackWhatTheWriterWrote) {
+  const std::vector<std::string> names = {"plain", "a,b", "say \"hi\"", "two\nlines", ""};
+  std::string text;
+  for (const auto& n : names) {
+    backoff::report::csv_append(text, n);
+    text += ",1\n";
+  }
+  std::istringstream in(text);
+  std::vector<std::string> fields;
+  for (const auto& n : names) {
+    ASSERT_TRUE(backoff::report::csv_read_record(in, fields));
+    ASSERT_EQ(fields.size(), 2u) << n;
+    EXPECT_EQ(fields[0], n);
+    EXPECT_EQ(fields[1], "1");
+  }
+  EXPECT_FALSE(backoff::report::csv_read_record(in, fields));
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // must finish every request at the instant the plain per-tick rule of server.go does. The
 // reference below wakes every request at every tick and reads N there, exactly as the Go handler
 // loops; both are driven by the same random arrivals, with and without a pause.
-#include "models/concurrency_server.hpp"
+#include "sim/models/concurrency_server.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The engine's contract: time order, ties broken by insertion order (across the heap and lanes
 // alike), run_until's bound, and no scheduling into the past.
-#include "engine/engine.hpp"
+#include "sim/engine/engine.hpp"
 
 #include <gtest/gtest.h>
 

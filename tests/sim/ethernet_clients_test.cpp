@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "models/model.hpp"
-#include "models/strategy.hpp"
-#include "run/runner.hpp"
-#include "scenario/scenario.hpp"
+#include "sim/models/model.hpp"
+#include "sim/models/strategy.hpp"
+#include "sim/run/runner.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 

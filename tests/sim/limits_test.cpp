@@ -13,13 +13,13 @@
 #include <thread>
 
 #include "builtin_scenario.hpp"
-#include "engine/engine.hpp"
-#include "engine/guard.hpp"
 #include "report/summary.hpp"
-#include "run/memory.hpp"
-#include "run/runner.hpp"
-#include "scenario/scenario.hpp"
 #include "scratch.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/engine/guard.hpp"
+#include "sim/run/memory.hpp"
+#include "sim/run/runner.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "report/summary.hpp"
-#include "run/runner.hpp"
-#include "scenario/scenario.hpp"
 #include "scratch.hpp"
+#include "sim/run/runner.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 
@@ -148,6 +148,27 @@ TEST(Plots, DrawsEveryChartOfAPlainRunAndAReportThatNeedsNothingElse) {
   EXPECT_NE(html.find("server.max_busy=20"), std::string::npos);
   // The legend names strategies exactly as the summary does.
   EXPECT_NE(slurp(run.dir.path / "rate.svg").find("aimd-reno-0.5"), std::string::npos);
+}
+
+TEST(Plots, PerOperationChartsReadNamesThatCsvHadToQuote) {
+  // clients.csv quotes a name with a comma or a quote (RFC 4180); the per-operation charts read
+  // it back through the same CSV rules, so the strategy still has its curve.
+  std::string toml = burst;
+  for (const char* plain : {"name = \"exponential-full\"", "name = \"aimd-reno-0.5\""}) {
+    const auto at = toml.find(plain);
+    ASSERT_NE(at, std::string::npos) << plain;
+    toml.replace(at, std::string(plain).size(),
+                 std::string(plain) == "name = \"exponential-full\""
+                     ? "name = \"full, \\\"quoted\\\"\""
+                     : "name = \"second,one\"");
+  }
+  run_in_dir run(toml);
+  ASSERT_EQ(run.result.strategies.size(), 2u);
+  const auto charts = report::write_plots(run.result, run.dir.path);
+  ASSERT_TRUE(contains(charts, "clients-latency"));
+  const std::string svg = slurp(run.dir.path / "clients-latency.svg");
+  EXPECT_NE(svg.find("full, \"quoted\""), std::string::npos);
+  EXPECT_NE(svg.find("second,one"), std::string::npos);
 }
 
 TEST(Plots, AnOutageRunGetsGoodputConcurrencyAndEachPolicysDelays) {

@@ -2,7 +2,7 @@
 // queue must agree with queueing theory (M/M/1: Wq = rho / (mu - lambda); M/M/c: Erlang C)
 // within the run's own 95 % confidence interval (batch means), at several loads, with fixed
 // seeds.
-#include "models/queueing.hpp"
+#include "sim/models/queueing.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "run/runner.hpp"
-#include "scenario/scenario.hpp"
 #include "builtin_scenario.hpp"
+#include "sim/run/runner.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 

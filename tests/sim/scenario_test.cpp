@@ -1,13 +1,13 @@
 // Scenario files as users write them: every mistake is one line `file:line:col: message` (or
 // `--set key: message`), found before anything runs.
-#include "scenario/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "run/runner.hpp"
+#include "sim/run/runner.hpp"
 
 namespace {
 

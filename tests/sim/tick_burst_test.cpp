@@ -12,8 +12,8 @@
 
 #include "builtin_scenario.hpp"
 #include "report/summary.hpp"
-#include "run/runner.hpp"
-#include "scenario/scenario.hpp"
+#include "sim/run/runner.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 

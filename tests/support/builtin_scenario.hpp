@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "run/runner.hpp"
-#include "scenario/scenario.hpp"
+#include "sim/run/runner.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace backoff::test {
 

@@ -1,6 +1,6 @@
 // The retry tool's loop on a manual clock: attempts "take" the time the test says, sleeps are
 // recorded, so the deadline, `every` and the stopping rules are checked exactly and instantly.
-#include "attempt_loop.hpp"
+#include "tool/attempt_loop.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // One attempt with real processes (sh -c): statuses, start failures, the process group stopped on
 // timeout, cancellation and failure, and the disk spools. Commands sleep a fraction of a second at
 // most; time bounds are generous upper bounds for a loaded machine.
-#include "process.hpp"
+#include "tool/process.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "scratch.hpp"
-#include "spool.hpp"
+#include "tool/spool.hpp"
 
 namespace {
 

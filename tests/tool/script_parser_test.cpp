@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backoff/error.hpp"
-#include "script/parser.hpp"
+#include "tool/script/parser.hpp"
 
 namespace {
 

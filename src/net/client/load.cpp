@@ -1,4 +1,4 @@
-#include "client/load.hpp"
+#include "load.hpp"
 
 #include <fmt/format.h>
 

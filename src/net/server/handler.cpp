@@ -1,4 +1,4 @@
-#include "server/handler.hpp"
+#include "handler.hpp"
 
 #include "backoff/error.hpp"
 

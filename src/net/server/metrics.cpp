@@ -1,4 +1,4 @@
-#include "server/metrics.hpp"
+#include "metrics.hpp"
 
 #include <fmt/format.h>
 

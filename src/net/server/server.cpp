@@ -1,4 +1,4 @@
-#include "server/server.hpp"
+#include "server.hpp"
 
 #include <fmt/format.h>
 #include <sys/socket.h>
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "backoff/spec.hpp"
-#include "server/handler.hpp"
+#include "handler.hpp"
 
 namespace backoff::net {
 namespace {

@@ -27,8 +27,8 @@
 #include <string>
 
 #include "backoff/duration.hpp"
-#include "server/metrics.hpp"
-#include "server/service_model.hpp"
+#include "metrics.hpp"
+#include "service_model.hpp"
 
 namespace backoff::net {
 

@@ -35,7 +35,7 @@
 #include <deque>
 #include <vector>
 
-#include "engine/engine.hpp"
+#include "sim/engine/engine.hpp"
 
 namespace backoff::sim {
 

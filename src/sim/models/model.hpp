@@ -19,9 +19,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/engine.hpp"
 #include "report/recorder.hpp"
-#include "scenario/scenario.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "strategy.hpp"
 
 namespace backoff::sim {

@@ -15,7 +15,7 @@
 #include "backoff/retry_budget.hpp"
 #include "backoff/spec.hpp"
 #include "backoff/throttle.hpp"
-#include "scenario/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace backoff::sim {
 

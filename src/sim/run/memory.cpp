@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "backoff/duration.hpp"
-#include "engine/guard.hpp"
 #include "report/recorder.hpp"
+#include "sim/engine/guard.hpp"
 
 namespace backoff::sim {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "scenario/scenario.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace backoff::sim {
 

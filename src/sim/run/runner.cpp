@@ -18,9 +18,9 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
-#include "models/model.hpp"
 #include "report/output_files.hpp"
 #include "report/summary.hpp"
+#include "sim/models/model.hpp"
 
 namespace backoff::sim {
 namespace {

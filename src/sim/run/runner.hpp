@@ -28,11 +28,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/guard.hpp"
 #include "memory.hpp"
 #include "report/recorder.hpp"
 #include "report/result.hpp"
-#include "scenario/scenario.hpp"
+#include "sim/engine/guard.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace backoff::sim {
 

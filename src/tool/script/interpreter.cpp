@@ -14,9 +14,9 @@
 #include <optional>
 #include <thread>
 
-#include "attempt_loop.hpp"
 #include "backoff/error.hpp"
-#include "process.hpp"
+#include "tool/attempt_loop.hpp"
+#include "tool/process.hpp"
 
 namespace backoff::tool::script {
 namespace {

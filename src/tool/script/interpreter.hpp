@@ -25,7 +25,7 @@
 #include "ast.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
-#include "cancel_scope.hpp"
+#include "tool/cancel_scope.hpp"
 
 namespace backoff::tool::script {
 

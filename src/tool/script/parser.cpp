@@ -1,7 +1,7 @@
 // The ftsh lexer and parser. Both work one logical line at a time, so the first error reported is
 // the first one in the file, and open blocks live on an explicit stack instead of the call stack,
 // so hostile input (this parser is fuzzed) cannot exhaust it.
-#include "script/parser.hpp"
+#include "parser.hpp"
 
 #include <algorithm>
 #include <cctype>

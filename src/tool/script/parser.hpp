@@ -9,8 +9,8 @@
 #include <optional>
 #include <string_view>
 
+#include "ast.hpp"
 #include "backoff/duration.hpp"
-#include "script/ast.hpp"
 
 namespace backoff::tool::script {
 
