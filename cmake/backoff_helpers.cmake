@@ -9,6 +9,10 @@ include(GoogleTest)
 # Tests whose suite name ends in "WallClock" (TEST(OutageExperimentWallClock, ...)) need many
 # seconds of real time whatever the build: they get the CTest label `walltime`, which the sanitizer
 # test presets exclude, so they run once, in the plain build (docs/PERFORMANCE.md, "CI and build").
+# Suites ending in "FullSize" (TEST(BuiltinSuiteFullSize, ...)) check numbers of full-size runs:
+# seconds in the plain build, minutes under a sanitizer, which adds nothing to a number check (the
+# same code runs under the sanitizers at test sizes). They get the label `fullsize`, excluded the
+# same way.
 function(backoff_add_test)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME" "SOURCES;LIBS")
   if(arg_UNPARSED_ARGUMENTS)
@@ -25,9 +29,11 @@ function(backoff_add_test)
   backoff_precompile(${arg_NAME} <gtest/gtest.h> <chrono> <filesystem> <string> <vector>)
   set_target_properties(${arg_NAME} PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests-bin")
-  gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "-*WallClock.*")
+  gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "-*WallClock.*:*FullSize.*")
   gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "*WallClock.*"
     PROPERTIES LABELS walltime)
+  gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "*FullSize.*"
+    PROPERTIES LABELS fullsize)
 endfunction()
 
 # backoff_add_bench(NAME <name> SOURCES <files...> [LIBS <libs...>])
