@@ -3,7 +3,6 @@
 // (SPEC 6.2), or for a sweep summary.json and sweep.csv; with --plot, charts and report.html.
 // A scenario estimated over --memory-limit is refused before anything runs; Ctrl-C stops the
 // run and writes what it did, marked partial (docs/SIMULATOR.md, "Limits").
-#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -28,17 +27,14 @@ namespace {
 
 // With several scenarios, each one's outputs go to --out/NAME: the name must be one path
 // component (no '/', no "." or "..", no control character) so that nothing is written outside
-// --out, and no two scenarios may share one, so that none overwrites another. (scenario_error
-// shows control characters escaped.)
+// --out (report::is_file_name, the rule output_folder holds every name to, checked here before
+// anything runs), and no two scenarios may share one. (scenario_error shows control characters
+// escaped.)
 void check_folder_names(const std::vector<sim::scenario>& loaded) {
   std::map<std::string, std::string> seen;  // name -> the file that gave it
   for (const auto& sc : loaded) {
     const std::string& name = sc.name();
-    const bool control = std::any_of(name.begin(), name.end(), [](char c) {
-      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
-    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
-        control) {
+    if (!report::is_file_name(name)) {
       throw sim::scenario_error(
           sc.source().path + ": scenario '" + name +
           "' cannot name its output folder under --out: a name there must be one path "

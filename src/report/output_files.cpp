@@ -20,12 +20,7 @@
 namespace backoff::report {
 namespace fs = std::filesystem;
 
-namespace {
-
-constexpr const char* manifest_name = ".backoff-manifest";
-
-// One name inside a folder: never empty, ".", "..", nor holding '/' or a control character.
-bool is_component(std::string_view name) {
+bool is_file_name(std::string_view name) {
   if (name.empty() || name == "." || name == "..") return false;
   for (const char c : name) {
     const auto u = static_cast<unsigned char>(c);
@@ -33,6 +28,10 @@ bool is_component(std::string_view name) {
   }
   return true;
 }
+
+namespace {
+
+constexpr const char* manifest_name = ".backoff-manifest";
 
 std::string shown(const fs::path& p) {
   return escape_controls(p.string());
@@ -147,9 +146,7 @@ std::ostream& atomic_file::stream() {
 void atomic_file::commit() {
   impl& f = *impl_;
   f.stream.flush();
-  const bool drained = f.buffer.drain();
-  const int error = f.buffer.error() != 0 ? f.buffer.error() : (drained ? 0 : EIO);
-  if (error != 0) throw_write_error(path_, error);
+  if (!f.buffer.drain()) throw_write_error(path_, f.buffer.error());
   if (::close(f.fd) != 0) {
     f.fd = -1;
     throw_write_error(path_, errno);
@@ -184,7 +181,7 @@ std::vector<std::string> read_manifest(const fs::path& dir) {
   for (std::string line; std::getline(in, line);) {
     const bool folder = !line.empty() && line.back() == '/';
     const std::string name = folder ? line.substr(0, line.size() - 1) : line;
-    if (is_component(name) && name != manifest_name) names.push_back(line);
+    if (is_file_name(name) && name != manifest_name) names.push_back(line);
   }
   return names;
 }
@@ -199,15 +196,16 @@ void remove_regular(const fs::path& path) {
   }
 }
 
-// Removes what an earlier run wrote into `dir` that is not in `keep`.
-void remove_stale(const fs::path& dir, const std::set<std::string>& keep) {
-  for (const std::string& entry : read_manifest(dir)) {
+// Removes what an earlier run wrote into `dir` (`earlier`, its manifest) that is not in `keep`.
+void remove_stale(const fs::path& dir, const std::vector<std::string>& earlier,
+                  const std::set<std::string>& keep) {
+  for (const std::string& entry : earlier) {
     if (keep.count(entry) != 0) continue;
     if (entry.back() == '/') {
       const fs::path sub = dir / entry.substr(0, entry.size() - 1);
       struct stat st {};
       if (::lstat(sub.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-      remove_stale(sub, {});
+      remove_stale(sub, read_manifest(sub), {});
       remove_regular(sub / manifest_name);
       ::rmdir(sub.c_str());  // only when empty: files the tool did not write stay
     } else {
@@ -225,17 +223,18 @@ output_folder::output_folder(fs::path dir, manifest m) : dir_(std::move(dir)), m
   fs::create_directories(dir_, ec);
   if (ec) throw write_error(shown(dir_) + ": cannot create the folder: " + ec.message());
   if (!fs::is_directory(dir_)) throw write_error(shown(dir_) + ": is not a folder");
+  if (manifest_ != manifest::none) earlier_ = read_manifest(dir_);
 }
 
 void output_folder::begin(const std::string& name) {
-  if (!is_component(name)) {
+  if (!is_file_name(name)) {
     throw write_error(shown(dir_ / name) + ": not a file name inside " + shown(dir_));
   }
   refuse_symlink(dir_ / name);
   if (begun_ || manifest_ != manifest::replace) return;
   begun_ = true;
   // summary.json marks a finished run: an earlier run's must not stand beside this run's files.
-  for (const std::string& entry : read_manifest(dir_)) {
+  for (const std::string& entry : earlier_) {
     if (entry == "summary.json") remove_regular(dir_ / entry);
   }
 }
@@ -271,9 +270,9 @@ void output_folder::finish() {
   if (manifest_ == manifest::none) return;
   std::set<std::string> listed = written_;
   if (manifest_ == manifest::add) {
-    for (std::string& name : read_manifest(dir_)) listed.insert(std::move(name));
+    listed.insert(earlier_.begin(), earlier_.end());
   } else {
-    remove_stale(dir_, written_);
+    remove_stale(dir_, earlier_, written_);
   }
   std::string text;
   for (const std::string& name : listed) text += name + "\n";

@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace backoff::report {
 
@@ -36,6 +37,10 @@ class write_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// One name inside a folder: not empty, "." or "..", without '/' or a control character. The only
+// names output_folder writes, and the rule for a scenario's sub-folder under --out.
+bool is_file_name(std::string_view name);
 
 // "PATH: REASON" for errno `error`.
 [[noreturn]] void throw_write_error(const std::filesystem::path& path, int error);
@@ -99,6 +104,7 @@ class output_folder {
   std::filesystem::path dir_;
   manifest manifest_;
   bool begun_ = false;
+  std::vector<std::string> earlier_;  // the manifest of the run before, read once
   std::set<std::string> written_;
 };
 

@@ -293,52 +293,50 @@ void rate_chart(const plain_run& run, std::vector<chart>& out) {
   const std::string& per = run.per;
   const std::string& time_label = run.time_label;
   const std::vector<std::string>& names = run.names;
-  {
-    chart c = make_chart("rate", "Request rate over time: attempts sent " + per);
-    std::vector<double> values;
-    for (const auto& s : r.strategies) {
-      const double width = static_cast<double>(s.bucket_width) * s.seconds_per_unit;
-      for (std::size_t i = 0; i < s.buckets.size(); ++i) {
-        const double rate = width > 0 ? static_cast<double>(s.buckets[i].attempts) / width : 0;
-        values.push_back(rate);
-        c.data += num(static_cast<double>(i) * width) + ' ' + num(rate) + '\n';
-      }
-      c.data += "\n\n";
+  chart c = make_chart("rate", "Request rate over time: attempts sent " + per);
+  std::vector<double> values;
+  for (const auto& s : r.strategies) {
+    const double width = static_cast<double>(s.bucket_width) * s.seconds_per_unit;
+    for (std::size_t i = 0; i < s.buckets.size(); ++i) {
+      const double rate = width > 0 ? static_cast<double>(s.buckets[i].attempts) / width : 0;
+      values.push_back(rate);
+      c.data += num(static_cast<double>(i) * width) + ' ' + num(rate) + '\n';
     }
-    // One strategy that drags on (seed 003's no-jitter backoff: 16 minutes against 40 s) would
-    // squeeze the others into the first pixels; cut the axis near where most of them end, and
-    // say so in the title.
-    std::vector<double> ends;
-    for (const auto& s : r.strategies) {
-      const double width = static_cast<double>(s.bucket_width) * s.seconds_per_unit;
-      std::size_t last = 0;
-      for (std::size_t i = 0; i < s.buckets.size(); ++i) {
-        if (s.buckets[i].attempts > 0) last = i + 1;
-      }
-      ends.push_back(static_cast<double>(last) * width);
-    }
-    std::vector<double> sorted = ends;
-    std::sort(sorted.begin(), sorted.end());
-    const double median = sorted[sorted.size() / 2];
-    std::string title = r.scenario + ": request rate", range;
-    if (sorted.size() >= 3 && median > 0 && sorted.back() > 4 * median) {
-      double cut = 0;
-      for (double e : sorted) {
-        if (e <= 4 * median) cut = std::max(cut, e);
-      }
-      cut *= 1.2;
-      std::string longer;
-      for (std::size_t i = 0; i < ends.size(); ++i) {
-        if (ends[i] > cut) longer += (longer.empty() ? "" : ", ") + names[i];
-      }
-      title += fmt::format(", first {:.4g} {} (longer: {}, to {:.4g} {})", cut, unit, longer,
-                           sorted.back(), unit);
-      range = fmt::format("set xrange [0:{}]\n", num(cut));
-    }
-    c.body = title_cmd(title, time_label, "attempts " + per) + range +
-             plot_blocks(names, "using 1:2 with steps lw 1.5");
-    add_linear_and_log(out, std::move(c), values);
+    c.data += "\n\n";
   }
+  // One strategy that drags on (seed 003's no-jitter backoff: 16 minutes against 40 s) would
+  // squeeze the others into the first pixels; cut the axis near where most of them end, and
+  // say so in the title.
+  std::vector<double> ends;
+  for (const auto& s : r.strategies) {
+    const double width = static_cast<double>(s.bucket_width) * s.seconds_per_unit;
+    std::size_t last = 0;
+    for (std::size_t i = 0; i < s.buckets.size(); ++i) {
+      if (s.buckets[i].attempts > 0) last = i + 1;
+    }
+    ends.push_back(static_cast<double>(last) * width);
+  }
+  std::vector<double> sorted = ends;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  std::string title = r.scenario + ": request rate", range;
+  if (sorted.size() >= 3 && median > 0 && sorted.back() > 4 * median) {
+    double cut = 0;
+    for (double e : sorted) {
+      if (e <= 4 * median) cut = std::max(cut, e);
+    }
+    cut *= 1.2;
+    std::string longer;
+    for (std::size_t i = 0; i < ends.size(); ++i) {
+      if (ends[i] > cut) longer += (longer.empty() ? "" : ", ") + names[i];
+    }
+    title += fmt::format(", first {:.4g} {} (longer: {}, to {:.4g} {})", cut, unit, longer,
+                         sorted.back(), unit);
+    range = fmt::format("set xrange [0:{}]\n", num(cut));
+  }
+  c.body = title_cmd(title, time_label, "attempts " + per) + range +
+           plot_blocks(names, "using 1:2 with steps lw 1.5");
+  add_linear_and_log(out, std::move(c), values);
 }
 
 // Latency percentiles and totals per strategy.
@@ -476,39 +474,37 @@ void server_charts(const plain_run& run, std::vector<chart>& out) {
 void window_chart(const plain_run& run, std::vector<chart>& out) {
   const scenario_result& r = run.r;
   const std::string& time_label = run.time_label;
-  {
-    chart c = make_chart("window", "Client window (AIMD cwnd and ssthresh) over time");
-    std::vector<std::string> titles;
-    double max_cwnd = 0, max_ss = 0;
-    std::string plot = "plot ";
-    std::size_t block = 0;
-    for (const auto& s : r.strategies) {
-      if (!s.has_window) continue;
-      const double width = static_cast<double>(s.bucket_width) * s.seconds_per_unit;
-      for (std::size_t i = 0; i < s.buckets.size(); ++i) {
-        const auto& b = s.buckets[i];
-        c.data += fmt::format("{} {} {}\n", num(static_cast<double>(i) * width), num(b.cwnd),
-                              num(b.ssthresh));
-        max_cwnd = std::max(max_cwnd, b.cwnd);
-        if (std::isfinite(b.ssthresh)) max_ss = std::max(max_ss, b.ssthresh);
-      }
-      c.data += "\n\n";
-      plot += fmt::format(
-          "{}{} index {} using 1:2 with steps lw 2 lt {} title {}, '' index {} using 1:3 with "
-          "steps lw 1 dt 2 lt {} title {}",
-          block == 0 ? "" : ", \\\n  ", block == 0 ? "DATA" : "''", block, block + 1,
-          gq(s.name + " cwnd"), block, block + 1, gq(s.name + " ssthresh"));
-      ++block;
+  chart c = make_chart("window", "Client window (AIMD cwnd and ssthresh) over time");
+  std::vector<std::string> titles;
+  double max_cwnd = 0, max_ss = 0;
+  std::string plot = "plot ";
+  std::size_t block = 0;
+  for (const auto& s : r.strategies) {
+    if (!s.has_window) continue;
+    const double width = static_cast<double>(s.bucket_width) * s.seconds_per_unit;
+    for (std::size_t i = 0; i < s.buckets.size(); ++i) {
+      const auto& b = s.buckets[i];
+      c.data += fmt::format("{} {} {}\n", num(static_cast<double>(i) * width), num(b.cwnd),
+                            num(b.ssthresh));
+      max_cwnd = std::max(max_cwnd, b.cwnd);
+      if (std::isfinite(b.ssthresh)) max_ss = std::max(max_ss, b.ssthresh);
     }
-    if (block > 0 && max_cwnd > 0) {
-      // The initial ssthresh is often far above any window reached; it would flatten the cwnd.
-      const std::string range = max_ss > 3 * max_cwnd
-                                    ? fmt::format("set yrange [0:{}]\n", num(max_cwnd * 1.5))
-                                    : std::string("set yrange [0:*]\n");
-      c.body = title_cmd(r.scenario + ": client window", time_label, "requests in flight") + range +
-               plot + "\n";
-      out.push_back(std::move(c));
-    }
+    c.data += "\n\n";
+    plot += fmt::format(
+        "{}{} index {} using 1:2 with steps lw 2 lt {} title {}, '' index {} using 1:3 with "
+        "steps lw 1 dt 2 lt {} title {}",
+        block == 0 ? "" : ", \\\n  ", block == 0 ? "DATA" : "''", block, block + 1,
+        gq(s.name + " cwnd"), block, block + 1, gq(s.name + " ssthresh"));
+    ++block;
+  }
+  if (block > 0 && max_cwnd > 0) {
+    // The initial ssthresh is often far above any window reached; it would flatten the cwnd.
+    const std::string range = max_ss > 3 * max_cwnd
+                                  ? fmt::format("set yrange [0:{}]\n", num(max_cwnd * 1.5))
+                                  : std::string("set yrange [0:*]\n");
+    c.body = title_cmd(r.scenario + ": client window", time_label, "requests in flight") + range +
+             plot + "\n";
+    out.push_back(std::move(c));
   }
 }
 
