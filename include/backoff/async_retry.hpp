@@ -87,34 +87,29 @@ auto async_retry(Op op, retry_policy policy, Classify classify = {}, async_retry
   co_await boost::asio::this_coro::throw_if_cancelled(false);
   retry_result<R> result;
   random_ref rng = env.random;
-  const bool timed = policy.max_elapsed.count() > 0 || gates.budget || gates.throttle;
-  retry_controller control(policy, timed ? env.now() : duration{0}, gates);
+  const auto now = [&] { return env.now(); };
+  retry_controller control(policy, retry_controller::start_time(policy, gates, now), gates);
   if (env.continue_from.count() > 0) control.continue_from(env.continue_from);
-  const auto now = [&] { return timed ? env.now() : duration{0}; };
   for (;;) {
     if (env.stop.stop_requested() || co_await detail::coroutine_cancelled()) {
       result.why = outcome::cancelled;
       break;
     }
-    retry_controller::decision d;
-    const bool deferred = env.busy && env.busy();
+    const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
+    if (s.what == retry_controller::attempt_start::stop) {
+      result.why = s.stop;
+      break;
+    }
     verdict v = verdict::retryable();
-    if (deferred) {
-      control.attempt_deferred();
+    if (s.what == retry_controller::attempt_start::defer) {
       ++result.deferred;
-      d = control.after_deferred(now(), rng);
     } else {
-      const auto g = control.before_attempt(control.has_gates() ? now() : duration{0}, rng);
-      if (!g.send) {
-        result.why = g.stop;
-        break;
-      }
-      if (g.wait.count() > 0) {
-        if (!co_await env.sleep(g.wait, env.stop)) {
+      if (s.wait.count() > 0) {
+        if (!co_await env.sleep(s.wait, env.stop)) {
           result.why = outcome::cancelled;
           break;
         }
-        result.slept += g.wait;
+        result.slept += s.wait;
       }
       if constexpr (detail::takes_attempt_v<Op>) {
         result.last.emplace(co_await op(control.attempts()));
@@ -122,16 +117,13 @@ auto async_retry(Op op, retry_policy policy, Classify classify = {}, async_retry
         result.last.emplace(co_await op());
       }
       v = classify(*result.last);
-      if (v.kind == verdict_kind::success && !control.has_gates()) {
-        result.why = outcome::succeeded;  // the common case: no clock read, nothing to report
-        break;
-      }
-      d = control.after(v, now(), rng);
     }
+    const auto d = control.end_attempt(s, v, now, rng);
     if (!d.retry) {
       result.why = d.stop;
       break;
     }
+    const bool deferred = s.what == retry_controller::attempt_start::defer;
     on_retry(retry_event<R>{control.attempts(), d.delay, v, deferred ? nullptr : &*result.last});
     if (!co_await env.sleep(d.delay, env.stop)) {
       result.why = outcome::cancelled;

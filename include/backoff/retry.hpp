@@ -74,22 +74,29 @@ struct retry_gates {
   backoff::throttle* throttle = nullptr;  // may refuse an attempt (outcome::throttled) or pace it
 };
 
-// The decisions of one retried operation. Call sequence:
+// The decisions of one retried operation: the one retry step that the sync loop, the coroutine
+// loop, the retry tool and the simulator carry out. Call sequence:
 //
 //   retry_controller c{policy, now(), gates};
 //   for (;;) {
-//     auto g = c.before_attempt(now(), rng);    // counts the attempt; asks the throttle
-//     if (!g.send) return g.stop;               // refused locally
-//     wait(g.wait);                             // pacing (adaptive rate); usually 0
-//     verdict v = classify(attempt());
-//     auto d = c.after(v, now(), rng);          // reports to budget and throttle
-//     if (!d.retry) return d.stop;              // succeeded, permanent, exhausted, budget
-//     wait(d.delay);                            // sleep, timer, or virtual-time event
+//     auto s = c.begin_attempt(busy(), now, rng); // counts the attempt; carrier sense; gates
+//     if (s.what == attempt_start::stop) return s.stop;      // refused locally, or too late
+//     wait(s.wait);                                          // pacing (adaptive rate); usually 0
+//     verdict v = s.what == attempt_start::send ? classify(attempt()) : verdict::retryable();
+//     auto d = c.end_attempt(s, v, now, rng);     // reports to budget and throttle
+//     if (!d.retry) return d.stop;                // succeeded, permanent, exhausted, budget
+//     wait(d.delay);                              // sleep, timer, or virtual-time event
 //   }
 //
-// `now` is any monotonic time as a duration since that clock's epoch; only differences matter.
-// needs_clock() says whether `now` matters at all (only deadlines and gates need it), and
-// before_attempt() reads it only when there are gates: the loops pass 0 otherwise.
+// `now` is a callable returning any monotonic time as a duration since that clock's epoch; only
+// differences matter. The controller reads it only when something needs the time (a deadline or
+// a gate), so a loop without either never reads a clock. The lower-level before_attempt()/after()
+// take the time as a value, for drivers that always know it (the simulator's virtual time).
+//
+// The deadline rule (retry.hpp's header): no attempt starts after the deadline; a wait that would
+// pass it is clamped to end at it and one last attempt is made there (at_deadline() says so), even
+// if the wait overran it a little; a wait that was not clamped and overran it (a suspended
+// machine, a late wake-up) starts no further attempt.
 class retry_controller {
  public:
   struct decision {
@@ -102,6 +109,16 @@ class retry_controller {
     duration wait{0};                   // when send: wait this long first
     outcome stop = outcome::succeeded;  // when not send: why it ends
   };
+  enum class attempt_start : std::uint8_t {
+    send,   // make the attempt (after `wait`)
+    defer,  // carrier sense said busy: counted as a retryable failure, nothing sent
+    stop,   // make no attempt: `stop` says why
+  };
+  struct attempt_plan {
+    attempt_start what = attempt_start::send;
+    duration wait{0};                   // when send: pacing before the attempt
+    outcome stop = outcome::succeeded;  // when stop: why the loop ends
+  };
 
   retry_controller(const retry_policy& policy, duration start, retry_gates gates = {}) noexcept
       : policy_(&policy), backoff_(policy.backoff.start()), start_(start), gates_(gates) {}
@@ -109,8 +126,12 @@ class retry_controller {
   std::uint32_t attempts() const noexcept { return attempts_; }
   bool has_deadline() const noexcept { return policy_->max_elapsed.count() > 0; }
   bool has_gates() const noexcept { return gates_.budget != nullptr || gates_.throttle != nullptr; }
-  bool needs_clock() const noexcept {
-    return has_deadline() || gates_.budget != nullptr || gates_.throttle != nullptr;
+  bool needs_clock() const noexcept { return has_deadline() || has_gates(); }
+  // The start to give the constructor: the time when it matters, 0 otherwise (no clock read).
+  template <class Now>
+  static duration start_time(const retry_policy& policy, retry_gates gates, Now&& now) {
+    const bool timed = policy.max_elapsed.count() > 0 || gates.budget || gates.throttle;
+    return timed ? now() : duration{0};
   }
   // Saturates: a max_elapsed of centuries means "no practical deadline", not an overflow.
   duration deadline() const noexcept {
@@ -120,6 +141,44 @@ class retry_controller {
   const backoff_state& backoff() const noexcept { return backoff_; }
   // See backoff_state::continue_from: the next backoff grows from `previous`.
   void continue_from(duration previous) noexcept { backoff_.continue_from(previous); }
+  // The last decision clamped its wait to end at the deadline: the next attempt is the last.
+  bool at_deadline() const noexcept { return at_deadline_; }
+
+  // The step before an attempt. `busy` is the carrier-sense answer (false without one).
+  template <class Now, bit_generator64 G>
+  attempt_plan begin_attempt(bool busy, Now&& now, G& g) {
+    const bool check_deadline = has_deadline() && attempts_ > 0 && !at_deadline_;
+    if (check_deadline || (has_gates() && !busy)) {
+      const duration t = now();
+      if (check_deadline && t > deadline())
+        return {attempt_start::stop, duration{0}, outcome::deadline_exceeded};
+      if (busy) {
+        attempt_deferred();
+        return {attempt_start::defer, duration{0}, outcome::succeeded};
+      }
+      const gate p = before_attempt(t, g);
+      if (!p.send) return {attempt_start::stop, duration{0}, p.stop};
+      return {attempt_start::send, p.wait, outcome::succeeded};
+    }
+    if (busy) {
+      attempt_deferred();
+      return {attempt_start::defer, duration{0}, outcome::succeeded};
+    }
+    before_attempt(duration{0}, g);  // no gates: only counts the attempt
+    return {};
+  }
+
+  // The step after an attempt: what to do next. `planned` replaces the backoff's delay when set
+  // (the retry tool's start-to-start `every`); the deadline and Retry-After rules still apply.
+  template <class Now, bit_generator64 G>
+  decision end_attempt(const attempt_plan& s, const verdict& v, Now&& now, G& g,
+                       std::optional<duration> planned = std::nullopt) {
+    if (s.what == attempt_start::defer) return decide(verdict::retryable(), clock(now), g, planned);
+    // The common case: a success with nothing to report reads no clock.
+    if (v.kind == verdict_kind::success && !has_gates())
+      return {false, duration{0}, outcome::succeeded};
+    return after(v, clock(now), g, planned);
+  }
 
   template <bit_generator64 G>
   gate before_attempt(duration now, G& g) {
@@ -137,7 +196,8 @@ class retry_controller {
   }
 
   template <bit_generator64 G>
-  decision after(const verdict& v, duration now, G& g) noexcept {
+  decision after(const verdict& v, duration now, G& g,
+                 std::optional<duration> planned = std::nullopt) noexcept {
     if (v.kind != verdict_kind::permanent) {
       const bool ok = v.kind == verdict_kind::success;
       if (gates_.budget != nullptr) gates_.budget->on_outcome(now, ok);
@@ -145,18 +205,24 @@ class retry_controller {
     } else if (gates_.throttle != nullptr) {
       gates_.throttle->on_response(now, false);  // the server took it: not an overload
     }
-    return decide(v, now, g);
+    return decide(v, now, g, planned);
   }
 
   // after() for an attempt that was never sent (carrier sense): no one to report to.
   template <bit_generator64 G>
   decision after_deferred(duration now, G& g) noexcept {
-    return decide(verdict::retryable(), now, g);
+    return decide(verdict::retryable(), now, g, std::nullopt);
   }
 
  private:
+  template <class Now>
+  duration clock(Now& now) const {
+    return needs_clock() ? now() : duration{0};
+  }
+
   template <bit_generator64 G>
-  decision decide(const verdict& v, duration now, G& g) noexcept {
+  decision decide(const verdict& v, duration now, G& g, std::optional<duration> planned) noexcept {
+    at_deadline_ = false;
     switch (v.kind) {
       case verdict_kind::success:
         return {false, duration{0}, outcome::succeeded};
@@ -170,15 +236,16 @@ class retry_controller {
     }
     if (has_deadline() && now >= deadline())
       return {false, duration{0}, outcome::deadline_exceeded};
-    duration delay = backoff_.next_delay(g);
+    duration delay = planned ? *planned : backoff_.next_delay(g);
     if (v.retry_after && *v.retry_after > delay) delay = *v.retry_after;
     if (has_deadline()) {
       const duration left = deadline() - now;
-      if (delay > left) {
+      if (delay >= left) {
         if (v.retry_after && *v.retry_after > left) {
           return {false, duration{0}, outcome::deadline_exceeded};
         }
         delay = left;
+        at_deadline_ = true;
       }
     }
     if (gates_.budget != nullptr && !gates_.budget->try_retry(now)) {
@@ -192,6 +259,7 @@ class retry_controller {
   duration start_;
   retry_gates gates_;
   std::uint32_t attempts_ = 0;
+  bool at_deadline_ = false;
 };
 
 namespace detail {
@@ -261,9 +329,8 @@ auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
 
   retry_result<R> result;
   random_ref rng = env.random;
-  const bool timed = policy.max_elapsed.count() > 0 || gates.budget || gates.throttle;
-  retry_controller control(policy, timed ? env.now() : duration{0}, gates);
-  const auto now = [&] { return timed ? env.now() : duration{0}; };
+  const auto now = [&] { return env.now(); };
+  retry_controller control(policy, retry_controller::start_time(policy, gates, now), gates);
   const auto wait = [&](duration d) {
     if (!env.sleep(d, env.stop)) return false;  // cancelled: the time was not all spent
     result.slept += d;
@@ -274,20 +341,16 @@ auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
       result.why = outcome::cancelled;
       break;
     }
-    retry_controller::decision d;
-    const bool deferred = env.busy && env.busy();
+    const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
+    if (s.what == retry_controller::attempt_start::stop) {
+      result.why = s.stop;
+      break;
+    }
     verdict v = verdict::retryable();
-    if (deferred) {
-      control.attempt_deferred();
+    if (s.what == retry_controller::attempt_start::defer) {
       ++result.deferred;
-      d = control.after_deferred(now(), rng);
     } else {
-      const auto g = control.before_attempt(control.has_gates() ? now() : duration{0}, rng);
-      if (!g.send) {
-        result.why = g.stop;
-        break;
-      }
-      if (g.wait.count() > 0 && !wait(g.wait)) {
+      if (s.wait.count() > 0 && !wait(s.wait)) {
         result.why = outcome::cancelled;
         break;
       }
@@ -297,16 +360,13 @@ auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
         result.last.emplace(op());
       }
       v = classify(*result.last);
-      if (v.kind == verdict_kind::success && !control.has_gates()) {
-        result.why = outcome::succeeded;  // the common case: no clock read, nothing to report
-        break;
-      }
-      d = control.after(v, now(), rng);
     }
+    const auto d = control.end_attempt(s, v, now, rng);
     if (!d.retry) {
       result.why = d.stop;
       break;
     }
+    const bool deferred = s.what == retry_controller::attempt_start::defer;
     on_retry(retry_event<R>{control.attempts(), d.delay, v, deferred ? nullptr : &*result.last});
     if (!wait(d.delay)) {
       result.why = outcome::cancelled;

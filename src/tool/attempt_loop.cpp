@@ -2,18 +2,32 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 namespace backoff::tool {
+
+namespace {
+
+std::optional<duration> tighter(std::optional<duration> a, std::optional<duration> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+}  // namespace
 
 loop_result run_attempt_loop(const loop_options& options, const cancel_scope& scope, random_ref rng,
                              const attempt_function& attempt, const classify_function& classify,
                              const observe_function& observe, const loop_env& env) {
   const duration start = env.now();
-  std::optional<duration> deadline = options.outer_deadline;
-  if (options.policy.max_elapsed.count() > 0) {
-    const duration own = saturating_add(start, options.policy.max_elapsed);
-    deadline = deadline ? std::min(*deadline, own) : own;
-  }
+  const std::optional<duration> own =
+      options.policy.max_elapsed.count() > 0
+          ? std::optional<duration>(saturating_add(start, options.policy.max_elapsed))
+          : std::nullopt;
+  const std::optional<duration> deadline = tighter(own, options.outer_deadline);
+  // When the enclosing run's deadline is the binding one, nothing can run at it: that run stops
+  // everything there.
+  const bool outer_binds = deadline && deadline == options.outer_deadline;
   loop_result result;
   if (deadline && *deadline <= start) {
     result.why = outcome::deadline_exceeded;
@@ -21,30 +35,31 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
     result.last.status = status_timed_out;
     return result;
   }
-  // The controller sees the combined deadline, so its clamping and ours agree.
+  // The controller sees the combined deadline and applies the library's rule to it.
   retry_policy policy = options.policy;
   policy.max_elapsed = deadline ? *deadline - start : duration{0};
   retry_controller control(policy, start);
+  const auto now = [&] { return env.now(); };
 
   for (;;) {
     if (scope.cancelled()) {
       result.why = outcome::cancelled;
       break;
     }
-    // A wait can overrun (the machine was suspended, the tool was stopped): check again, so
-    // that no attempt starts at or after the deadline.
-    if (result.attempts > 0 && deadline && env.now() >= *deadline) {
-      result.why = outcome::deadline_exceeded;
+    const auto step = control.begin_attempt(false, now, rng);
+    if (step.what == retry_controller::attempt_start::stop) {
+      result.why = step.stop;  // a wait overran the deadline
       break;
     }
-    control.before_attempt(duration{0}, rng);  // no gates: only counts the attempt
     attempt_record record;
     record.number = control.attempts();
     record.start_unix_s = unix_now_s();
     const duration attempt_start = env.now();
     attempt_info info;
     info.number = record.number;
-    info.deadline = deadline;
+    // The last attempt, made at the deadline, is not stopped there (it would get no time at
+    // all): only by an enclosing deadline and the caller's own per-attempt limit.
+    info.deadline = control.at_deadline() ? options.outer_deadline : deadline;
     record.result = attempt(info);
     result.last = record.result;
     result.attempts = record.number;
@@ -53,23 +68,19 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
       observe(record);
       break;
     }
-    const duration now = env.now();
-    const auto decision = control.after(classify(record.result), now, rng);
-    if (!decision.retry) {
-      result.why = decision.stop;
+    const duration ended = env.now();
+    std::optional<duration> planned;
+    if (options.every) planned = std::max(duration{0}, *options.every - (ended - attempt_start));
+    const auto decision = control.end_attempt(
+        step, classify(record.result), [&] { return ended; }, rng, planned);
+    if (!decision.retry || (control.at_deadline() && outer_binds)) {
+      result.why = decision.retry ? outcome::deadline_exceeded : decision.stop;
       observe(record);
       break;
     }
-    duration delay = decision.delay;
-    if (options.every) delay = std::max(duration{0}, *options.every - (now - attempt_start));
-    if (deadline && delay >= *deadline - now) {
-      result.why = outcome::deadline_exceeded;  // the next attempt could not start in time
-      observe(record);
-      break;
-    }
-    record.delay = delay;
+    record.delay = decision.delay;
     observe(record);
-    if (!env.sleep(delay, scope.token())) {
+    if (!env.sleep(decision.delay, scope.token())) {
       result.why = outcome::cancelled;
       break;
     }

@@ -9,10 +9,14 @@
 //       classify_status(until, while_),
 //       [&](const attempt_record& r) { log(r); });
 //
-// Deadline, done right (ftsh overshoots its `try for 1 hour` by up to a whole backoff): no attempt
-// starts at or after the deadline, the running attempt is stopped at it (attempt_info.deadline is
-// for the caller to enforce), and when the next wait would reach it the loop ends at once instead
-// of sleeping into it. `every` replaces the policy's waits by ftsh's start-to-start period.
+// Deadline, done right (ftsh overshoots its `try for 1 hour` by up to a whole backoff): the
+// library's rule (retry.hpp), carried out by the same retry_controller step. No attempt starts
+// after the deadline; a running attempt is stopped at it (attempt_info.deadline is for the caller
+// to enforce); a wait that would pass it is clamped to end at it and one last attempt is made
+// there, which the deadline does not stop (it would get no time at all): only an enclosing
+// deadline and the caller's per-attempt limit do. When the enclosing deadline is the binding one,
+// no last attempt is made (the enclosing run stops everything at it): the loop ends at once.
+// `every` replaces the policy's waits by ftsh's start-to-start period.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +41,7 @@ struct loop_options {
 
 struct attempt_info {
   std::uint32_t number = 1;          // from 1
-  std::optional<duration> deadline;  // steady time at which this attempt must be stopped
+  std::optional<duration> deadline;  // steady time at which this attempt must be stopped, if any
 };
 
 // What the loop tells its observer after each attempt.

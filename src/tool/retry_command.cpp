@@ -64,7 +64,7 @@ std::string stop_reason(outcome why) {
     case outcome::attempts_exhausted:
       return "giving up: no attempts left";
     case outcome::deadline_exceeded:
-      return "giving up: the deadline leaves no time for another attempt";
+      return "giving up: the deadline has come";
     case outcome::permanent:
       return "giving up: not retryable";
     case outcome::cancelled:

@@ -145,7 +145,7 @@ TEST(Script, TryForStopsTheRunningCommandAtTheDeadline) {
 
 TEST(Script, TheTighterOfNestedDeadlinesWins) {
   const script_run run = run_script("nested_deadline",
-                                    "try for 1 hour\n"
+                                    "try for 2 seconds\n"
                                     "  try for 300ms\n"
                                     "    sleep 30\n"
                                     "  end\n"
@@ -153,10 +153,12 @@ TEST(Script, TheTighterOfNestedDeadlinesWins) {
                                     "  echo inner expired\n"
                                     "end\n",
                                     {"--policy", "constant(initial=1h)"});
-  // The inner deadline stops the sleep; the outer try's next wait (1 h) would reach its own
-  // deadline, so it gives up at once instead of sleeping, and its catch runs.
+  // The inner deadline stops the sleep at 0.3 s; the outer try's next wait (1 h) would pass its
+  // own deadline, so it is cut to end there, at 2 s, and the block is tried once more: the inner
+  // deadline stops the sleep again, 0.3 s later; then the outer try gives up and its catch runs.
   EXPECT_EQ(run.result.status, 0) << run.result.err;
   EXPECT_EQ(run.result.out, "inner expired\n");
+  EXPECT_GE(run.seconds, 2.2);
   EXPECT_LT(run.seconds, 10.0);
 }
 
@@ -167,9 +169,10 @@ TEST(Script, EveryPacesAttemptsStartToStart) {
                                     "end\n");
   EXPECT_EQ(run.result.status, 1);
   const auto attempts = std::count(run.result.out.begin(), run.result.out.end(), '\n');
-  // Starts at 0, 0.2, ..., 0.8 s: five; a slow machine may fit fewer, never more.
+  // Starts at 0, 0.2, ..., 0.8 s, and a last one at the deadline, 1 s: six; a slow machine may
+  // fit fewer, never more.
   EXPECT_GE(attempts, 2);
-  EXPECT_LE(attempts, 5);
+  EXPECT_LE(attempts, 6);
 }
 
 TEST(Script, TheDeadlineReachesCommandsInTheEnvironment) {

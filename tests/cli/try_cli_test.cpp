@@ -636,17 +636,49 @@ TEST(Try, TheSameSeedGivesTheSameJitteredDelays) {
 
 // --- Deadlines ---------------------------------------------------------------------------------
 
-TEST(Try, ForStopsAtOnceWhenTheNextWaitWouldReachTheDeadline) {
+// The library's deadline rule: the wait that would pass the deadline is cut to end at it, and
+// one last attempt is made there. (Before, the tool stopped at once with the last status.)
+TEST(Try, ForCutsTheLastWaitToTheDeadlineAndTriesOnceMoreThere) {
   const try_scratch s;
   const auto r = run_timed({"try", "--for", "300ms", "--policy", "constant(initial=1s)", "--report",
                             (s / "r.json").string(), "--", "false"});
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_LT(r.elapsed_s, 0.9) << "slept into the deadline";
+  EXPECT_LT(r.elapsed_s, 0.9) << "slept past the deadline";
+  EXPECT_GE(r.elapsed_s, 0.3) << "did not wait until the deadline";
   const json report = read_report(s / "r.json");
   EXPECT_EQ(report["outcome"], "deadline_exceeded");
   EXPECT_EQ(report["status"], 1);
-  ASSERT_EQ(report["attempts"].size(), 1U);
-  EXPECT_TRUE(report["attempts"][0]["delay_s"].is_null());
+  ASSERT_EQ(report["attempts"].size(), 2U);
+  EXPECT_LE(report["attempts"][0]["delay_s"].get<double>(), 0.3);
+  EXPECT_TRUE(report["attempts"][1]["delay_s"].is_null());
+  const double gap =
+      report["attempts"][1]["start"].get<double>() - report["attempts"][0]["start"].get<double>();
+  EXPECT_GE(gap, 0.29);
+}
+
+// The last attempt, made at the deadline, is not stopped by it (it would get no time): it runs
+// under --timeout, and its own status is the tool's.
+TEST(Try, TheLastAttemptAtTheDeadlineRunsUnderItsTimeout) {
+  const try_scratch s;
+  const auto r = run_timed(cat({"try", "--for", "300ms", "--timeout", "5s", "--policy",
+                                "constant(initial=1s)", "--report", (s / "r.json").string(), "--"},
+                               s.sh("[ $BACKOFF_ATTEMPT = 2 ] && sleep 0.6; "
+                                    "echo ${BACKOFF_DEADLINE-none} >> log; exit 3")));
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_GE(r.elapsed_s, 0.85) << "the last attempt was stopped at the deadline";
+  const json report = read_report(s / "r.json");
+  ASSERT_EQ(report["attempts"].size(), 2U);
+  EXPECT_EQ(report["attempts"][1]["ended"], "exited");
+  const auto lines = lines_of(s.read("log"));
+  ASSERT_EQ(lines.size(), 2U);
+  EXPECT_NE(lines[0], "none") << "the first attempt knows the deadline";
+  EXPECT_EQ(lines[1], "none") << "the last attempt has no deadline of its own";
+
+  const auto hung = run_timed(
+      cat({"try", "--for", "300ms", "--timeout", "500ms", "--policy", "constant(initial=1s)", "--"},
+          s.sh("[ ${BACKOFF_ATTEMPT} = 2 ] && sleep 30; exit 1")));
+  EXPECT_EQ(hung.status, 124) << hung.err;
+  EXPECT_LT(hung.elapsed_s, 5);
 }
 
 TEST(Try, ForStopsTheRunningAttemptAtTheDeadline) {

@@ -268,6 +268,83 @@ TEST(RetryDeadline, RetryAfterEqualToTheTimeLeftIsHonoured) {
   EXPECT_EQ(rec.sleeps, (delays{10s}));
 }
 
+// A wait that was planned to end before the deadline but woke after it (a suspended machine)
+// starts no attempt; the clamped last wait may overrun a little and still gets its attempt.
+TEST(RetryDeadline, AWaitThatOverranTheDeadlineStartsNoAttempt) {
+  recording_env rec;
+  backoff::retry_env env = rec.env;
+  env.sleep = [&](duration d, std::stop_token stop) {
+    const bool ok = rec.env.sleep(d, stop);
+    rec.clock.advance(20s);  // the machine slept
+    return ok;
+  };
+  int calls = 0;
+  const auto result = backoff::retry(
+      [&] {
+        ++calls;
+        return false;
+      },
+      doubling(0, 10s), {}, env);
+  EXPECT_EQ(result.why, outcome::deadline_exceeded);
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(RetryDeadline, TheClampedLastWaitMayOverrunAndStillGetsItsAttempt) {
+  recording_env rec;
+  backoff::retry_env env = rec.env;
+  env.sleep = [&](duration d, std::stop_token stop) {
+    const bool ok = rec.env.sleep(d, stop);
+    rec.clock.advance(1ms);  // every wake-up is a little late
+    return ok;
+  };
+  std::vector<duration> starts;
+  const auto result = backoff::retry(
+      [&] {
+        starts.push_back(since(rec, 0s));
+        return false;
+      },
+      doubling(0, 5s), {}, env);
+  // 0, then 1 s waits: 1.001; 2 s: 3.002; then 4 s is clamped to 1.998 s: 5.001, the last.
+  EXPECT_EQ(starts, (delays{0s, 1001ms, 3002ms, 5001ms}));
+  EXPECT_EQ(result.why, outcome::deadline_exceeded);
+}
+
+TEST(RetryController, TheStepReadsNoClockWithoutADeadlineOrGates) {
+  const retry_policy policy = doubling(3);
+  backoff::retry_controller c(policy, 0s);
+  backoff::random_generator g{1};
+  int reads = 0;
+  const auto now = [&] {
+    ++reads;
+    return 5s;
+  };
+  const auto s = c.begin_attempt(false, now, g);
+  EXPECT_EQ(s.what, backoff::retry_controller::attempt_start::send);
+  EXPECT_EQ(c.end_attempt(s, verdict::retryable(), now, g).delay, 1s);
+  const auto deferred = c.begin_attempt(true, now, g);
+  EXPECT_EQ(deferred.what, backoff::retry_controller::attempt_start::defer);
+  EXPECT_EQ(c.end_attempt(deferred, verdict::success(), now, g).delay, 2s)
+      << "a deferred attempt is a retryable failure, whatever verdict is passed";
+  EXPECT_EQ(reads, 0);
+  EXPECT_EQ(c.attempts(), 2u);
+}
+
+TEST(RetryController, APlannedDelayReplacesTheBackoffButNotTheDeadline) {
+  const retry_policy policy = doubling(0, 10s);
+  backoff::retry_controller c(policy, 0s);
+  backoff::random_generator g{1};
+  duration t = 0s;
+  const auto now = [&] { return t; };
+  auto s = c.begin_attempt(false, now, g);
+  EXPECT_EQ(c.end_attempt(s, verdict::retryable(), now, g, 700ms).delay, 700ms);
+  EXPECT_FALSE(c.at_deadline());
+  t = 9s;
+  s = c.begin_attempt(false, now, g);
+  const auto d = c.end_attempt(s, verdict::retryable(), now, g, 5s);
+  EXPECT_EQ(d.delay, 1s);
+  EXPECT_TRUE(c.at_deadline());
+}
+
 TEST(RetryDeadline, MaxAttemptsStillAppliesWithADeadline) {
   recording_env rec;
   const auto result = backoff::retry([] { return false; }, doubling(3, 1h), {}, rec.env);

@@ -86,14 +86,74 @@ TEST(AttemptLoop, StopsAfterTheLastAttemptWithoutAFinalSleep) {
   EXPECT_EQ(f.sleeps.size(), 2u);  // minfrin/retry 1.0.5 sleeps once more after the last
 }
 
-TEST(AttemptLoop, NeverSleepsIntoTheDeadline) {
-  // 10 s budget, 1 s attempts, 4 s waits: attempts at 0 and 5; the next would start at 10.
+// The library's deadline rule (retry.hpp), as the sync and coroutine loops apply it.
+TEST(AttemptLoop, ClampsTheLastWaitToTheDeadlineAndMakesOneLastAttemptThere) {
+  // 10 s budget, 1 s attempts, 4 s waits: attempts at 0 and 5; the next wait would end at 10 s,
+  // the deadline, so it is the last: one more attempt at 10 s, not stopped by the deadline.
   fake_run f;
   const loop_result r = f.run(constant(4s, 0, 10s));
   EXPECT_EQ(r.why, outcome::deadline_exceeded);
-  EXPECT_EQ(r.attempts, 2u);
-  EXPECT_EQ(f.sleeps, (std::vector<duration>{4s}));
-  EXPECT_EQ(f.clock, 100s + 6s);  // ended right after the second attempt, not at the deadline
+  EXPECT_EQ(r.attempts, 3u);
+  EXPECT_EQ(f.sleeps, (std::vector<duration>{4s, 4s}));
+  EXPECT_EQ(f.starts, (std::vector<duration>{100s, 105s, 110s}));
+  ASSERT_EQ(f.infos.size(), 3u);
+  EXPECT_EQ(f.infos[1].deadline, std::optional<duration>(110s));
+  EXPECT_EQ(f.infos[2].deadline, std::nullopt);
+  EXPECT_EQ(f.clock, 100s + 11s);
+}
+
+TEST(AttemptLoop, ASleepThatWouldPassTheDeadlineIsCutToEndAtIt) {
+  // Waits of 3 s: attempts at 0, 4 (after 1 s + 3 s), then 8 s of 10: the 3 s wait is cut to 1 s.
+  fake_run f;
+  const loop_result r = f.run(constant(3s, 0, 10s));
+  EXPECT_EQ(f.sleeps, (std::vector<duration>{3s, 3s, 1s}));
+  EXPECT_EQ(f.starts.back(), 110s);
+  EXPECT_EQ(r.attempts, 4u);
+  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+}
+
+TEST(AttemptLoop, TheLastAttemptAtTheDeadlineCanSucceed) {
+  fake_run f;
+  f.statuses = {1, 1, 0};
+  const loop_result r = f.run(constant(4s, 0, 10s));
+  EXPECT_EQ(r.why, outcome::succeeded);
+  EXPECT_EQ(r.attempts, 3u);
+  EXPECT_EQ(r.last.status, 0);
+}
+
+TEST(AttemptLoop, AWaitThatOverranTheDeadlineStartsNoAttempt) {
+  // A wait planned to end before the deadline but woken after it (a suspended machine).
+  fake_run f;
+  loop_env env = f.env();
+  const auto planned_sleep = env.sleep;
+  env.sleep = [&](duration d, std::stop_token stop) {
+    const bool ok = planned_sleep(d, stop);
+    f.clock += 20s;
+    return ok;
+  };
+  const auto attempt = [&](const attempt_info& info) {
+    f.infos.push_back(info);
+    f.clock += f.runtime;
+    attempt_result a;
+    a.status = 1;
+    a.exit_code = 1;
+    return a;
+  };
+  const loop_result r = run_attempt_loop(
+      constant(2s, 0, 10s), f.scope, f.rng, attempt, classify_status(std::nullopt, std::nullopt),
+      [](const attempt_record&) {}, env);
+  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+  EXPECT_EQ(r.attempts, 1u);
+  EXPECT_EQ(r.last.status, 1);
+}
+
+TEST(AttemptLoop, RetryAfterBeyondTheDeadlineEndsAtOnce) {
+  fake_run f;
+  const loop_result r = f.run(
+      constant(1s, 0, 10s), [](const attempt_result&) { return backoff::verdict::retryable(30s); });
+  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+  EXPECT_EQ(r.attempts, 1u);
+  EXPECT_TRUE(f.sleeps.empty());
 }
 
 TEST(AttemptLoop, AWaitThatEndsJustBeforeTheDeadlineIsKept) {
@@ -120,6 +180,31 @@ TEST(AttemptLoop, TheTighterOfTheOuterAndOwnDeadlineWins) {
   EXPECT_EQ(r.why, outcome::deadline_exceeded);
   EXPECT_EQ(f.infos[0].deadline, std::optional<duration>(100s + 5s));
   EXPECT_LE(f.clock, 100s + 5s);
+}
+
+// The enclosing run stops everything at its deadline: a last attempt there would be stopped at
+// once, so when the outer deadline binds, the loop ends instead of waiting for it.
+TEST(AttemptLoop, NoLastAttemptAtAnEnclosingDeadline) {
+  fake_run f;
+  loop_options o = constant(3s, 0, 1h);
+  o.outer_deadline = f.clock + 6s;
+  const loop_result r = f.run(o);
+  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+  EXPECT_EQ(r.attempts, 2u);  // at 0 and 4; a 3 s wait from 5 would pass 6
+  EXPECT_EQ(f.sleeps, (std::vector<duration>{3s}));
+  EXPECT_EQ(f.clock, 100s + 5s);
+}
+
+// Own deadline first, an outer one later: the last attempt at the own deadline is bounded by
+// the outer one only.
+TEST(AttemptLoop, TheLastAttemptKeepsTheEnclosingDeadline) {
+  fake_run f;
+  loop_options o = constant(4s, 0, 10s);
+  o.outer_deadline = f.clock + 1h;
+  f.run(o);
+  ASSERT_EQ(f.infos.size(), 3u);
+  EXPECT_EQ(f.infos[1].deadline, std::optional<duration>(110s));
+  EXPECT_EQ(f.infos[2].deadline, std::optional<duration>(100s + 1h));
 }
 
 TEST(AttemptLoop, ADeadlineAlreadyPastRunsNothingAndTimesOut) {
