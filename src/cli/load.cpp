@@ -221,7 +221,7 @@ int run_load_command(const load_flags& f) {
     result.model = "network";
     result.seed = o.seed;
     result.strategies.push_back(run.summary);
-    result.policies.emplace_back(o.strategy, o.policy.to_string());
+    result.policies.emplace_back(o.strategy, o.policy);
     result.events = run.requests;
     result.wall_s = run.wall_s;
     if (!write_outputs(*f.out, result)) return exit_failure;

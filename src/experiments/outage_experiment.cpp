@@ -56,7 +56,7 @@ report::scenario_result run_outage_experiment(
     s.stop();
     s.wait();
     result.strategies.push_back(run.summary);
-    result.policies.emplace_back(name, lo.policy.to_string());
+    result.policies.emplace_back(name, lo.policy);
     result.events += run.requests;
   }
   result.wall_s =

@@ -24,7 +24,6 @@
 #include "backoff/error.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
-#include "backoff/spec.hpp"
 #include "csv.hpp"
 #include "summary.hpp"
 
@@ -548,8 +547,7 @@ void outage_charts(const plain_run& run, std::vector<chart>& out) {
     chart d = make_chart("delays", "Each strategy's backoff policy: delay before retry n");
     std::vector<std::string> titles;
     std::vector<double> values;
-    for (const auto& [name, text] : r.policies) {
-      const backoff_policy policy = parse_policy(text);
+    for (const auto& [name, policy] : r.policies) {
       int retry = 0;
       for_each_delay(policy, 1, 12, [&](duration delay) {
         const double wait = to_seconds(delay);

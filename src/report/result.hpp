@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "backoff/policy.hpp"
+
 namespace backoff::report {
 
 // A time in the producer's units: nanoseconds, or ticks in tick models (seconds_per_unit says).
@@ -100,8 +102,8 @@ struct scenario_result {
   std::string model;
   std::uint64_t seed = 0;
   std::vector<strategy_summary> strategies;  // a plain run
-  // Each strategy's backoff policy, canonical text (parse_policy reads it back), by name.
-  std::vector<std::pair<std::string, std::string>> policies;
+  // Each strategy's backoff policy, by name (the delay chart draws it).
+  std::vector<std::pair<std::string, backoff_policy>> policies;
   bool outage = false;  // the model has an outage: recovery_s is meaningful
   bool sweep = false;
   std::uint32_t replications = 1;

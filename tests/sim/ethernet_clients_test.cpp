@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "sim/models/model.hpp"
-#include "sim/models/strategy.hpp"
 #include "sim/run/runner.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/scenario/strategy.hpp"
 
 namespace {
 
@@ -51,8 +51,7 @@ std::map<std::string, strategy_run> run_point(std::vector<std::string> sets,
   if (factory == nullptr) throw std::runtime_error("model not registered");
   auto model = (*factory)(keys);
   keys.finish();
-  std::vector<sim::client_strategy> strategies;
-  for (const auto& spec : sc.strategies()) strategies.emplace_back(spec);
+  const std::vector<sim::client_strategy>& strategies = sc.strategies();
   model->check_all(strategies);
   std::map<std::string, strategy_run> out;
   for (const auto& strategy : strategies) {

@@ -61,8 +61,7 @@ class aws_occ final : public model_runner, public model {
   time_ns bucket() const override { return bucket_; }
 
   void check(const client_strategy& strategy) const override {
-    const auto live = strategy.instantiate();
-    if (strategy.has_window() || live.budget || live.throttle) {
+    if (strategy.has_window() || strategy.has_budget() || strategy.has_throttle()) {
       throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
                            ": aws-occ clients retry with a backoff policy only (no window, budget "
                            "or throttle)");

@@ -22,7 +22,7 @@
 #include "report/recorder.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/scenario/scenario.hpp"
-#include "strategy.hpp"
+#include "sim/scenario/strategy.hpp"
 
 namespace backoff::sim {
 

@@ -43,7 +43,7 @@ class one_client_burst final : public model_runner, public model {
   time_ns bucket() const override { return bucket_; }
 
   void check(const client_strategy& strategy) const override {
-    if (strategy.has_window() && strategy.policy().backoff != parse_policy("none")) {
+    if (strategy.has_window() && !strategy.retries_at_once()) {
       throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
                            ": a window resends from its queue; give it no policy (or \"none\")");
     }

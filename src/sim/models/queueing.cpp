@@ -269,9 +269,8 @@ class queueing_model final : public model_runner {
   time_ns bucket() const override { return bucket_; }
 
   void check(const client_strategy& strategy) const override {
-    const auto live = strategy.instantiate();
-    if (strategy.policy().backoff != parse_policy("none") || strategy.has_window() || live.budget ||
-        live.throttle) {
+    if (!strategy.retries_at_once() || strategy.has_window() || strategy.has_budget() ||
+        strategy.has_throttle()) {
       throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
                            ": the queueing models have no failures to retry; use policy "
                            "\"none\" without window, budget or throttle");

@@ -79,9 +79,7 @@ std::unique_ptr<model_runner> make_model(scenario& sc) {
   }
   std::unique_ptr<model_runner> model = (*factory)(sc.config());
   sc.config().finish();
-  std::vector<client_strategy> strategies;
-  for (const auto& spec : sc.strategies()) strategies.emplace_back(spec);
-  model->check_all(strategies);
+  model->check_all(sc.strategies());
   return model;
 }
 
@@ -247,8 +245,7 @@ void check_scenario(scenario& sc) {
 
 report::scenario_result run_scenario(scenario& sc, const run_options& options) {
   std::unique_ptr<model_runner> model = make_model(sc);
-  std::vector<client_strategy> strategies;
-  for (const auto& spec : sc.strategies()) strategies.emplace_back(spec);
+  const std::vector<client_strategy>& strategies = sc.strategies();
   // Made before the run when checked up front (so that the message shows what the process held
   // then), else only when the guard stops the run.
   std::optional<memory_estimate> estimate;
@@ -306,7 +303,7 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
   result.seed = sc.seed();
   result.outage = model->outage().has_value();
   for (const auto& s : strategies) {
-    result.policies.emplace_back(s.name(), s.policy().backoff.to_string());
+    result.policies.emplace_back(s.name(), s.policy().backoff);
   }
   const auto wall_start = std::chrono::steady_clock::now();
   const bool show = options.progress && ::isatty(STDERR_FILENO) == 1;

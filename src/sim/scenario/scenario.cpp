@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 #include "backoff/aimd_window.hpp"
 #include "backoff/error.hpp"
+#include "backoff/presets.hpp"
 #include "backoff/retry_budget.hpp"
 #include "backoff/spec.hpp"
 #include "backoff/throttle.hpp"
@@ -253,11 +255,12 @@ void config_reader::finish() const {
 }
 
 scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets) {
-  return load(source, sets, {});
+  return load(source, sets, {}, nullptr);
 }
 
 scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets,
-                        const std::vector<std::pair<std::string, std::string>>& extra) {
+                        const std::vector<std::pair<std::string, std::string>>& extra,
+                        const scenario* point_of) {
   auto root = std::make_shared<toml::table>();
   try {
     *root = toml::parse(source.text, source.path);
@@ -292,75 +295,97 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
       static_cast<std::uint64_t>(r.integer("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
 
   r.consume("strategy");
-  const toml::node* list = root->get("strategy");
+  if (point_of != nullptr) {
+    sc.strategies_ = point_of->strategies_;
+  } else {
+    sc.read_strategies(*root);
+  }
+  return sc;
+}
+
+namespace {
+
+// A strategy key's spec, parsed by the library's parser `parse`; none when the key is absent.
+template <class Parse>
+auto parsed_spec(const toml::table& t, std::string_view key, const std::string& path, Parse parse)
+    -> std::optional<decltype(parse(std::string_view()))> {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return std::nullopt;
+  const std::string at = position(n->source(), path) + ": strategy." + std::string(key) + ": ";
+  const auto text = n->value_exact<std::string>();
+  if (!text) throw scenario_error(at + "expected a string, found " + type_name(*n));
+  try {
+    return parse(*text);
+  } catch (const parse_error& e) {
+    throw scenario_error(at + e.what());
+  }
+}
+
+void refuse_unknown_strategy_keys(const toml::table& t, const std::string& path) {
+  static const std::set<std::string, std::less<>> known{"name",   "policy",   "window",
+                                                        "budget", "throttle", "max_attempts"};
+  for (const auto& [k, node] : t) {
+    (void)node;
+    if (!known.contains(k.str())) {
+      throw scenario_error(position(k.source(), path) + ": unknown strategy key '" +
+                           std::string(k.str()) +
+                           "' (known: name, policy, window, budget, throttle, max_attempts)");
+    }
+  }
+}
+
+// `names`: the names taken by the strategies before this one.
+client_strategy read_strategy(const toml::table& t, const std::string& path,
+                              std::set<std::string>& names) {
+  refuse_unknown_strategy_keys(t, path);
+  client_strategy::parts s;
+  s.where = position(t.source(), path);
+  if (const toml::node* n = t.get("name")) {
+    const auto v = n->value_exact<std::string>();
+    if (!v) {
+      throw scenario_error(position(n->source(), path) +
+                           ": strategy.name: expected a string, found " + type_name(*n));
+    }
+    s.name = *v;
+  }
+  if (s.name.empty()) throw scenario_error(s.where + ": strategy: missing name");
+  if (!names.insert(s.name).second) {
+    throw scenario_error(s.where + ": strategy: name '" + s.name + "' used twice");
+  }
+  s.policy.backoff = parsed_spec(t, "policy", path, [](std::string_view v) {
+                       return parse_policy(v);
+                     }).value_or(find_preset("none")->policy);
+  s.window = parsed_spec(t, "window", path, [](std::string_view v) { return parse_window(v); });
+  s.budget = parsed_spec(t, "budget", path, [](std::string_view v) { return parse_budget(v); });
+  s.throttle =
+      parsed_spec(t, "throttle", path, [](std::string_view v) { return parse_throttle(v); });
+  if (const toml::node* n = t.get("max_attempts")) {
+    const auto v = n->value_exact<std::int64_t>();
+    if (!v || *v < 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
+      throw scenario_error(position(n->source(), path) +
+                           ": strategy.max_attempts: expected an integer >= 0 (0 = unlimited)");
+    }
+    s.policy.max_attempts = to_u32(*v);
+  }
+  return client_strategy(std::move(s));
+}
+
+}  // namespace
+
+void scenario::read_strategies(const toml::table& root) {
+  const std::string& path = source_.path;
+  const toml::node* list = root.get("strategy");
   if (list == nullptr) {
-    throw scenario_error(source.path + ":1:1: no [[strategy]]: a scenario needs at least one");
+    throw scenario_error(path + ":1:1: no [[strategy]]: a scenario needs at least one");
   }
   if (!list->is_array_of_tables()) {
-    throw scenario_error(position(list->source(), source.path) +
+    throw scenario_error(position(list->source(), path) +
                          ": strategy: expected [[strategy]] tables");
   }
   std::set<std::string> names;
   for (const toml::node& item : *list->as_array()) {
-    const toml::table& t = *item.as_table();
-    const std::string at = position(t.source(), source.path);
-    strategy_spec s;
-    s.where = at;
-    const auto text = [&](std::string_view key, std::string_view fallback) -> std::string {
-      const toml::node* n = t.get(key);
-      if (n == nullptr) return std::string(fallback);
-      const auto v = n->value_exact<std::string>();
-      if (!v) {
-        throw scenario_error(position(n->source(), source.path) + ": strategy." + std::string(key) +
-                             ": expected a string, found " + type_name(*n));
-      }
-      return *v;
-    };
-    const auto check = [&](std::string_view key, auto parse) {
-      const toml::node* n = t.get(key);
-      if (n == nullptr) return;
-      try {
-        parse(*n->value_exact<std::string>());
-      } catch (const parse_error& e) {
-        throw scenario_error(position(n->source(), source.path) + ": strategy." + std::string(key) +
-                             ": " + e.what());
-      }
-    };
-    for (const auto& [k, node] : t) {
-      static const std::set<std::string, std::less<>> known{"name",   "policy",   "window",
-                                                            "budget", "throttle", "max_attempts"};
-      if (!known.contains(k.str())) {
-        throw scenario_error(position(k.source(), source.path) + ": unknown strategy key '" +
-                             std::string(k.str()) +
-                             "' (known: name, policy, window, budget, "
-                             "throttle, max_attempts)");
-      }
-      (void)node;
-    }
-    s.name = text("name", "");
-    if (s.name.empty()) throw scenario_error(at + ": strategy: missing name");
-    if (!names.insert(s.name).second) {
-      throw scenario_error(at + ": strategy: name '" + s.name + "' used twice");
-    }
-    s.policy = text("policy", "none");
-    s.window = text("window", "");
-    s.budget = text("budget", "");
-    s.throttle = text("throttle", "");
-    check("policy", [](const std::string& v) { (void)parse_policy(v); });
-    check("window", [](const std::string& v) { (void)parse_window(v); });
-    check("budget", [](const std::string& v) { (void)parse_budget(v); });
-    check("throttle", [](const std::string& v) { (void)parse_throttle(v); });
-    if (const toml::node* n = t.get("max_attempts")) {
-      const auto v = n->value_exact<std::int64_t>();
-      if (!v || *v < 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
-        throw scenario_error(position(n->source(), source.path) +
-                             ": strategy.max_attempts: expected an integer >= 0 (0 = unlimited)");
-      }
-      s.max_attempts = to_u32(*v);
-    }
-    sc.strategies_.push_back(std::move(s));
+    strategies_.push_back(read_strategy(*item.as_table(), path, names));
   }
-  return sc;
 }
 
 namespace {
@@ -630,7 +655,7 @@ scenario scenario::at(const sweep_point& point) const {
     extra.emplace_back(axis->key + "=" + value->toml,
                        axis->where + " (sweep " + axis->key + "=" + value->text + ")");
   }
-  scenario sc = load(source_, sets_, extra);
+  scenario sc = load(source_, sets_, extra, this);
   sc.seed_ = seed_;
   sc.axes_.clear();  // a point of a sweep is a plain run
   sc.replications_ = 1;

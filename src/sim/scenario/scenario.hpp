@@ -38,6 +38,7 @@
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "report/result.hpp"
+#include "strategy.hpp"
 
 namespace toml {
 inline namespace v3 {
@@ -103,17 +104,6 @@ class config_reader {
   std::set<std::string, std::less<>> used_;
 };
 
-// One [[strategy]] entry, its specs already checked by the library's parsers.
-struct strategy_spec {
-  std::string where;  // "file:line:col" of its [[strategy]] table, for messages
-  std::string name;
-  std::string policy;    // "none" when absent
-  std::string window;    // empty when absent
-  std::string budget;    // empty when absent
-  std::string throttle;  // empty when absent
-  std::uint32_t max_attempts = 0;
-};
-
 struct sweep_axis {
   std::string key;    // dotted scenario key, e.g. "clients" or "outage.duration"
   std::string where;  // "file:line:col" of its declaration
@@ -148,7 +138,8 @@ class scenario {
   // Identifies what a run computes: the file's text, the --set overrides and the seed (not the
   // file's path), as 16 hex digits. Shards of one sweep must share it to be merged.
   std::string fingerprint() const;
-  const std::vector<strategy_spec>& strategies() const noexcept { return strategies_; }
+  // The [[strategy]] tables, typed and checked: the one parse of their specs.
+  const std::vector<client_strategy>& strategies() const noexcept { return strategies_; }
   config_reader& config() noexcept { return config_; }
   const std::string& path() const noexcept { return config_.path(); }
   const scenario_source& source() const noexcept { return source_; }
@@ -156,8 +147,12 @@ class scenario {
 
  private:
   explicit scenario(config_reader reader) : config_(std::move(reader)) {}
+  // `point_of`: the scenario whose sweep point this is; its strategies are taken as they are
+  // (strategies cannot be swept), not parsed again.
   static scenario load(const scenario_source& source, const std::vector<std::string>& sets,
-                       const std::vector<std::pair<std::string, std::string>>& extra);
+                       const std::vector<std::pair<std::string, std::string>>& extra,
+                       const scenario* point_of);
+  void read_strategies(const toml::table& root);
   void read_sweep(const toml::table& root);
 
   scenario_source source_;
@@ -168,7 +163,7 @@ class scenario {
   std::string name_;
   std::string model_;
   std::uint64_t seed_ = 1;
-  std::vector<strategy_spec> strategies_;
+  std::vector<client_strategy> strategies_;
 };
 
 // The built-in suite (scenarios/*.toml compiled into the binary), in a fixed order.
