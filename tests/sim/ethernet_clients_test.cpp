@@ -61,7 +61,8 @@ std::map<std::string, strategy_run> run_point(std::vector<std::string> sets,
     options.bucket = model->bucket();
     std::ostringstream csv;
     report::recorder rec(options, &csv);
-    const auto info = model->run(strategy, seed, rec, [](double) {});
+    sim::engine e;
+    const auto info = model->run(strategy, seed, e, rec, [](double) {});
     strategy_run r;
     r.summary = rec.finish(info.end, info.events);
     // Rows: strategy,id,first_attempt_s,done_s,attempts,latency_s,status

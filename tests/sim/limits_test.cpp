@@ -112,8 +112,7 @@ TEST(SimLimits, AnEngineWithoutAGuardIgnoresInterrupts) {
 TEST(SimLimits, TheGuardStopsAnEngineAtItsNextPoll) {
   const interrupt_cleanup cleanup;
   sim::run_guard guard;
-  const sim::guard_scope scope(guard);
-  sim::engine e;
+  sim::engine e(&guard);
   ticker t;
   e.schedule_at(0, e.add(t), 0);
   e.run_until(1000);  // not interrupted: runs to its bound

@@ -38,8 +38,9 @@ class recording_model final : public sim::model_runner {
     ++given().models;
   }
   sim::time_ns bucket() const override { return 1'000'000'000; }
-  sim::run_info run(const sim::client_strategy& strategy, std::uint64_t, report::recorder&,
-                    const sim::progress_fn&) override {
+  sim::memory_need memory() const override { return {}; }
+  sim::run_info run(const sim::client_strategy& strategy, std::uint64_t, sim::engine&,
+                    report::recorder&, const sim::progress_fn&) override {
     const std::scoped_lock hold(given().lock);
     given().run.push_back(&strategy);
     return {1, static_cast<std::uint64_t>(x_)};

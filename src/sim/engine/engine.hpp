@@ -25,9 +25,11 @@
 // The next event is the earliest of the heap's top and the lanes' fronts, by (time, sequence),
 // so lanes change the speed, never the order.
 //
-// An engine built while a run_guard is installed on its thread (guard.hpp) polls it every 2^16
-// events, which may end run()/run_until()/step() with a run_stopped exception between two events:
-// how the runner stops a run on Ctrl-C or over a memory limit without touching the models.
+// An engine given a run_guard (guard.hpp) polls it every 2^16 events, which may end
+// run()/run_until()/step() with a run_stopped exception between two events: how the runner stops
+// a run on Ctrl-C or over a memory limit without touching the models. The runner makes each run's
+// engine and hands it to the model; an engine made without a guard (tests, a model's own
+// reference computation) never stops early.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +54,6 @@ struct event {
 
 class engine;
 struct run_guard;
-run_guard* current_guard() noexcept;
 
 class model {
  public:
@@ -62,6 +63,9 @@ class model {
 
 class engine {
  public:
+  engine() = default;
+  explicit engine(run_guard* guard) noexcept : guard_(guard) {}
+
   handler_id add(model& m) {
     models_.push_back(&m);
     return static_cast<handler_id>(models_.size() - 1);
@@ -131,7 +135,7 @@ class engine {
   std::uint64_t next_sequence_ = 0;
   std::uint64_t processed_ = 0;
   bool stopped_ = false;
-  run_guard* guard_ = current_guard();
+  run_guard* guard_ = nullptr;
 };
 
 }  // namespace backoff::sim

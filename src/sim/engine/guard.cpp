@@ -13,8 +13,6 @@ namespace {
 std::atomic<int> interrupt_requested{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
-thread_local run_guard* installed = nullptr;
-
 std::string stop_message(report::stop_reason why, int signo) {
   if (why == report::stop_reason::memory) return "the run went over the memory limit";
   return "the run was interrupted (signal " + std::to_string(signo) + ")";
@@ -88,18 +86,6 @@ void run_guard::check_between_runs() {
     over_limit.store(true);
     throw run_stopped(report::stop_reason::memory, 0, 0, 0, rss);
   }
-}
-
-guard_scope::guard_scope(run_guard& guard) noexcept : previous_(installed) {
-  installed = &guard;
-}
-
-guard_scope::~guard_scope() {
-  installed = previous_;
-}
-
-run_guard* current_guard() noexcept {
-  return installed;
 }
 
 }  // namespace backoff::sim

@@ -1,13 +1,13 @@
 // Stops a long simulated run from outside its event loop: on SIGINT or SIGTERM (the CLI's signal
-// handler calls request_interrupt) or when the process grows past a memory limit. Models build
-// their engines themselves, so the runner cannot hand a guard to an engine: it installs one for
-// the current thread (guard_scope), and every engine built on that thread while it is installed
-// polls it. An engine built with no guard installed (tests, the network experiment) never stops
-// early.
+// handler calls request_interrupt) or when the process grows past a memory limit. The runner
+// makes each run's engine with its guard and hands the engine to the model; an engine made
+// without one (tests, a model's own reference computation) never stops early.
 //
-//   sim::run_guard guard{.memory_limit = 2ULL << 30};
-//   const sim::guard_scope scope(guard);         // engines built on this thread poll `guard`
-//   try { model->run(...); } catch (const sim::run_stopped& s) { /* s.reason, s.at, s.events */ }
+//   sim::run_guard guard;
+//   guard.memory_limit = 2ULL << 30;
+//   sim::engine e(&guard);                       // polls `guard`
+//   try { model->run(strategy, seed, e, rec, progress); }
+//   catch (const sim::run_stopped& s) { /* s.reason, s.at, s.events */ }
 //
 // The engine polls every 2^16 events (a mask test per event, nothing more on the hot path); a
 // poll reads one atomic, and every fourth one also reads the resident set from /proc/self/statm.
@@ -60,19 +60,5 @@ struct run_guard {
   // Between runs: throws run_stopped (at time 0, no events) when interrupted or over the limit.
   void check_between_runs();
 };
-
-// The guard of engines built on this thread while the scope lives (scopes nest).
-class guard_scope {
- public:
-  explicit guard_scope(run_guard& guard) noexcept;
-  ~guard_scope();
-  guard_scope(const guard_scope&) = delete;
-  guard_scope& operator=(const guard_scope&) = delete;
-
- private:
-  run_guard* previous_;
-};
-
-run_guard* current_guard() noexcept;
 
 }  // namespace backoff::sim

@@ -59,6 +59,12 @@ class aws_occ final : public model_runner, public model {
                    .count()) {}
 
   time_ns bucket() const override { return bucket_; }
+  memory_need memory() const override {
+    memory_need m;
+    m.per("clients", clients_, 256, "clients in flight at once");  // measured 194
+    m.over("run.limit", limit_, bucket_);
+    return m;
+  }
 
   void check(const client_strategy& strategy) const override {
     if (strategy.has_window() || strategy.has_budget() || strategy.has_throttle()) {
@@ -74,8 +80,8 @@ class aws_occ final : public model_runner, public model {
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
-               const progress_fn& progress) override {
+  run_info run(const client_strategy& strategy, std::uint64_t seed, engine& e,
+               report::recorder& out, const progress_fn& progress) override {
     policy_ = scaled(strategy.policy());
     out_ = &out;
     version_ = 0;
@@ -84,7 +90,6 @@ class aws_occ final : public model_runner, public model {
     last_event_ = 0;
     clients_state_.clear();
     clients_state_.resize(static_cast<std::size_t>(clients_));
-    engine e;
     self_ = e.add(*this);
     e.reserve(static_cast<std::size_t>(clients_) + 16);
     for (std::size_t i = 0; i < clients_state_.size(); ++i) {

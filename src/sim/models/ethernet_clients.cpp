@@ -68,6 +68,12 @@ class ethernet_clients final : public model_runner, public model {
   }
 
   time_ns bucket() const override { return bucket_; }
+  memory_need memory() const override {
+    memory_need m;
+    m.per("clients", clients_, 256, "clients");  // measured 195
+    m.over("run.window", window_, bucket_);
+    return m;
+  }
 
   void check_all(const std::vector<client_strategy>& all) const override {
     for (const auto& name : sensing_where_.empty() ? std::vector<std::string>{} : sensing_) {
@@ -91,8 +97,8 @@ class ethernet_clients final : public model_runner, public model {
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
-               const progress_fn& progress) override {
+  run_info run(const client_strategy& strategy, std::uint64_t seed, engine& e,
+               report::recorder& out, const progress_fn& progress) override {
     // Every piece of per-run state is reset here: a run depends only on (keys, strategy, seed).
     strategy_ = &strategy;
     out_ = &out;
@@ -111,7 +117,6 @@ class ethernet_clients final : public model_runner, public model {
     generation_ = 0;
     next_op_ = 0;
 
-    engine e;
     self_ = e.add(*this);
     for (std::size_t c = 0; c < clients_state_.size(); ++c) {
       const auto at =

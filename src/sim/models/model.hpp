@@ -5,26 +5,55 @@
 //
 //   class my_model final : public sim::model_runner {
 //     explicit my_model(sim::config_reader& keys);          // read every key, with defaults
-//     sim::run_info run(const sim::client_strategy& s, std::uint64_t seed,
-//                       report::recorder& out) override;       // one strategy, one engine
+//     sim::run_info run(const sim::client_strategy& s, std::uint64_t seed, sim::engine& e,
+//                       report::recorder& out, const sim::progress_fn&) override;
+//                                        // one strategy on the fresh engine the runner gives
+//     sim::memory_need memory() const override;  // what a run holds, from the keys it read
 //   };
 //   const sim::model_registration reg{"my-model", [](sim::config_reader& k) {
 //     return std::unique_ptr<sim::model_runner>(new my_model(k)); }};
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "backoff/duration.hpp"
 #include "report/recorder.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/strategy.hpp"
 
 namespace backoff::sim {
+
+// What one run of one strategy holds, for the memory estimate (sim/run/memory.hpp), which refuses
+// a scenario before anything is allocated. Each model computes it from the keys it read, with
+// bytes per client or operation it measured (docs/SIMULATOR.md, "Memory limit").
+struct memory_need {
+  double state_bytes = 0;    // the clients or operations that can be in flight at once
+  std::string state_what;    // the key that drives it: "workload.clients = 800 clients"
+  double buckets = 0;        // timeseries buckets of one run
+  std::string buckets_what;  // "run.limit = 1d in buckets of run.bucket = 1s"
+
+  // `count` things of `bytes_each`, named by `key` and what they are.
+  void per(std::string_view key, std::int64_t count, double bytes_each, std::string_view what) {
+    state_bytes = static_cast<double>(std::max<std::int64_t>(count, 0)) * bytes_each;
+    state_what = std::string(key) + " = " + std::to_string(count) + " " + std::string(what);
+  }
+  // A run of `horizon` (named by `key`) cut into buckets of `bucket` (run.bucket).
+  void over(std::string_view key, time_ns horizon, time_ns bucket) {
+    buckets = std::ceil(static_cast<double>(std::max<time_ns>(horizon, 0)) /
+                        static_cast<double>(std::max<time_ns>(bucket, 1)));
+    buckets_what = std::string(key) + " = " + format_duration(duration{horizon}) +
+                   " in buckets of run.bucket = " + format_duration(duration{bucket});
+  }
+};
 
 struct run_info {
   time_ns end = 0;           // the run's last instant, in model units
@@ -43,14 +72,17 @@ class model_runner {
   virtual time_ns bucket() const = 0;
   // The server outage, if the model has one: the recorder then measures recovery_s.
   virtual std::optional<report::outage_window> outage() const { return std::nullopt; }
+  // What one run holds (see memory_need).
+  virtual memory_need memory() const = 0;
   // Rejects (scenario_error) a strategy this model cannot run, before any run starts.
   virtual void check(const client_strategy& strategy) const { (void)strategy; }
   // Checks the scenario's strategies together (e.g. that names the model's keys refer to exist).
   virtual void check_all(const std::vector<client_strategy>& all) const {
     for (const auto& s : all) check(s);
   }
-  virtual run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
-                       const progress_fn& progress) = 0;
+  // One run of one strategy on `e`, a fresh engine the runner made (with its guard).
+  virtual run_info run(const client_strategy& strategy, std::uint64_t seed, engine& e,
+                       report::recorder& out, const progress_fn& progress) = 0;
 };
 
 using model_factory = std::function<std::unique_ptr<model_runner>(config_reader&)>;
@@ -61,6 +93,9 @@ struct model_registration {
 };
 
 const model_factory* find_model(std::string_view name);
+// The model of `sc`, its keys read and checked (no key left unread) and its strategies checked;
+// scenario_error on the first problem.
+std::unique_ptr<model_runner> make_model(scenario& sc);
 std::vector<std::string_view> model_names();
 
 // Random streams of a run: one per component, independent of each other (random.hpp's

@@ -33,7 +33,7 @@ class outage_recovery final : public model_runner,
                               private concurrency_server::listener {
  public:
   explicit outage_recovery(config_reader& keys)
-      : clients_(static_cast<std::size_t>(keys.integer("workload.clients", 1000, 1, 10'000'000))),
+      : client_count_(keys.integer("workload.clients", 1000, 1, 10'000'000)),
         think_mean_(keys.duration_value("workload.think_mean", std::chrono::seconds{10},
                                         std::chrono::nanoseconds{1})
                         .count()),
@@ -66,6 +66,12 @@ class outage_recovery final : public model_runner,
   }
 
   time_ns bucket() const override { return bucket_; }
+  memory_need memory() const override {
+    memory_need m;
+    m.per("workload.clients", client_count_, 128, "clients");  // measured 120
+    m.over("run.duration", duration_, bucket_);
+    return m;
+  }
 
   std::optional<report::outage_window> outage() const override {
     if (outage_length_ == 0) return std::nullopt;
@@ -80,10 +86,9 @@ class outage_recovery final : public model_runner,
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
-               const progress_fn& progress) override {
+  run_info run(const client_strategy& strategy, std::uint64_t seed, engine& e,
+               report::recorder& out, const progress_fn& progress) override {
     reset(strategy, seed, out);
-    engine e;
     self_ = e.add(*this);
     server_.attach(e);
     timeout_lane_ = e.add_lane(timeout_);
@@ -150,7 +155,7 @@ class outage_recovery final : public model_runner,
     live_ = strategy.instantiate();
     workload_rng_ = random_generator{stream_seed(seed, stream::workload)};
     client_rng_ = random_generator{stream_seed(seed, stream::client)};
-    clients_.assign(clients_.size(), client{});
+    clients_.assign(static_cast<std::size_t>(client_count_), client{});  // allocated per run
     operations_ = 0;
   }
 
@@ -221,6 +226,7 @@ class outage_recovery final : public model_runner,
   }
 
   // Scenario keys.
+  std::int64_t client_count_;
   std::vector<client> clients_;
   time_ns think_mean_, timeout_;
   bool quirks_;

@@ -22,6 +22,8 @@
 // engine's rule); with continuous draws they are rare.
 #include "queueing.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -59,7 +61,7 @@ class queue_core final : public model {
     }
   }
 
-  run_info run(std::uint64_t seed, report::recorder& out, const progress_fn* progress) {
+  run_info run(engine& e, std::uint64_t seed, report::recorder& out, const progress_fn* progress) {
     out_ = &out;
     arrivals_rng_ = random_generator{stream_seed(seed, stream::workload)};
     service_rng_ = random_generator{stream_seed(seed, stream::server)};
@@ -78,7 +80,6 @@ class queue_core final : public model {
     chunk_sum_ = 0;
     chunk_count_ = 0;
 
-    engine e;
     self_ = e.add(*this);
     e.reserve(c + 2);
     const time_ns first = draw(arrivals_rng_, mean_interarrival_ns_);
@@ -268,6 +269,18 @@ class queueing_model final : public model_runner {
 
   time_ns bucket() const override { return bucket_; }
 
+  memory_need memory() const override {
+    // A double per queueing_chunk waits (the batch means), reserved 10 % ahead.
+    const time_ns length = params_.length.count() + params_.warmup.count();
+    const double arrivals = params_.rate_per_s * static_cast<double>(length) * 1e-9;
+    memory_need m;
+    m.state_bytes = arrivals * 8.0 * 1.1 / static_cast<double>(queueing_chunk);
+    m.state_what = fmt::format("run.duration = {} at workload.rate_per_s = {}",
+                               format_duration(params_.length), params_.rate_per_s);
+    m.over("run.duration + run.warmup", length, bucket_);
+    return m;
+  }
+
   void check(const client_strategy& strategy) const override {
     if (!strategy.retries_at_once() || strategy.has_window() || strategy.has_budget() ||
         strategy.has_throttle()) {
@@ -277,11 +290,11 @@ class queueing_model final : public model_runner {
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
-               const progress_fn& progress) override {
+  run_info run(const client_strategy& strategy, std::uint64_t seed, engine& e,
+               report::recorder& out, const progress_fn& progress) override {
     (void)strategy;
     queue_core core(params_);
-    return core.run(seed, out, &progress);
+    return core.run(e, seed, out, &progress);
   }
 
  private:
@@ -302,7 +315,8 @@ queueing_estimate simulate_queue(const queueing_params& params, std::uint64_t se
   options.bucket = std::chrono::duration_cast<duration>(std::chrono::minutes{1}).count();
   report::recorder rec(options, nullptr);
   const auto start = std::chrono::steady_clock::now();
-  const run_info info = core.run(seed, rec, nullptr);
+  engine e;
+  const run_info info = core.run(e, seed, rec, nullptr);
   (void)rec.finish(info.end, info.events);
   const auto wall = std::chrono::steady_clock::now() - start;
   queueing_estimate r = core.estimate();

@@ -22,6 +22,19 @@ const model_factory* find_model(std::string_view name) {
   return it == registry().end() ? nullptr : &it->second;
 }
 
+std::unique_ptr<model_runner> make_model(scenario& sc) {
+  const model_factory* factory = find_model(sc.model());
+  if (factory == nullptr) {
+    std::string known;
+    for (auto name : model_names()) known += (known.empty() ? "" : ", ") + std::string(name);
+    sc.config().fail("model", "unknown model '" + sc.model() + "' (known: " + known + ")");
+  }
+  std::unique_ptr<model_runner> model = (*factory)(sc.config());
+  sc.config().finish();
+  model->check_all(sc.strategies());
+  return model;
+}
+
 std::vector<std::string_view> model_names() {
   std::vector<std::string_view> names;
   for (const auto& [name, factory] : registry()) names.push_back(name);

@@ -109,6 +109,14 @@ class tick_burst final : public model_runner, public model {
 
   double seconds_per_unit() const override { return 1.0; }
   time_ns bucket() const override { return bucket_; }
+  memory_need memory() const override {
+    memory_need m;
+    m.per("workload.clients", clients_count_, 640, "clients in flight at once");  // measured 632
+    m.buckets = std::ceil(static_cast<double>(ticks_) / static_cast<double>(bucket_));
+    m.buckets_what = "run.ticks = " + std::to_string(ticks_) +
+                     " in buckets of run.bucket = " + std::to_string(bucket_);
+    return m;
+  }
 
   void check(const client_strategy& strategy) const override {
     if (strategy.has_window()) {
@@ -118,11 +126,10 @@ class tick_burst final : public model_runner, public model {
     }
   }
 
-  run_info run(const client_strategy& strategy, std::uint64_t seed, report::recorder& out,
-               const progress_fn& progress) override {
+  run_info run(const client_strategy& strategy, std::uint64_t seed, engine& e,
+               report::recorder& out, const progress_fn& progress) override {
     out_ = &out;
     setup(strategy, seed);
-    engine e;
     engine_ = &e;
     self_ = e.add(*this);
     e.reserve(clients_.size() + 64);  // sends pending at once: at most one per client

@@ -14,23 +14,13 @@
 #include "backoff/duration.hpp"
 #include "report/recorder.hpp"
 #include "sim/engine/guard.hpp"
+#include "sim/models/model.hpp"
 
 namespace backoff::sim {
 namespace {
 
 constexpr std::uint64_t kib = 1024, mib = kib * 1024, gib = mib * 1024;
 
-// Bytes per client or operation in flight, measured as the growth of the peak resident set
-// between 10^5 and 4 x 10^5 of them (RelWithDebInfo, glibc malloc), rounded up: what the model
-// keeps per client (retry controller, window ticket, random streams) plus its pending events and
-// the heap's doubling.
-constexpr double one_client_burst_per_operation = 256;  // measured 248
-constexpr double tick_burst_per_client = 640;           // measured 632
-constexpr double outage_recovery_per_client = 128;      // measured 120
-constexpr double aws_occ_per_client = 256;              // measured 194
-constexpr double ethernet_per_client = 256;             // measured 195
-// queueing keeps a double per 64 waits (its batch means), reserved 10 % ahead.
-constexpr double queueing_per_arrival = 8.0 * 1.1 / 64;
 // A sweep keeps every run's summary (report::strategy_summary without its buckets, and its name).
 constexpr double per_sweep_run = sizeof(report::strategy_summary) + 64;
 
@@ -38,84 +28,6 @@ struct term {
   double bytes = 0;
   std::string what;
 };
-
-std::int64_t integer(config_reader& c, std::string_view key, std::int64_t fallback) {
-  if (!c.has(key)) return fallback;
-  return c.integer(key, fallback, std::numeric_limits<std::int64_t>::min(),
-                   std::numeric_limits<std::int64_t>::max());
-}
-
-double number(config_reader& c, std::string_view key, double fallback) {
-  if (!c.has(key)) return fallback;
-  return c.number(key, fallback, -std::numeric_limits<double>::max(),
-                  std::numeric_limits<double>::max());
-}
-
-std::int64_t nanos(config_reader& c, std::string_view key, duration fallback) {
-  if (!c.has(key)) return fallback.count();
-  return c.duration_value(key, fallback).count();
-}
-
-std::string shown(std::int64_t ns) {
-  return format_duration(duration{ns});
-}
-
-// What one run of one strategy holds: its clients or operations, and its timeseries buckets (of
-// which a plain run keeps one set per strategy).
-struct run_terms {
-  term state;
-  double buckets = 0;
-  std::string buckets_what;
-};
-
-run_terms terms_of(scenario& sc) {
-  using namespace std::chrono_literals;
-  config_reader& c = sc.config();
-  run_terms t;
-  const auto per = [&](std::string_view key, std::int64_t fallback, double bytes,
-                       const char* what) {
-    const std::int64_t n = std::max<std::int64_t>(integer(c, key, fallback), 0);
-    t.state = {static_cast<double>(n) * bytes, fmt::format("{} = {} {}", key, n, what)};
-  };
-  const auto horizon = [&](std::string_view key, duration fallback, duration bucket_fallback) {
-    const std::int64_t h = std::max<std::int64_t>(nanos(c, key, fallback), 0);
-    const std::int64_t w = std::max<std::int64_t>(nanos(c, "run.bucket", bucket_fallback), 1);
-    t.buckets = std::ceil(static_cast<double>(h) / static_cast<double>(w));
-    t.buckets_what = fmt::format("{} = {} in buckets of run.bucket = {}", key, shown(h), shown(w));
-  };
-  const std::string& model = sc.model();
-  if (model == "one-client-burst") {
-    per("workload.operations", 2000, one_client_burst_per_operation, "in flight at once");
-    horizon("run.limit", 24h, 1s);
-  } else if (model == "tick-burst") {
-    per("workload.clients", 800, tick_burst_per_client, "clients in flight at once");
-    const std::int64_t ticks = std::max<std::int64_t>(integer(c, "run.ticks", 3000), 0);
-    const std::int64_t w = std::max<std::int64_t>(integer(c, "run.bucket", 10), 1);
-    t.buckets = std::ceil(static_cast<double>(ticks) / static_cast<double>(w));
-    t.buckets_what = fmt::format("run.ticks = {} in buckets of run.bucket = {}", ticks, w);
-  } else if (model == "outage-recovery") {
-    per("workload.clients", 1000, outage_recovery_per_client, "clients");
-    horizon("run.duration", 400s, 1s);
-  } else if (model == "aws-occ") {
-    per("clients", 100, aws_occ_per_client, "clients in flight at once");
-    horizon("run.limit", 1h, 10ms);
-  } else if (model == "ethernet-clients") {
-    per("clients", 100, ethernet_per_client, "clients");
-    horizon("run.window", 5min, 5s);
-  } else if (model == "queueing") {
-    const double rate = std::max(number(c, "workload.rate_per_s", 80.0), 0.0);
-    const std::int64_t length = nanos(c, "run.duration", 4h) + nanos(c, "run.warmup", 60s);
-    const double arrivals = rate * static_cast<double>(length) * 1e-9;
-    t.state = {arrivals * queueing_per_arrival,
-               fmt::format("run.duration = {} at workload.rate_per_s = {}",
-                           shown(nanos(c, "run.duration", 4h)), rate)};
-    const std::int64_t w = std::max<std::int64_t>(nanos(c, "run.bucket", 1min), 1);
-    t.buckets = std::ceil(static_cast<double>(length) / static_cast<double>(w));
-    t.buckets_what = fmt::format("run.duration + run.warmup = {} in buckets of run.bucket = {}",
-                                 shown(length), shown(w));
-  }
-  return t;
-}
 
 std::uint64_t physical_memory() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
@@ -193,8 +105,8 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads) {
   std::vector<term> terms;
   constexpr double bucket_bytes = sizeof(report::series_bucket);
   if (!sc.is_sweep()) {
-    const run_terms t = terms_of(sc);
-    terms.push_back(t.state);
+    const memory_need t = make_model(sc)->memory();
+    terms.push_back({t.state_bytes, t.state_what});
     // Every strategy's series is kept until the outputs are written; the one being recorded may
     // be twice its size while its vector grows.
     const double sets = static_cast<double>(sc.strategies().size() + 1);
@@ -202,7 +114,7 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads) {
                      fmt::format("{}, for {} strategies", t.buckets_what, sc.strategies().size())});
   } else {
     // Each worker holds one run at a time (its series is dropped after the run); the costliest
-    // point sets the figure.
+    // point sets the figure. Building each point's model checks the point too.
     const std::vector<sweep_point> points = sc.points();
     const std::size_t runs = points.size() * sc.strategies().size() * sc.replications();
     unsigned workers = threads != 0 ? threads : std::max(1U, std::thread::hardware_concurrency());
@@ -210,8 +122,8 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads) {
     term state, series;
     for (const auto& p : points) {
       scenario at = sc.at(p);
-      const run_terms t = terms_of(at);
-      if (t.state.bytes >= state.bytes) state = t.state;
+      const memory_need t = make_model(at)->memory();
+      if (t.state_bytes >= state.bytes) state = {t.state_bytes, t.state_what};
       if (2 * t.buckets * bucket_bytes >= series.bytes) {
         series = {2 * t.buckets * bucket_bytes, t.buckets_what};
       }

@@ -3,11 +3,11 @@
 // that drives it. The engine's guard (engine/guard.hpp) enforces the same limit during the run,
 // on the resident set, in case the estimate was wrong.
 //
-// The estimate is an upper bound built from per-model figures measured with /usr/bin/time at
-// 10^5 to 4 x 10^5 clients or operations (docs/SIMULATOR.md, "Memory limit"): bytes per client
-// or operation that can be in flight at once, timeseries buckets (kept for every strategy of a
-// plain run), and for sweeps each worker's run plus every run's summary; plus what the process
-// already holds. A model without a row here is estimated from its buckets only.
+// The estimate is an upper bound built from what each model says one run holds (model_runner::
+// memory(): bytes per client or operation in flight, measured with /usr/bin/time at 10^5 to
+// 4 x 10^5 of them, docs/SIMULATOR.md "Memory limit", and its timeseries buckets), kept for every
+// strategy of a plain run, and for sweeps each worker's run at the costliest point plus every
+// run's summary; plus what the process already holds.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +41,9 @@ struct memory_estimate {
   std::string driver;          // the largest term, e.g. "workload.operations = 20000000 in flight"
 };
 
-// The estimate for running `sc` (a checked scenario: run_scenario and check_scenario have read
-// its keys) on `threads` sweep workers (0: one per core).
+// The estimate for running `sc` on `threads` sweep workers (0: one per core). It builds the
+// model of the scenario (of each point, for a sweep), which reads and checks their keys
+// (scenario_error on the first bad one), and allocates nothing of the runs.
 memory_estimate estimate_memory(scenario& sc, unsigned threads);
 
 // Throws memory_limit_error, "scenario 'x' would need about 3.1 GiB (driver); the limit is

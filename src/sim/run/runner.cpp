@@ -68,23 +68,6 @@ class progress_bar {
 
 }  // namespace
 
-namespace {
-
-std::unique_ptr<model_runner> make_model(scenario& sc) {
-  const model_factory* factory = find_model(sc.model());
-  if (factory == nullptr) {
-    std::string known;
-    for (auto name : model_names()) known += (known.empty() ? "" : ", ") + std::string(name);
-    sc.config().fail("model", "unknown model '" + sc.model() + "' (known: " + known + ")");
-  }
-  std::unique_ptr<model_runner> model = (*factory)(sc.config());
-  sc.config().finish();
-  model->check_all(sc.strategies());
-  return model;
-}
-
-}  // namespace
-
 std::uint64_t replication_seed(std::uint64_t seed, std::uint32_t replication) {
   return replication == 0 ? seed : derive_seed(seed, 0x7265706cULL + replication);
 }
@@ -104,11 +87,12 @@ report::recorder_options recorder_for(const model_runner& model, const std::stri
 
 // Runs every point x strategy x replication; tasks are numbered point-major, and each worker
 // builds its own scenario and model for the point it is on (models keep per-run state).
+// `checked`: every point's model was built (and so checked) already, by the memory estimate.
 void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
-               const run_options& options, report::scenario_result& result) {
+               const run_options& options, bool checked, report::scenario_result& result) {
   const std::vector<sweep_point> points = sc.points();
   // Check every point before running any, so a bad value at the last point fails at once.
-  for (const auto& p : points) {
+  for (const auto& p : checked ? std::vector<sweep_point>{} : points) {
     scenario at = sc.at(p);
     (void)make_model(at);
   }
@@ -151,7 +135,6 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
                    fmt::format("{} ({} runs)", sc.name(), tasks));
 
   const auto worker = [&] {
-    const guard_scope scope(limits);
     std::size_t point = points.size();
     std::unique_ptr<model_runner> model;
     for (;;) {
@@ -169,8 +152,9 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
           point = p;
         }
         report::recorder rec(recorder_for(*model, strategies[s].name()), nullptr);
+        engine e(&limits);
         const run_info info =
-            model->run(strategies[s], replication_seed(sc.seed(), rep), rec, [](double) {});
+            model->run(strategies[s], replication_seed(sc.seed(), rep), e, rec, [](double) {});
         report::strategy_summary summary = rec.finish(info.end, info.events);
         summary.buckets.clear();
         summary.buckets.shrink_to_fit();
@@ -250,7 +234,6 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
   // then), else only when the guard stops the run.
   std::optional<memory_estimate> estimate;
   if (options.memory_limit != 0 && options.preflight) {
-    if (sc.is_sweep()) check_scenario(sc);  // every point's keys, before estimating them
     estimate = estimate_memory(sc, options.threads);
     check_memory(sc, *estimate, options.memory_limit);
   }
@@ -262,7 +245,7 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
     result.seed = sc.seed();
     const auto wall_start = std::chrono::steady_clock::now();
     result.outage = model->outage().has_value();
-    run_sweep(sc, strategies, options, result);
+    run_sweep(sc, strategies, options, estimate.has_value(), result);
     result.wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     if (options.out && options.shard && result.stopped) {
@@ -309,7 +292,6 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
   const bool show = options.progress && ::isatty(STDERR_FILENO) == 1;
   run_guard guard;
   guard.memory_limit = options.memory_limit;
-  const guard_scope scope(guard);
   for (std::size_t i = 0; i < strategies.size(); ++i) {
     report::recorder rec(recorder_for(*model, strategies[i].name()),
                          clients ? &clients->stream() : nullptr);
@@ -317,8 +299,9 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
       guard.check_between_runs();
       progress_bar bar(show, fmt::format("{} {} ({}/{})", sc.name(), strategies[i].name(), i + 1,
                                          strategies.size()));
+      engine e(&guard);
       const run_info info =
-          model->run(strategies[i], sc.seed(), rec, [&](double f) { bar.update(f); });
+          model->run(strategies[i], sc.seed(), e, rec, [&](double f) { bar.update(f); });
       result.strategies.push_back(rec.finish(info.end, info.events));
       result.events += info.events;
     } catch (const run_stopped& stopped) {
