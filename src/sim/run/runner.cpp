@@ -11,6 +11,7 @@
 #include <exception>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -85,25 +86,10 @@ report::recorder_options recorder_for(const model_runner& model, const std::stri
   return o;
 }
 
-// Runs every point x strategy x replication; tasks are numbered point-major, and each worker
-// builds its own scenario and model for the point it is on (models keep per-run state).
-// `checked`: every point's model was built (and so checked) already, by the memory estimate.
-void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
-               const run_options& options, bool checked, report::scenario_result& result) {
-  const std::vector<sweep_point> points = sc.points();
-  // Check every point before running any, so a bad value at the last point fails at once.
-  for (const auto& p : checked ? std::vector<sweep_point>{} : points) {
-    scenario at = sc.at(p);
-    (void)make_model(at);
-  }
-  const std::size_t per_point = strategies.size() * sc.replications();
-  const std::size_t all_tasks = points.size() * per_point;
-  // This shard's tasks: every count-th from index - 1 (round robin spreads the costly points).
-  const report::shard_spec part = options.shard.value_or(report::shard_spec{});
-  std::vector<std::size_t> mine;
-  for (std::size_t t = part.index - 1; t < all_tasks; t += part.count) mine.push_back(t);
-  const std::size_t tasks = mine.size();
-  result.shard = options.shard;
+// The result's shape before any run: each point's values and, per strategy, a slot for each
+// replication.
+void lay_out_sweep(const scenario& sc, const std::vector<sweep_point>& points,
+                   report::scenario_result& result) {
   result.sweep = true;
   result.replications = sc.replications();
   for (const auto& axis : sc.axes()) result.sweep_keys.push_back(axis.key);
@@ -112,91 +98,150 @@ void run_sweep(scenario& sc, const std::vector<client_strategy>& strategies,
     for (const auto& [axis, value] : points[i].params) {
       result.points[i].params.emplace_back(axis->key, *value);
     }
-    for (const auto& s : strategies) {
+    for (const auto& s : sc.strategies()) {
       result.points[i].strategies.push_back(
           {s.name(), std::vector<report::strategy_summary>(sc.replications()),
            std::vector<std::uint8_t>(sc.replications(), 0)});
     }
   }
+}
+
+// A sweep's tasks run on a pool of threads. Tasks are numbered point-major; each worker builds
+// its own scenario and model for the point it is on (models keep per-run state) and a fresh
+// engine, with the shared guard, for each run.
+class sweep_pool {
+ public:
+  sweep_pool(scenario& sc, const std::vector<sweep_point>& points, std::vector<std::size_t> tasks,
+             const run_options& options, report::scenario_result& result)
+      : sc_(sc),
+        points_(points),
+        tasks_(std::move(tasks)),
+        per_point_(sc.strategies().size() * sc.replications()),
+        result_(result),
+        bar_(options.progress && ::isatty(STDERR_FILENO) == 1,
+             fmt::format("{} ({} runs)", sc.name(), tasks_.size())) {
+    limits_.memory_limit = options.memory_limit;
+  }
+
+  // Runs every task on `threads` threads (this one included); rethrows the first task's error.
+  void run(unsigned threads) {
+    std::vector<std::thread> pool;
+    for (unsigned i = 1; i < threads; ++i) pool.emplace_back([this] { work(); });
+    work();
+    for (auto& t : pool) t.join();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  std::size_t done() const { return done_.load(); }
+  const std::optional<run_stopped>& stop() const { return stop_; }
+
+ private:
+  void work() {
+    std::size_t point = points_.size();
+    std::unique_ptr<model_runner> model;
+    for (;;) {
+      const std::size_t slot = next_.fetch_add(1);
+      if (slot >= tasks_.size() || failed_.load()) return;
+      const std::size_t task = tasks_[slot];
+      try {
+        limits_.check_between_runs();
+        run_task(task, point, model);
+      } catch (const run_stopped& stopped) {
+        // Not an error: the runs done so far are kept and the outputs marked partial.
+        const std::scoped_lock hold(lock_);
+        if (!stop_ || stopped.resident > stop_->resident) stop_ = stopped;
+        failed_.store(true);
+        return;
+      } catch (...) {
+        const std::scoped_lock hold(lock_);
+        if (task < error_task_) {
+          error_ = std::current_exception();
+          error_task_ = task;
+        }
+        failed_.store(true);
+        return;
+      }
+      const std::size_t finished = done_.fetch_add(1) + 1;
+      const std::scoped_lock hold(lock_);
+      bar_.update(static_cast<double>(finished) / static_cast<double>(tasks_.size()));
+    }
+  }
+
+  // `point` and `model`: the worker's current point and its model, replaced when the task is of
+  // another point.
+  void run_task(std::size_t task, std::size_t& point, std::unique_ptr<model_runner>& model) {
+    const std::size_t p = task / per_point_;
+    const std::size_t s = (task % per_point_) / sc_.replications();
+    const auto rep = static_cast<std::uint32_t>(task % sc_.replications());
+    if (p != point) {
+      scenario at = sc_.at(points_[p]);
+      model = make_model(at);
+      point = p;
+    }
+    const client_strategy& strategy = sc_.strategies()[s];
+    report::recorder rec(recorder_for(*model, strategy.name()), nullptr);
+    engine e(&limits_);
+    const run_info info =
+        model->run(strategy, replication_seed(sc_.seed(), rep), e, rec, [](double) {});
+    report::strategy_summary summary = rec.finish(info.end, info.events);
+    summary.buckets.clear();
+    summary.buckets.shrink_to_fit();
+    result_.points[p].strategies[s].runs[rep] = std::move(summary);
+    result_.points[p].strategies[s].ran[rep] = 1;
+  }
+
+  scenario& sc_;
+  const std::vector<sweep_point>& points_;
+  const std::vector<std::size_t> tasks_;
+  const std::size_t per_point_;
+  report::scenario_result& result_;
+  run_guard limits_;
+  std::atomic<std::size_t> next_{0};
+  std::atomic<std::size_t> done_{0};
+  std::atomic<bool> failed_{false};
+  std::mutex lock_;  // guards the progress bar, the first error and the first stop
+  std::exception_ptr error_;
+  std::size_t error_task_ = std::numeric_limits<std::size_t>::max();
+  std::optional<run_stopped> stop_;
+  progress_bar bar_;
+};
+
+// Runs every point x strategy x replication of this shard. `checked`: every point's model was
+// built (and so checked) already, by the memory estimate.
+void run_sweep(scenario& sc, const run_options& options, bool checked,
+               report::scenario_result& result) {
+  const std::vector<sweep_point> points = sc.points();
+  // Check every point before running any, so a bad value at the last point fails at once.
+  for (const auto& p : checked ? std::vector<sweep_point>{} : points) {
+    scenario at = sc.at(p);
+    (void)make_model(at);
+  }
+  const std::size_t all_tasks = points.size() * sc.strategies().size() * sc.replications();
+  // This shard's tasks: every count-th from index - 1 (round robin spreads the costly points).
+  const report::shard_spec part = options.shard.value_or(report::shard_spec{});
+  std::vector<std::size_t> mine;
+  for (std::size_t t = part.index - 1; t < all_tasks; t += part.count) mine.push_back(t);
+  const std::size_t tasks = mine.size();
+  result.shard = options.shard;
+  lay_out_sweep(sc, points, result);
 
   unsigned threads = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
   threads = std::max(
       1U, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(tasks, 1))));
-  std::atomic<std::size_t> next{0};
-  std::atomic<std::size_t> done{0};
-  std::atomic<bool> failed{false};
-  std::mutex lock;  // guards the progress bar, the first error and the first stop
-  std::exception_ptr error;
-  std::size_t error_task = tasks;
-  std::optional<run_stopped> stop;
-  run_guard limits;
-  limits.memory_limit = options.memory_limit;
-  progress_bar bar(options.progress && ::isatty(STDERR_FILENO) == 1,
-                   fmt::format("{} ({} runs)", sc.name(), tasks));
-
-  const auto worker = [&] {
-    std::size_t point = points.size();
-    std::unique_ptr<model_runner> model;
-    for (;;) {
-      const std::size_t slot = next.fetch_add(1);
-      if (slot >= tasks || failed.load()) return;
-      const std::size_t task = mine[slot];
-      try {
-        limits.check_between_runs();
-        const std::size_t p = task / per_point;
-        const std::size_t s = (task % per_point) / sc.replications();
-        const auto rep = static_cast<std::uint32_t>(task % sc.replications());
-        if (p != point) {
-          scenario at = sc.at(points[p]);
-          model = make_model(at);
-          point = p;
-        }
-        report::recorder rec(recorder_for(*model, strategies[s].name()), nullptr);
-        engine e(&limits);
-        const run_info info =
-            model->run(strategies[s], replication_seed(sc.seed(), rep), e, rec, [](double) {});
-        report::strategy_summary summary = rec.finish(info.end, info.events);
-        summary.buckets.clear();
-        summary.buckets.shrink_to_fit();
-        result.points[p].strategies[s].runs[rep] = std::move(summary);
-        result.points[p].strategies[s].ran[rep] = 1;
-      } catch (const run_stopped& stopped) {
-        // Not an error: the runs done so far are kept and the outputs marked partial.
-        const std::scoped_lock guard_lock(lock);
-        if (!stop || stopped.resident > stop->resident) stop = stopped;
-        failed.store(true);
-        return;
-      } catch (...) {
-        const std::scoped_lock guard(lock);
-        if (task < error_task) {
-          error = std::current_exception();
-          error_task = task;
-        }
-        failed.store(true);
-        return;
-      }
-      const std::size_t finished = done.fetch_add(1) + 1;
-      const std::scoped_lock guard(lock);
-      bar.update(static_cast<double>(finished) / static_cast<double>(tasks));
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  sweep_pool pool(sc, points, std::move(mine), options, result);
+  pool.run(threads);
   for (const auto& p : result.points) {
     for (const auto& cell : p.strategies) {
       for (const auto& run : cell.runs) result.events += run.events;
     }
   }
   result.fingerprint = sc.fingerprint();
-  if (stop) {
+  if (const auto& stop = pool.stop()) {
     report::run_stop info;
     info.reason = stop->reason;
     info.signal = stop->signal;
     info.resident = stop->resident;
-    info.runs_done = done.load();
+    info.runs_done = pool.done();
     info.runs = tasks;
     result.stopped = std::move(info);
   }
@@ -227,50 +272,76 @@ void check_scenario(scenario& sc) {
   }
 }
 
-report::scenario_result run_scenario(scenario& sc, const run_options& options) {
-  std::unique_ptr<model_runner> model = make_model(sc);
-  const std::vector<client_strategy>& strategies = sc.strategies();
-  // Made before the run when checked up front (so that the message shows what the process held
-  // then), else only when the guard stops the run.
-  std::optional<memory_estimate> estimate;
-  if (options.memory_limit != 0 && options.preflight) {
-    estimate = estimate_memory(sc, options.threads);
-    check_memory(sc, *estimate, options.memory_limit);
-  }
+namespace {
 
-  if (sc.is_sweep()) {
-    report::scenario_result result;
-    result.scenario = sc.name();
-    result.model = sc.model();
-    result.seed = sc.seed();
-    const auto wall_start = std::chrono::steady_clock::now();
-    result.outage = model->outage().has_value();
-    run_sweep(sc, strategies, options, estimate.has_value(), result);
-    result.wall_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    if (options.out && options.shard && result.stopped) {
-      // A partial shard cannot be merged: nothing is written, the shard is run again.
-    } else if (options.out && options.shard) {
-      // A shards folder is shared by many tasks: no manifest, nothing removed.
-      report::output_folder folder(*options.out, report::output_folder::manifest::none);
-      report::atomic_file shard = folder.create(shard_file_name(*options.shard));
-      write_shard_json(result, shard.stream());
-      shard.commit();
-    } else if (options.out) {
-      report::output_folder folder(*options.out);
-      report::write_run_files(result, folder);
-    }
-    if (result.stopped && result.stopped->reason == report::stop_reason::memory) {
-      over_limit(sc, options, estimate ? *estimate : estimate_memory(sc, options.threads),
-                 *result.stopped);
-    }
-    return result;
+report::scenario_result result_for(const scenario& sc, const model_runner& model) {
+  report::scenario_result result;
+  result.scenario = sc.name();
+  result.model = sc.model();
+  result.seed = sc.seed();
+  result.outage = model.outage().has_value();
+  return result;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A sweep, or one shard of it: summary.json and sweep.csv, or the shard's file.
+report::scenario_result sweep_scenario(scenario& sc, const model_runner& model,
+                                       const run_options& options, bool checked) {
+  report::scenario_result result = result_for(sc, model);
+  const auto wall_start = std::chrono::steady_clock::now();
+  run_sweep(sc, options, checked, result);
+  result.wall_s = seconds_since(wall_start);
+  if (options.out && options.shard && result.stopped) {
+    // A partial shard cannot be merged: nothing is written, the shard is run again.
+  } else if (options.out && options.shard) {
+    // A shards folder is shared by many tasks: no manifest, nothing removed.
+    report::output_folder folder(*options.out, report::output_folder::manifest::none);
+    report::atomic_file shard = folder.create(shard_file_name(*options.shard));
+    write_shard_json(result, shard.stream());
+    shard.commit();
+  } else if (options.out) {
+    report::output_folder folder(*options.out);
+    report::write_run_files(result, folder);
   }
+  return result;
+}
+
+// What a run the guard stopped leaves: the figures up to where the engine stopped, and which
+// strategies did not run. `i`: the strategy that was running.
+report::run_stop stopped_run(const scenario& sc, const model_runner& model, std::size_t i,
+                             const run_stopped& stopped, report::recorder& rec,
+                             report::scenario_result& result) {
+  const std::vector<client_strategy>& strategies = sc.strategies();
+  report::run_stop info;
+  info.reason = stopped.reason;
+  info.signal = stopped.signal;
+  info.resident = stopped.resident;
+  if (stopped.events > 0) {
+    // The operations still in flight were not reported by the model (it did not get to its
+    // end), so they are counted unfinished here and have no clients.csv row.
+    report::strategy_summary partial = rec.finish(stopped.at, stopped.events);
+    partial.unfinished = partial.operations - partial.completed - partial.gave_up;
+    result.strategies.push_back(std::move(partial));
+    result.events += stopped.events;
+    info.strategy = strategies[i].name();
+    info.at_s = static_cast<double>(stopped.at) * model.seconds_per_unit();
+  }
+  for (std::size_t j = info.strategy.empty() ? i : i + 1; j < strategies.size(); ++j) {
+    info.not_run.push_back(strategies[j].name());
+  }
+  return info;
+}
+
+// A plain run: every strategy in turn on the scenario's seed, clients.csv streamed meanwhile.
+report::scenario_result plain_scenario(scenario& sc, model_runner& model,
+                                       const run_options& options) {
   if (options.shard) {
     throw scenario_error(sc.path() + ": not a sweep (no [sweep] and one replication): nothing to " +
                          "split into shards");
   }
-
   // clients.csv is streamed while the strategies run; it lands beside the others at the end.
   std::optional<report::output_folder> folder;
   std::optional<report::atomic_file> clients;
@@ -279,21 +350,15 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
     clients.emplace(folder->create("clients.csv"));
     clients->stream() << report::clients_csv_header;
   }
-
-  report::scenario_result result;
-  result.scenario = sc.name();
-  result.model = sc.model();
-  result.seed = sc.seed();
-  result.outage = model->outage().has_value();
-  for (const auto& s : strategies) {
-    result.policies.emplace_back(s.name(), s.policy().backoff);
-  }
+  const std::vector<client_strategy>& strategies = sc.strategies();
+  report::scenario_result result = result_for(sc, model);
+  for (const auto& s : strategies) result.policies.emplace_back(s.name(), s.policy().backoff);
   const auto wall_start = std::chrono::steady_clock::now();
   const bool show = options.progress && ::isatty(STDERR_FILENO) == 1;
   run_guard guard;
   guard.memory_limit = options.memory_limit;
-  for (std::size_t i = 0; i < strategies.size(); ++i) {
-    report::recorder rec(recorder_for(*model, strategies[i].name()),
+  for (std::size_t i = 0; i < strategies.size() && !result.stopped; ++i) {
+    report::recorder rec(recorder_for(model, strategies[i].name()),
                          clients ? &clients->stream() : nullptr);
     try {
       guard.check_between_runs();
@@ -301,39 +366,35 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
                                          strategies.size()));
       engine e(&guard);
       const run_info info =
-          model->run(strategies[i], sc.seed(), e, rec, [&](double f) { bar.update(f); });
+          model.run(strategies[i], sc.seed(), e, rec, [&](double f) { bar.update(f); });
       result.strategies.push_back(rec.finish(info.end, info.events));
       result.events += info.events;
     } catch (const run_stopped& stopped) {
-      report::run_stop info;
-      info.reason = stopped.reason;
-      info.signal = stopped.signal;
-      info.resident = stopped.resident;
-      if (stopped.events > 0) {
-        // The figures up to where the engine stopped; the operations still in flight were not
-        // reported by the model (it did not get to its end), so they are counted unfinished
-        // here and have no clients.csv row.
-        report::strategy_summary partial = rec.finish(stopped.at, stopped.events);
-        partial.unfinished = partial.operations - partial.completed - partial.gave_up;
-        result.strategies.push_back(std::move(partial));
-        result.events += stopped.events;
-        info.strategy = strategies[i].name();
-        info.at_s = static_cast<double>(stopped.at) * model->seconds_per_unit();
-      }
-      for (std::size_t j = info.strategy.empty() ? i : i + 1; j < strategies.size(); ++j) {
-        info.not_run.push_back(strategies[j].name());
-      }
-      result.stopped = std::move(info);
-      break;
+      result.stopped = stopped_run(sc, model, i, stopped, rec, result);
     }
   }
-  result.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-
+  result.wall_s = seconds_since(wall_start);
   if (folder) {
     clients->commit();
     report::write_run_files(result, *folder);
   }
+  return result;
+}
+
+}  // namespace
+
+report::scenario_result run_scenario(scenario& sc, const run_options& options) {
+  std::unique_ptr<model_runner> model = make_model(sc);
+  // Made before the run when checked up front (so that the message shows what the process held
+  // then), else only when the guard stops the run.
+  std::optional<memory_estimate> estimate;
+  if (options.memory_limit != 0 && options.preflight) {
+    estimate = estimate_memory(sc, options.threads);
+    check_memory(sc, *estimate, options.memory_limit);
+  }
+  report::scenario_result result = sc.is_sweep()
+                                       ? sweep_scenario(sc, *model, options, estimate.has_value())
+                                       : plain_scenario(sc, *model, options);
   if (result.stopped && result.stopped->reason == report::stop_reason::memory) {
     over_limit(sc, options, estimate ? *estimate : estimate_memory(sc, options.threads),
                *result.stopped);
