@@ -603,37 +603,37 @@ std::optional<double> numeric(const sweep_value& v) {
   return std::nullopt;
 }
 
-void sweep_charts(const scenario_result& r, std::vector<chart>& out) {
-  if (r.points.empty() || r.points.front().params.empty()) return;
-  double spu = 1e-9;
-  for (const auto& cell : r.points.front().strategies) {
-    if (!cell.runs.empty()) spu = cell.runs.front().seconds_per_unit;
-  }
-  const std::string unit = is_ticks(spu) ? "ticks" : "s";
-  const std::string key = r.points.front().params.front().first;
+// A sweep's x axis (its first key) and the lines drawn against it: one per strategy and values
+// of the other keys, in first-seen order, each with its cells by x.
+struct sweep_lines {
+  std::string key;
+  bool numeric_x = true;                // false: x is the category's index
+  std::vector<std::string> categories;  // when not numeric
+  std::string x_label;
+  std::vector<std::string> names;
+  std::vector<std::vector<std::pair<double, const sweep_cell*>>> cells;
+};
 
-  bool all_numeric = true, durations = false;
+sweep_lines sweep_lines_of(const scenario_result& r) {
+  sweep_lines l;
+  l.key = r.points.front().params.front().first;
+  bool durations = false;
   for (const auto& p : r.points) {
     const auto& v = p.params.front().second;
-    all_numeric = all_numeric && numeric(v).has_value();
+    l.numeric_x = l.numeric_x && numeric(v).has_value();
     durations = durations || v.type == sweep_value::kind::string;
   }
-  std::vector<std::string> categories;  // when not numeric: x is the category's index
+  l.x_label = l.key + (l.numeric_x && durations ? " (s)" : "");
   const auto x_of = [&](const point_result& p) {
     const auto& v = p.params.front().second;
-    if (all_numeric) return *numeric(v);
-    auto it = std::find(categories.begin(), categories.end(), v.text);
-    if (it == categories.end()) {
-      categories.push_back(v.text);
-      return static_cast<double>(categories.size() - 1);
+    if (l.numeric_x) return *numeric(v);
+    auto it = std::find(l.categories.begin(), l.categories.end(), v.text);
+    if (it == l.categories.end()) {
+      l.categories.push_back(v.text);
+      return static_cast<double>(l.categories.size() - 1);
     }
-    return static_cast<double>(it - categories.begin());
+    return static_cast<double>(it - l.categories.begin());
   };
-  std::string x_label = key + (all_numeric && durations ? " (s)" : "");
-
-  // One line per strategy and values of the other keys, in first-seen order.
-  std::vector<std::string> lines;
-  std::vector<std::vector<std::pair<double, const sweep_cell*>>> cells;
   for (const auto& p : r.points) {
     std::string others;
     for (std::size_t k = 1; k < p.params.size(); ++k) {
@@ -642,18 +642,20 @@ void sweep_charts(const scenario_result& r, std::vector<chart>& out) {
     const double x = x_of(p);
     for (const auto& cell : p.strategies) {
       const std::string line = cell.name + others;
-      auto it = std::find(lines.begin(), lines.end(), line);
-      if (it == lines.end()) {
-        lines.push_back(line);
-        cells.emplace_back();
-        it = lines.end() - 1;
+      auto it = std::find(l.names.begin(), l.names.end(), line);
+      if (it == l.names.end()) {
+        l.names.push_back(line);
+        l.cells.emplace_back();
+        it = l.names.end() - 1;
       }
-      cells[static_cast<std::size_t>(it - lines.begin())].emplace_back(x, &cell);
+      l.cells[static_cast<std::size_t>(it - l.names.begin())].emplace_back(x, &cell);
     }
   }
+  return l;
+}
 
-  const bool ci = r.replications > 1;
-  const std::string of = ci ? fmt::format(" (mean of {} runs, 95 % CI)", r.replications) : "";
+// The figures drawn against a sweep's key; `unit` is "s" or "ticks".
+std::vector<metric> sweep_metrics(const scenario_result& r, const std::string& unit) {
   std::vector<metric> metrics{
       {"completed", "operations completed", "throughput (operations completed)",
        [](const strategy_summary& s) { return static_cast<double>(s.completed); }, false},
@@ -678,52 +680,70 @@ void sweep_charts(const scenario_result& r, std::vector<chart>& out) {
     metrics.push_back({"recovered_runs", "runs recovered (%)", "runs that recovered",
                        [](const strategy_summary& s) { return s.recovery_s ? 100.0 : 0.0; }, true});
   }
+  return metrics;
+}
 
-  for (const auto& m : metrics) {
-    chart c =
-        make_chart("sweep-" + slug(m.field), fmt::format("{} against {}{}", m.title, key, of));
-    std::vector<double> values;
-    std::vector<std::string> titles;
-    for (std::size_t l = 0; l < lines.size(); ++l) {
-      std::string block;
-      for (const auto& [x, cell] : cells[l]) {
-        std::vector<double> v;
-        for (const auto& run : cell->runs) {
-          const double value = m.get(run);
-          if (!std::isnan(value)) v.push_back(value);
-        }
-        if (v.empty()) continue;
-        const mean_ci mc = mean_and_ci95(v);
-        block += fmt::format("{} {} {}\n", num(x), num(mc.mean), num(mc.ci95));
-        values.push_back(mc.mean);
+// One metric against the sweep's key: each line's mean over the replications at each x, with
+// the half-width of its 95 % confidence interval. None when nothing positive is to be drawn.
+std::optional<chart> sweep_metric_chart(const scenario_result& r, const sweep_lines& l,
+                                        const metric& m) {
+  const bool ci = r.replications > 1;
+  const std::string of = ci ? fmt::format(" (mean of {} runs, 95 % CI)", r.replications) : "";
+  chart c =
+      make_chart("sweep-" + slug(m.field), fmt::format("{} against {}{}", m.title, l.key, of));
+  std::vector<double> values;
+  std::vector<std::string> titles;
+  for (std::size_t i = 0; i < l.names.size(); ++i) {
+    std::string block;
+    for (const auto& [x, cell] : l.cells[i]) {
+      std::vector<double> v;
+      for (const auto& run : cell->runs) {
+        const double value = m.get(run);
+        if (!std::isnan(value)) v.push_back(value);
       }
-      if (block.empty()) continue;
-      c.data += block + "\n\n";
-      titles.push_back(lines[l]);
+      if (v.empty()) continue;
+      const mean_ci mc = mean_and_ci95(v);
+      block += fmt::format("{} {} {}\n", num(x), num(mc.mean), num(mc.ci95));
+      values.push_back(mc.mean);
     }
-    if (titles.empty() || !any_positive(values)) continue;
-    std::string body = title_cmd(r.scenario + ": " + m.title + " vs " + key, x_label, m.label);
-    if (m.percent) {
-      body += "set yrange [0:105]\n";
-    } else if (spans(values, 100)) {
-      body += "set logscale y\n";
-    } else {
-      body += "set yrange [0:*]\n";
+    if (block.empty()) continue;
+    c.data += block + "\n\n";
+    titles.push_back(l.names[i]);
+  }
+  if (titles.empty() || !any_positive(values)) return std::nullopt;
+  std::string body = title_cmd(r.scenario + ": " + m.title + " vs " + l.key, l.x_label, m.label);
+  if (m.percent) {
+    body += "set yrange [0:105]\n";
+  } else if (spans(values, 100)) {
+    body += "set logscale y\n";
+  } else {
+    body += "set yrange [0:*]\n";
+  }
+  if (!l.numeric_x) {
+    std::string tics = "set xtics (";
+    for (std::size_t i = 0; i < l.categories.size(); ++i) {
+      tics += fmt::format("{}{} {}", i == 0 ? "" : ", ", gq(l.categories[i]), i);
     }
-    if (!all_numeric) {
-      std::string tics = "set xtics (";
-      for (std::size_t i = 0; i < categories.size(); ++i) {
-        tics += fmt::format("{}{} {}", i == 0 ? "" : ", ", gq(categories[i]), i);
-      }
-      body +=
-          tics + ")\nset xrange [-0.5:" + num(static_cast<double>(categories.size()) - 0.5) + "]\n";
-    } else {
-      body += "set offsets graph 0.02, graph 0.02, 0, 0\n";
-    }
-    body += plot_blocks(titles, ci && !m.percent ? "using 1:2:3 with yerrorlines lw 1.5 pt 7 ps 0.6"
-                                                 : "using 1:2 with linespoints lw 1.5 pt 7 ps 0.6");
-    c.body = std::move(body);
-    out.push_back(std::move(c));
+    body +=
+        tics + ")\nset xrange [-0.5:" + num(static_cast<double>(l.categories.size()) - 0.5) + "]\n";
+  } else {
+    body += "set offsets graph 0.02, graph 0.02, 0, 0\n";
+  }
+  body += plot_blocks(titles, ci && !m.percent ? "using 1:2:3 with yerrorlines lw 1.5 pt 7 ps 0.6"
+                                               : "using 1:2 with linespoints lw 1.5 pt 7 ps 0.6");
+  c.body = std::move(body);
+  return c;
+}
+
+void sweep_charts(const scenario_result& r, std::vector<chart>& out) {
+  if (r.points.empty() || r.points.front().params.empty()) return;
+  double spu = 1e-9;
+  for (const auto& cell : r.points.front().strategies) {
+    if (!cell.runs.empty()) spu = cell.runs.front().seconds_per_unit;
+  }
+  const sweep_lines lines = sweep_lines_of(r);
+  for (const auto& m : sweep_metrics(r, is_ticks(spu) ? "ticks" : "s")) {
+    if (auto c = sweep_metric_chart(r, lines, m)) out.push_back(std::move(*c));
   }
 }
 
