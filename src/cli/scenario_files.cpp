@@ -4,7 +4,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
+
+#include "backoff/error.hpp"
+#include "commands.hpp"
+#include "report/gnuplot.hpp"
+#include "report/output_files.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -65,6 +71,30 @@ sim::scenario_source resolve_scenario(const std::string& arg) {
   }
   throw sim::scenario_error(
       arg + ": no such file, and not a built-in scenario (built-in: " + known + ")");
+}
+
+int simulation_status(const char* who, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const sim::scenario_error& e) {
+    std::cerr << who << ": " << e.what() << '\n';
+    return exit_usage;
+  } catch (const parse_error& e) {
+    std::cerr << who << ": " << e.what() << '\n';
+    return exit_usage;
+  } catch (const sim::memory_limit_error& e) {
+    std::cerr << who << ": " << e.what() << '\n';
+    return exit_failure;
+  } catch (const report::plot_error& e) {
+    std::cerr << who << ": " << e.what() << '\n';
+    return exit_failure;
+  } catch (const report::write_error& e) {
+    std::cerr << who << ": " << e.what() << '\n';
+    return exit_failure;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cerr << who << ": " << e.what() << '\n';
+    return exit_failure;
+  }
 }
 
 }  // namespace backoff::cli

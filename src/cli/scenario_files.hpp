@@ -9,6 +9,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -24,6 +25,11 @@ sim::scenario_source resolve_scenario(const std::string& arg);
 // --memory-limit's value in bytes (0: none); empty text: the default. nullopt and `error` set on
 // a bad size.
 std::optional<std::uint64_t> memory_limit_option(const std::string& text, std::string& error);
+
+// Runs `body` and turns what a simulation throws into one line on stderr, "WHO: message", and
+// the documented status: 2 for a bad scenario or spec, 1 for a memory limit, a chart, a write or
+// a file system error.
+int simulation_status(const char* who, const std::function<int()>& body);
 
 // Installs the SIGINT and SIGTERM handlers for its lifetime and puts the previous ones back.
 class stop_signals {

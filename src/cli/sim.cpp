@@ -61,6 +61,106 @@ struct sim_options {
   std::string memory_limit;  // empty: the default
 };
 
+// Loads and checks every scenario before running any, so a typo in the last fails at once.
+std::vector<sim::scenario> load_all(const sim_options& o, std::uint64_t memory_limit) {
+  std::vector<sim::scenario_source> sources;
+  if (o.scenarios.empty()) {
+    sources = sim::builtin_scenarios();
+  } else {
+    for (const auto& s : o.scenarios) sources.push_back(resolve_scenario(s));
+  }
+  std::vector<sim::scenario> loaded;
+  for (const auto& source : sources) {
+    loaded.push_back(sim::scenario::load(source, o.sets));
+    if (!o.seed.empty()) loaded.back().set_seed(std::stoull(o.seed));
+  }
+  for (auto& sc : loaded) {
+    // The memory estimate builds (and so checks) every point's model.
+    if (memory_limit != 0) {
+      sim::check_memory(sc, o.threads, memory_limit);
+    } else {
+      sim::check_scenario(sc);
+    }
+  }
+  if (!o.out.empty() && loaded.size() > 1) check_folder_names(loaded);
+  return loaded;
+}
+
+// What the scenarios run so far printed or wrote, for the end of the command.
+struct sim_outputs {
+  nlohmann::ordered_json json = nlohmann::ordered_json::array();
+  std::vector<std::string> reports;
+};
+
+// Prints what an interrupted run did (a memory stop throws instead); its outputs are written.
+int report_stopped_sim(const sim_options& o, const sim::run_options& run,
+                   const report::scenario_result& r) {
+  if (o.format == "json") {
+    report::write_summary_json(r, std::cout);
+  } else {
+    std::cout << report::comparison_table(r);
+  }
+  if (!flush_stdout("backoff sim")) return exit_failure;
+  std::cerr << "backoff sim: " << report::describe(*r.stopped) << "; "
+            << (run.out ? "partial outputs written to " + escape_controls(run.out->string())
+                        : std::string("partial results above"))
+            << '\n';
+  return 128 + r.stopped->signal;
+}
+
+// Runs one scenario; a status when the command must end now.
+std::optional<int> run_one(const sim_options& o, sim::scenario& sc, std::uint64_t memory_limit,
+                           report::output_folder* top, sim_outputs& outputs) {
+  sim::run_options run;
+  if (!o.out.empty()) run.out = top ? top->subfolder(sc.name()) : std::filesystem::path(o.out);
+  run.progress = o.progress;
+  run.threads = o.threads;
+  run.memory_limit = memory_limit;
+  run.preflight = false;  // estimated by load_all, every scenario before the first runs
+  const report::scenario_result r = sim::run_scenario(sc, run);
+  // Interrupted: what was done is written; the rest is not run.
+  if (r.stopped) return report_stopped_sim(o, run, r);
+  if (o.plot) {
+    (void)report::write_plots(r, *run.out, {sc.source().path, sc.source().text, sc.sets()});
+    outputs.reports.push_back((*run.out / "report.html").string());
+  }
+  if (o.format == "json") {
+    std::ostringstream text;
+    report::write_summary_json(r, text);
+    outputs.json.push_back(nlohmann::ordered_json::parse(text.str()));
+  } else {
+    std::cout << report::comparison_table(r) << '\n';
+    if (!flush_stdout("backoff sim")) return exit_failure;
+  }
+  return std::nullopt;
+}
+
+// The reports index of several scenarios, the folder's manifest, and where things went.
+void finish_outputs(const sim_options& o, const std::vector<sim::scenario>& loaded,
+                    report::output_folder* top, const sim_outputs& outputs) {
+  if (top) {
+    if (o.plot) {
+      std::vector<report::report_link> links;
+      for (const auto& sc : loaded) {
+        links.push_back({sc.name(), sc.model(), sc.seed(), sc.name() + "/report.html"});
+      }
+      report::write_report_index(*top, links);
+    }
+    top->finish();
+  }
+  if (!o.out.empty() && o.format != "json") {
+    std::cerr << "backoff sim: outputs written to " << escape_controls(o.out) << '\n';
+  }
+  if (o.plot && top) {
+    std::cerr << "backoff sim: reports: "
+              << escape_controls((std::filesystem::path(o.out) / "index.html").string()) << '\n';
+  } else {
+    for (const auto& report : outputs.reports) {
+      std::cerr << "backoff sim: report: " << escape_controls(report) << '\n';
+    }
+  }
+}
+
 int run_sim(const sim_options& o) {
   if (o.plot && o.out.empty()) {
     std::cerr << "backoff sim: --plot needs --out DIR, where the charts and report.html go\n";
@@ -73,110 +173,26 @@ int run_sim(const sim_options& o) {
     return exit_usage;
   }
   const stop_signals signals;
-  try {
-    std::vector<sim::scenario_source> sources;
-    if (o.scenarios.empty()) {
-      sources = sim::builtin_scenarios();
-    } else {
-      for (const auto& s : o.scenarios) sources.push_back(resolve_scenario(s));
-    }
-    // Check every scenario before running any, so a typo in the last fails at once.
-    std::vector<sim::scenario> loaded;
-    for (const auto& source : sources) {
-      loaded.push_back(sim::scenario::load(source, o.sets));
-      if (!o.seed.empty()) loaded.back().set_seed(std::stoull(o.seed));
-    }
-    for (auto& sc : loaded) {
-      sim::check_scenario(sc);
-      sim::check_memory(sc, o.threads, *limit);
-    }
-    if (!o.out.empty() && loaded.size() > 1) check_folder_names(loaded);
-    nlohmann::ordered_json all = nlohmann::ordered_json::array();
-    std::vector<std::string> reports;
+  return simulation_status("backoff sim", [&] {
+    std::vector<sim::scenario> loaded = load_all(o, *limit);
     // With several scenarios, --out holds one sub-folder each (and index.html with --plot); its
     // manifest lists them, so a later run removes what this one wrote and that one does not.
     std::optional<report::output_folder> top;
     if (!o.out.empty() && loaded.size() > 1) top.emplace(o.out);
+    sim_outputs outputs;
     for (auto& sc : loaded) {
-      sim::run_options run;
-      if (!o.out.empty()) {
-        run.out = top ? top->subfolder(sc.name()) : std::filesystem::path(o.out);
-      }
-      run.progress = o.progress;
-      run.threads = o.threads;
-      run.memory_limit = *limit;
-      run.preflight = false;  // estimated above, every scenario before the first runs
-      const report::scenario_result r = sim::run_scenario(sc, run);
-      if (r.stopped) {
-        // Interrupted (a memory stop throws): what was done is written; the rest is not run.
-        if (o.format == "json") {
-          report::write_summary_json(r, std::cout);
-        } else {
-          std::cout << report::comparison_table(r);
-        }
-        if (!flush_stdout("backoff sim")) return exit_failure;
-        std::cerr << "backoff sim: " << report::describe(*r.stopped) << "; "
-                  << (run.out ? "partial outputs written to " + escape_controls(run.out->string())
-                              : std::string("partial results above"))
-                  << '\n';
-        return 128 + r.stopped->signal;
-      }
-      if (o.plot) {
-        (void)report::write_plots(r, *run.out, {sc.source().path, sc.source().text, sc.sets()});
-        reports.push_back((*run.out / "report.html").string());
-      }
-      if (o.format == "json") {
-        std::ostringstream text;
-        report::write_summary_json(r, text);
-        all.push_back(nlohmann::ordered_json::parse(text.str()));
-      } else {
-        std::cout << report::comparison_table(r) << '\n';
-        if (!flush_stdout("backoff sim")) return exit_failure;
+      if (const auto status = run_one(o, sc, *limit, top ? &*top : nullptr, outputs)) {
+        return *status;
       }
     }
-    if (o.format == "json") std::cout << report::json_text(all.size() == 1 ? all[0] : all) << '\n';
+    if (o.format == "json") {
+      std::cout << report::json_text(outputs.json.size() == 1 ? outputs.json[0] : outputs.json)
+                << '\n';
+    }
     if (!flush_stdout("backoff sim")) return exit_failure;
-    if (top) {
-      if (o.plot) {
-        std::vector<report::report_link> links;
-        for (const auto& sc : loaded) {
-          links.push_back({sc.name(), sc.model(), sc.seed(), sc.name() + "/report.html"});
-        }
-        report::write_report_index(*top, links);
-      }
-      top->finish();
-    }
-    if (!o.out.empty() && o.format != "json") {
-      std::cerr << "backoff sim: outputs written to " << escape_controls(o.out) << '\n';
-    }
-    if (o.plot && top) {
-      std::cerr << "backoff sim: reports: "
-                << escape_controls((std::filesystem::path(o.out) / "index.html").string()) << '\n';
-    } else {
-      for (const auto& report : reports) {
-        std::cerr << "backoff sim: report: " << escape_controls(report) << '\n';
-      }
-    }
+    finish_outputs(o, loaded, top ? &*top : nullptr, outputs);
     return exit_ok;
-  } catch (const sim::scenario_error& e) {
-    std::cerr << "backoff sim: " << e.what() << '\n';
-    return exit_usage;
-  } catch (const parse_error& e) {
-    std::cerr << "backoff sim: " << e.what() << '\n';
-    return exit_usage;
-  } catch (const sim::memory_limit_error& e) {
-    std::cerr << "backoff sim: " << e.what() << '\n';
-    return exit_failure;
-  } catch (const report::plot_error& e) {
-    std::cerr << "backoff sim: " << e.what() << '\n';
-    return exit_failure;
-  } catch (const report::write_error& e) {
-    std::cerr << "backoff sim: " << e.what() << '\n';
-    return exit_failure;
-  } catch (const std::filesystem::filesystem_error& e) {
-    std::cerr << "backoff sim: " << e.what() << '\n';
-    return exit_failure;
-  }
+  });
 }
 
 }  // namespace

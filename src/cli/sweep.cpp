@@ -80,113 +80,104 @@ void plot(const report::scenario_result& r, const std::string& out,
             << escape_controls((std::filesystem::path(out) / "report.html").string()) << '\n';
 }
 
+// `--merge DIR...`: joins a sweep's shards into the outputs of the whole sweep.
+int merge_command(const sweep_options& o) {
+  if (!o.scenario.empty() || !o.shard.empty() || !o.sets.empty() || !o.seed.empty()) {
+    std::cerr << "backoff sweep: --merge takes shard folders only (no scenario, --shard, "
+                 "--set or --seed)\n";
+    return exit_usage;
+  }
+  std::vector<std::filesystem::path> inputs(o.merge.begin(), o.merge.end());
+  const report::scenario_result r = sim::merge_shards(inputs);
+  if (!o.out.empty()) {
+    report::output_folder folder(o.out);
+    report::write_run_files(r, folder);
+  }
+  if (!print(r, o.format)) return exit_failure;
+  if (!o.out.empty()) {
+    std::cerr << "backoff sweep: merged outputs written to " << escape_controls(o.out) << '\n';
+  }
+  if (o.plot) plot(r, o.out, {});
+  return exit_ok;
+}
+
+// What the command says when a sweep (or a shard) was stopped by a signal.
+int report_stopped_sweep(const sweep_options& o, const std::optional<report::shard_spec>& shard,
+                   const report::scenario_result& r) {
+  if (!print(r, o.format)) return exit_failure;
+  std::cerr << "backoff sweep: " << report::describe(*r.stopped) << " after "
+            << r.stopped->runs_done << " of " << r.stopped->runs << " runs; "
+            << (shard            ? std::string("the shard is not written (run it again)")
+                : !o.out.empty() ? "partial outputs written to " + escape_controls(o.out)
+                                 : std::string("partial results above"))
+            << '\n';
+  return 128 + r.stopped->signal;
+}
+
+// Runs the sweep, or one shard of it.
+int sweep_command(const sweep_options& o) {
+  if (o.scenario.empty()) {
+    std::cerr << "backoff sweep: give a scenario (a file or a built-in name), or --merge DIR...\n";
+    return exit_usage;
+  }
+  std::optional<report::shard_spec> shard;
+  if (!o.shard.empty()) {
+    std::string error;
+    shard = parse_shard(o.shard, error);
+    if (!shard) {
+      std::cerr << "backoff sweep: " << error << '\n';
+      return exit_usage;
+    }
+    if (o.out.empty()) {
+      std::cerr << "backoff sweep: --shard needs --out DIR, where shard-I-of-N.json goes\n";
+      return exit_usage;
+    }
+  }
+  sim::scenario sc = sim::scenario::load(resolve_scenario(o.scenario), o.sets);
+  if (!o.seed.empty()) sc.set_seed(std::stoull(o.seed));
+  if (!sc.is_sweep()) {
+    std::cerr << "backoff sweep: " << sc.path()
+              << ": not a sweep (no [sweep] table and replications = 1); run it with "
+                 "'backoff sim'\n";
+    return exit_usage;
+  }
+  std::string error;
+  const auto limit = memory_limit_option(o.memory_limit, error);
+  if (!limit) {
+    std::cerr << "backoff sweep: " << error << '\n';
+    return exit_usage;
+  }
+  sim::run_options run;
+  if (!o.out.empty()) run.out = std::filesystem::path(o.out);
+  run.progress = o.progress;
+  run.threads = o.threads;
+  run.shard = shard;
+  run.memory_limit = *limit;
+  const stop_signals signals;
+  const report::scenario_result r = sim::run_scenario(sc, run);
+  if (r.stopped) return report_stopped_sweep(o, shard, r);
+  if (shard) {
+    std::cerr << "backoff sweep: shard " << shard->index << "/" << shard->count << " written to "
+              << escape_controls(
+                     (std::filesystem::path(o.out) / sim::shard_file_name(*shard)).string())
+              << "; join the shards with 'backoff sweep --merge'\n";
+    return exit_ok;
+  }
+  if (!print(r, o.format)) return exit_failure;
+  if (!o.out.empty()) {
+    std::cerr << "backoff sweep: outputs written to " << escape_controls(o.out) << '\n';
+  }
+  if (o.plot) plot(r, o.out, {sc.source().path, sc.source().text, sc.sets()});
+  return exit_ok;
+}
+
 int run_sweep(const sweep_options& o) {
   if (o.plot && (o.out.empty() || !o.shard.empty())) {
     std::cerr << "backoff sweep: --plot needs --out DIR and a whole sweep (not --shard)\n";
     return exit_usage;
   }
-  try {
-    if (!o.merge.empty()) {
-      if (!o.scenario.empty() || !o.shard.empty() || !o.sets.empty() || !o.seed.empty()) {
-        std::cerr << "backoff sweep: --merge takes shard folders only (no scenario, --shard, "
-                     "--set or --seed)\n";
-        return exit_usage;
-      }
-      std::vector<std::filesystem::path> inputs(o.merge.begin(), o.merge.end());
-      const report::scenario_result r = sim::merge_shards(inputs);
-      if (!o.out.empty()) {
-        report::output_folder folder(o.out);
-        report::write_run_files(r, folder);
-      }
-      if (!print(r, o.format)) return exit_failure;
-      if (!o.out.empty()) {
-        std::cerr << "backoff sweep: merged outputs written to " << escape_controls(o.out) << '\n';
-      }
-      if (o.plot) plot(r, o.out, {});
-      return exit_ok;
-    }
-    if (o.scenario.empty()) {
-      std::cerr
-          << "backoff sweep: give a scenario (a file or a built-in name), or --merge DIR...\n";
-      return exit_usage;
-    }
-    std::optional<report::shard_spec> shard;
-    if (!o.shard.empty()) {
-      std::string error;
-      shard = parse_shard(o.shard, error);
-      if (!shard) {
-        std::cerr << "backoff sweep: " << error << '\n';
-        return exit_usage;
-      }
-      if (o.out.empty()) {
-        std::cerr << "backoff sweep: --shard needs --out DIR, where shard-I-of-N.json goes\n";
-        return exit_usage;
-      }
-    }
-    sim::scenario sc = sim::scenario::load(resolve_scenario(o.scenario), o.sets);
-    if (!o.seed.empty()) sc.set_seed(std::stoull(o.seed));
-    if (!sc.is_sweep()) {
-      std::cerr << "backoff sweep: " << sc.path()
-                << ": not a sweep (no [sweep] table and replications = 1); run it with "
-                   "'backoff sim'\n";
-      return exit_usage;
-    }
-    std::string error;
-    const auto limit = memory_limit_option(o.memory_limit, error);
-    if (!limit) {
-      std::cerr << "backoff sweep: " << error << '\n';
-      return exit_usage;
-    }
-    sim::run_options run;
-    if (!o.out.empty()) run.out = std::filesystem::path(o.out);
-    run.progress = o.progress;
-    run.threads = o.threads;
-    run.shard = shard;
-    run.memory_limit = *limit;
-    const stop_signals signals;
-    const report::scenario_result r = sim::run_scenario(sc, run);
-    if (r.stopped) {
-      if (!print(r, o.format)) return exit_failure;
-      std::cerr << "backoff sweep: " << report::describe(*r.stopped) << " after "
-                << r.stopped->runs_done << " of " << r.stopped->runs << " runs; "
-                << (shard            ? std::string("the shard is not written (run it again)")
-                    : !o.out.empty() ? "partial outputs written to " + escape_controls(o.out)
-                                     : std::string("partial results above"))
-                << '\n';
-      return 128 + r.stopped->signal;
-    }
-    if (shard) {
-      std::cerr << "backoff sweep: shard " << shard->index << "/" << shard->count << " written to "
-                << escape_controls(
-                       (std::filesystem::path(o.out) / sim::shard_file_name(*shard)).string())
-                << "; join the shards with 'backoff sweep --merge'\n";
-      return exit_ok;
-    }
-    if (!print(r, o.format)) return exit_failure;
-    if (!o.out.empty()) {
-      std::cerr << "backoff sweep: outputs written to " << escape_controls(o.out) << '\n';
-    }
-    if (o.plot) plot(r, o.out, {sc.source().path, sc.source().text, sc.sets()});
-    return exit_ok;
-  } catch (const sim::scenario_error& e) {
-    std::cerr << "backoff sweep: " << e.what() << '\n';
-    return exit_usage;
-  } catch (const parse_error& e) {
-    std::cerr << "backoff sweep: " << e.what() << '\n';
-    return exit_usage;
-  } catch (const sim::memory_limit_error& e) {
-    std::cerr << "backoff sweep: " << e.what() << '\n';
-    return exit_failure;
-  } catch (const report::plot_error& e) {
-    std::cerr << "backoff sweep: " << e.what() << '\n';
-    return exit_failure;
-  } catch (const report::write_error& e) {
-    std::cerr << "backoff sweep: " << e.what() << '\n';
-    return exit_failure;
-  } catch (const std::filesystem::filesystem_error& e) {
-    std::cerr << "backoff sweep: " << e.what() << '\n';
-    return exit_failure;
-  }
+  return simulation_status("backoff sweep",
+                           [&] { return o.merge.empty() ? sweep_command(o) : merge_command(o); });
 }
 
 }  // namespace

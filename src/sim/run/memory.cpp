@@ -114,7 +114,9 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads) {
                      fmt::format("{}, for {} strategies", t.buckets_what, sc.strategies().size())});
   } else {
     // Each worker holds one run at a time (its series is dropped after the run); the costliest
-    // point sets the figure. Building each point's model checks the point too.
+    // point sets the figure. Building each point's model checks the point too (and the
+    // scenario's own, which the runner builds as well).
+    (void)make_model(sc);
     const std::vector<sweep_point> points = sc.points();
     const std::size_t runs = points.size() * sc.strategies().size() * sc.replications();
     unsigned workers = threads != 0 ? threads : std::max(1U, std::thread::hardware_concurrency());

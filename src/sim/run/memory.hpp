@@ -42,7 +42,7 @@ struct memory_estimate {
 };
 
 // The estimate for running `sc` on `threads` sweep workers (0: one per core). It builds the
-// model of the scenario (of each point, for a sweep), which reads and checks their keys
+// model of the scenario (and of each point, for a sweep), which reads and checks their keys
 // (scenario_error on the first bad one), and allocates nothing of the runs.
 memory_estimate estimate_memory(scenario& sc, unsigned threads);
 
