@@ -163,53 +163,106 @@ void write_shard_json(const report::scenario_result& r, std::ostream& out) {
   out << doc.dump() << '\n';
 }
 
+namespace {
+
+nlohmann::json read_shard(const std::filesystem::path& file) {
+  const std::string where = file.string();
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw scenario_error(where + ": cannot read");
+  auto doc = nlohmann::json::parse(text.str());
+  if (!doc.is_object() || doc.value("format", "") != shard_format) {
+    throw scenario_error(where + ": not a shard file of backoff sweep (format " +
+                         std::string(shard_format) + ")");
+  }
+  return doc;
+}
+
+// The whole sweep's shape, from the first shard: its identity, points and strategies, and a slot
+// for every run.
+void lay_out_from(const nlohmann::json& doc, report::scenario_result& result) {
+  result.scenario = doc.at("scenario").get<std::string>();
+  result.model = doc.at("model").get<std::string>();
+  result.seed = doc.at("seed").get<std::uint64_t>();
+  result.fingerprint = doc.at("fingerprint").get<std::string>();
+  result.replications = doc.at("replications").get<std::uint32_t>();
+  result.outage = doc.at("outage").get<bool>();
+  result.sweep = true;
+  result.sweep_keys = doc.at("sweep_keys").get<std::vector<std::string>>();
+  const auto names = doc.at("strategies").get<std::vector<std::string>>();
+  for (const auto& point : doc.at("points")) {
+    report::point_result p;
+    for (const auto& param : point.at("params")) {
+      report::sweep_value v;
+      v.toml = param.at("toml").get<std::string>();
+      v.text = param.at("text").get<std::string>();
+      v.type = type_of(param.at("type").get<std::string>());
+      p.params.emplace_back(param.at("key").get<std::string>(), v);
+    }
+    for (const auto& name : names) {
+      p.strategies.push_back({name, std::vector<report::strategy_summary>(result.replications),
+                              std::vector<std::uint8_t>(result.replications, 0)});
+    }
+    result.points.push_back(std::move(p));
+  }
+}
+
+// The runs of one shard into their slots.
+void add_runs(const nlohmann::json& doc, const std::string& where,
+              report::scenario_result& result) {
+  result.wall_s += doc.at("wall_s").get<double>();
+  for (const auto& run : doc.at("runs")) {
+    const auto p = run.at("point").get<std::size_t>();
+    const auto s = run.at("strategy").get<std::size_t>();
+    const auto rep = run.at("replication").get<std::size_t>();
+    if (p >= result.points.size() || s >= result.points[p].strategies.size() ||
+        rep >= result.replications) {
+      throw scenario_error(where + ": a run outside the sweep's grid");
+    }
+    report::sweep_cell& cell = result.points[p].strategies[s];
+    cell.runs[rep] = summary_of(run.at("summary"), cell.name);
+    cell.ran[rep] = 1;
+    result.events += cell.runs[rep].events;
+  }
+}
+
+// Every shard 1..count was given, and together they ran every run.
+void check_complete(const std::map<std::uint32_t, std::string>& seen, std::uint32_t count,
+                    const report::scenario_result& result) {
+  std::string missing;
+  for (std::uint32_t i = 1; i <= count; ++i) {
+    if (!seen.contains(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  }
+  if (!missing.empty()) {
+    throw scenario_error("shard(s) " + missing + " of " + std::to_string(count) +
+                         " missing: every shard of the sweep is needed");
+  }
+  for (const auto& p : result.points) {
+    for (const auto& cell : p.strategies) {
+      if (std::find(cell.ran.begin(), cell.ran.end(), 0) != cell.ran.end()) {
+        throw scenario_error("the shards do not cover every run of the sweep");
+      }
+    }
+  }
+}
+
+}  // namespace
+
 report::scenario_result merge_shards(const std::vector<std::filesystem::path>& inputs) {
-  const auto files = shard_files(inputs);
   report::scenario_result result;
   std::map<std::uint32_t, std::string> seen;  // shard index -> its file
   std::uint32_t count = 0;
-  for (const auto& file : files) {
+  for (const auto& file : shard_files(inputs)) {
     const std::string where = file.string();
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) throw scenario_error(where + ": cannot read");
     try {
-      const auto doc = nlohmann::json::parse(text.str());
-      if (!doc.is_object() || doc.value("format", "") != shard_format) {
-        throw scenario_error(where + ": not a shard file of backoff sweep (format " +
-                             std::string(shard_format) + ")");
-      }
+      const nlohmann::json doc = read_shard(file);
       const auto index = doc.at("shard").at("index").get<std::uint32_t>();
       const auto n = doc.at("shard").at("count").get<std::uint32_t>();
       const auto fingerprint = doc.at("fingerprint").get<std::string>();
       if (seen.empty()) {
         count = n;
-        result.scenario = doc.at("scenario").get<std::string>();
-        result.model = doc.at("model").get<std::string>();
-        result.seed = doc.at("seed").get<std::uint64_t>();
-        result.fingerprint = fingerprint;
-        result.replications = doc.at("replications").get<std::uint32_t>();
-        result.outage = doc.at("outage").get<bool>();
-        result.sweep = true;
-        result.sweep_keys = doc.at("sweep_keys").get<std::vector<std::string>>();
-        const auto names = doc.at("strategies").get<std::vector<std::string>>();
-        for (const auto& point : doc.at("points")) {
-          report::point_result p;
-          for (const auto& param : point.at("params")) {
-            report::sweep_value v;
-            v.toml = param.at("toml").get<std::string>();
-            v.text = param.at("text").get<std::string>();
-            v.type = type_of(param.at("type").get<std::string>());
-            p.params.emplace_back(param.at("key").get<std::string>(), v);
-          }
-          for (const auto& name : names) {
-            p.strategies.push_back({name,
-                                    std::vector<report::strategy_summary>(result.replications),
-                                    std::vector<std::uint8_t>(result.replications, 0)});
-          }
-          result.points.push_back(std::move(p));
-        }
+        lay_out_from(doc, result);
       } else if (fingerprint != result.fingerprint) {
         throw scenario_error(where + ": a shard of another sweep (scenario " +
                              doc.at("scenario").get<std::string>() + ", fingerprint " +
@@ -227,41 +280,14 @@ report::scenario_result merge_shards(const std::vector<std::filesystem::path>& i
                              std::to_string(count) + " is also in " + it->second);
       }
       seen[index] = where;
-      result.wall_s += doc.at("wall_s").get<double>();
-      for (const auto& run : doc.at("runs")) {
-        const auto p = run.at("point").get<std::size_t>();
-        const auto s = run.at("strategy").get<std::size_t>();
-        const auto rep = run.at("replication").get<std::size_t>();
-        if (p >= result.points.size() || s >= result.points[p].strategies.size() ||
-            rep >= result.replications) {
-          throw scenario_error(where + ": a run outside the sweep's grid");
-        }
-        report::sweep_cell& cell = result.points[p].strategies[s];
-        cell.runs[rep] = summary_of(run.at("summary"), cell.name);
-        cell.ran[rep] = 1;
-        result.events += cell.runs[rep].events;
-      }
+      add_runs(doc, where, result);
     } catch (const nlohmann::json::exception& e) {
       throw scenario_error(where + ": malformed shard file: " + e.what());
     } catch (const std::invalid_argument& e) {
       throw scenario_error(where + ": malformed shard file: " + e.what());
     }
   }
-  std::string missing;
-  for (std::uint32_t i = 1; i <= count; ++i) {
-    if (!seen.contains(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
-  }
-  if (!missing.empty()) {
-    throw scenario_error("shard(s) " + missing + " of " + std::to_string(count) +
-                         " missing: every shard of the sweep is needed");
-  }
-  for (const auto& p : result.points) {
-    for (const auto& cell : p.strategies) {
-      if (std::find(cell.ran.begin(), cell.ran.end(), 0) != cell.ran.end()) {
-        throw scenario_error("the shards do not cover every run of the sweep");
-      }
-    }
-  }
+  check_complete(seen, count, result);
   return result;
 }
 
