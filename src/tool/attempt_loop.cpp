@@ -79,6 +79,7 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
       break;
     }
     record.delay = decision.delay;
+    record.next_at_deadline = control.at_deadline();
     observe(record);
     if (!env.sleep(decision.delay, scope.token())) {
       result.why = outcome::cancelled;

@@ -50,6 +50,7 @@ struct attempt_record {
   double start_unix_s = 0;  // wall-clock start, seconds since the epoch
   attempt_result result;
   std::optional<duration> delay;  // the wait before the next attempt; none when it was the last
+  bool next_at_deadline = false;  // the wait was cut to end at the deadline: the next is the last
 };
 
 struct loop_result {

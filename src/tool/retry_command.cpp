@@ -164,7 +164,9 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
     std::string line = fmt::format("{}attempt {}{}: {} after {}", prefix, record.number, of,
                                    describe(r), seconds_text(r.elapsed));
     if (record.delay) {
-      line += "; next attempt in " + seconds_text(*record.delay);
+      line += (record.next_at_deadline ? "; last attempt, at the deadline, in "
+                                       : "; next attempt in ") +
+              seconds_text(*record.delay);
     } else if (classify(r).kind == verdict_kind::success) {
       line += ": done";
     }

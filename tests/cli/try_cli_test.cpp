@@ -640,9 +640,10 @@ TEST(Try, TheSameSeedGivesTheSameJitteredDelays) {
 // one last attempt is made there. (Before, the tool stopped at once with the last status.)
 TEST(Try, ForCutsTheLastWaitToTheDeadlineAndTriesOnceMoreThere) {
   const try_scratch s;
-  const auto r = run_timed({"try", "--for", "300ms", "--policy", "constant(initial=1s)", "--report",
-                            (s / "r.json").string(), "--", "false"});
+  const auto r = run_timed({"try", "--for", "300ms", "--policy", "constant(initial=1s)", "-v",
+                            "--report", (s / "r.json").string(), "--", "false"});
   EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "; last attempt, at the deadline, in 0.")) << r.err;
   EXPECT_LT(r.elapsed_s, 0.9) << "slept past the deadline";
   EXPECT_GE(r.elapsed_s, 0.3) << "did not wait until the deadline";
   const json report = read_report(s / "r.json");
@@ -726,10 +727,10 @@ TEST(Try, ForStartsNoAttemptAfterTheDeadline) {
   }
 }
 
-// The deadline is checked again after the wait: a wait that overran it (here: the tool stopped
-// with SIGSTOP during the wait, as Ctrl-Z does, and continued after the deadline; on a loaded
-// machine a late wake-up can overrun it too) must not start another attempt, which would be
-// stopped at once and turn the command's status into 124.
+// The deadline is checked again after the wait: a wait planned to end before it that overran it
+// (here: the tool stopped with SIGSTOP during the wait, as Ctrl-Z does, and continued after the
+// deadline; on a loaded machine a late wake-up can overrun it too) starts no further attempt.
+// Only a wait cut to end at the deadline is followed by one, the last.
 TEST(Try, AWaitThatOverranTheDeadlineStartsNoFurtherAttempt) {
   const try_scratch s;
   process_probe p(cat({"try", "--for", "1s", "--policy", "constant(initial=200ms)", "-v",

@@ -102,6 +102,24 @@ TEST(AttemptLoop, ClampsTheLastWaitToTheDeadlineAndMakesOneLastAttemptThere) {
   EXPECT_EQ(f.clock, 100s + 11s);
 }
 
+TEST(AttemptLoop, TheObserverIsToldWhichWaitWasCutToTheDeadline) {
+  fake_run f;
+  std::vector<bool> cut;
+  const auto attempt = [&](const attempt_info&) {
+    f.clock += f.runtime;
+    attempt_result a;
+    a.status = 1;
+    return a;
+  };
+  run_attempt_loop(
+      constant(4s, 0, 10s), f.scope, f.rng, attempt, classify_status(std::nullopt, std::nullopt),
+      [&](const attempt_record& r) {
+        if (r.delay) cut.push_back(r.next_at_deadline);
+      },
+      f.env());
+  EXPECT_EQ(cut, (std::vector<bool>{false, true}));
+}
+
 TEST(AttemptLoop, ASleepThatWouldPassTheDeadlineIsCutToEndAtIt) {
   // Waits of 3 s: attempts at 0, 4 (after 1 s + 3 s), then 8 s of 10: the 3 s wait is cut to 1 s.
   fake_run f;
