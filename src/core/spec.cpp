@@ -246,12 +246,11 @@ backoff_policy normalized(backoff_policy p) {
   return p;
 }
 
-}  // namespace
+// The `what` of parse_policy's errors: "bad policy '...': ...".
+constexpr std::string_view policy_what = "policy";
 
-backoff_policy parse_policy(std::string_view text) {
-  constexpr std::string_view what = "policy";
-  const spec_call call = parse_spec_call(text, what);
-
+// The policy that the spec's name stands for, before its parameters.
+backoff_policy starting_policy(std::string_view text, const spec_call& call) {
   backoff_policy p;
   bool found = false;
   for (schedule_kind kind : all_schedules) {
@@ -263,77 +262,79 @@ backoff_policy parse_policy(std::string_view text) {
   if (!found) {
     const preset* pr = find_preset(call.name);
     if (pr == nullptr) {
-      fail(what, text, "unknown policy " + quoted(call.name) + " (known: " + known_names() + ")");
+      fail(policy_what, text,
+           "unknown policy " + quoted(call.name) + " (known: " + known_names() + ")");
     }
     p = pr->policy;
   }
+  return p;
+}
 
-  std::set<std::string, std::less<>> given;
-  for (const spec_argument& arg : call.arguments) {
-    const std::string& k = arg.key;
-    given.insert(k);
-    if (k == "initial") {
-      p.initial = spec_duration(text, arg, what);
-    } else if (k == "factor") {
-      p.factor = spec_number(text, arg, what);
-    } else if (k == "step") {
-      p.step = spec_duration(text, arg, what);
-    } else if (k == "max") {
-      p.max = (arg.value == "none") ? duration::max() : spec_duration(text, arg, what);
-    } else if (k == "jitter") {
-      bool ok = false;
-      for (jitter_kind j : all_jitters) {
-        if (arg.value == to_string(j)) {
-          p.jitter = j;
-          ok = true;
-        }
-      }
-      if (!ok) {
-        fail(what, text,
-             "unknown jitter " + quoted(arg.value) +
-                 " (known: none, full, equal, decorrelated, additive, multiplicative, "
-                 "proportional, gaussian)");
-      }
-    } else if (k == "jitter_max") {
-      p.jitter_max = spec_duration(text, arg, what);
-    } else if (k == "lo") {
-      p.lo = spec_number(text, arg, what);
-    } else if (k == "hi") {
-      p.hi = spec_number(text, arg, what);
-    } else if (k == "r") {
-      p.r = spec_number(text, arg, what);
-    } else if (k == "sigma") {
-      p.sigma = spec_number(text, arg, what);
-    } else if (k == "sd") {
-      p.sd = spec_duration(text, arg, what);
-    } else if (k == "cap") {
-      if (arg.value == "before") {
-        p.cap = cap_mode::before;
-      } else if (arg.value == "after") {
-        p.cap = cap_mode::after;
-      } else {
-        fail(what, text, "cap=" + escape_controls(arg.value) + " must be before or after");
-      }
-    } else if (k == "grow") {
-      if (arg.value == "base") {
-        p.grow = growth::base;
-      } else if (arg.value == "previous") {
-        p.grow = growth::previous;
-      } else {
-        fail(what, text, "grow=" + escape_controls(arg.value) + " must be base or previous");
-      }
-    } else if (k == "jitter_first") {
-      p.jitter_first = spec_bool(text, arg, what);
-    } else {
-      fail(what, text,
-           "unknown parameter " + quoted(k) + " (known: " + std::string(policy_keys) + ")");
-    }
+jitter_kind jitter_named(std::string_view text, const spec_argument& arg) {
+  for (jitter_kind j : all_jitters) {
+    if (arg.value == to_string(j)) return j;
   }
+  fail(policy_what, text,
+       "unknown jitter " + quoted(arg.value) +
+           " (known: none, full, equal, decorrelated, additive, multiplicative, "
+           "proportional, gaussian)");
+}
 
-  // A key that the chosen schedule or jitter would ignore is a mistake worth reporting.
+cap_mode cap_named(std::string_view text, const spec_argument& arg) {
+  if (arg.value == "before") return cap_mode::before;
+  if (arg.value == "after") return cap_mode::after;
+  fail(policy_what, text, "cap=" + escape_controls(arg.value) + " must be before or after");
+}
+
+growth growth_named(std::string_view text, const spec_argument& arg) {
+  if (arg.value == "base") return growth::base;
+  if (arg.value == "previous") return growth::previous;
+  fail(policy_what, text, "grow=" + escape_controls(arg.value) + " must be base or previous");
+}
+
+void set_parameter(backoff_policy& p, std::string_view text, const spec_argument& arg) {
+  const std::string& k = arg.key;
+  if (k == "initial") {
+    p.initial = spec_duration(text, arg, policy_what);
+  } else if (k == "factor") {
+    p.factor = spec_number(text, arg, policy_what);
+  } else if (k == "step") {
+    p.step = spec_duration(text, arg, policy_what);
+  } else if (k == "max") {
+    p.max = (arg.value == "none") ? duration::max() : spec_duration(text, arg, policy_what);
+  } else if (k == "jitter") {
+    p.jitter = jitter_named(text, arg);
+  } else if (k == "jitter_max") {
+    p.jitter_max = spec_duration(text, arg, policy_what);
+  } else if (k == "lo") {
+    p.lo = spec_number(text, arg, policy_what);
+  } else if (k == "hi") {
+    p.hi = spec_number(text, arg, policy_what);
+  } else if (k == "r") {
+    p.r = spec_number(text, arg, policy_what);
+  } else if (k == "sigma") {
+    p.sigma = spec_number(text, arg, policy_what);
+  } else if (k == "sd") {
+    p.sd = spec_duration(text, arg, policy_what);
+  } else if (k == "cap") {
+    p.cap = cap_named(text, arg);
+  } else if (k == "grow") {
+    p.grow = growth_named(text, arg);
+  } else if (k == "jitter_first") {
+    p.jitter_first = spec_bool(text, arg, policy_what);
+  } else {
+    fail(policy_what, text,
+         "unknown parameter " + quoted(k) + " (known: " + std::string(policy_keys) + ")");
+  }
+}
+
+// A key that the chosen schedule or jitter would ignore is a mistake worth reporting.
+void reject_inapplicable_keys(const backoff_policy& p, std::string_view text,
+                              const std::set<std::string, std::less<>>& given) {
   const auto requires_key = [&](std::string_view key, bool applies, std::string_view needs) {
     if (given.contains(key) && !applies) {
-      fail(what, text, "parameter " + quoted(key) + " applies only to " + std::string(needs));
+      fail(policy_what, text,
+           "parameter " + quoted(key) + " applies only to " + std::string(needs));
     }
   };
   requires_key("factor", p.schedule == schedule_kind::exponential, "the exponential schedule");
@@ -346,15 +347,28 @@ backoff_policy parse_policy(std::string_view text) {
   requires_key("sigma", p.jitter == jitter_kind::gaussian, "jitter=gaussian");
   requires_key("sd", p.jitter == jitter_kind::gaussian, "jitter=gaussian");
   if (given.contains("sigma") && given.contains("sd")) {
-    fail(what, text, "give sigma (relative) or sd (absolute), not both");
+    fail(policy_what, text, "give sigma (relative) or sd (absolute), not both");
   }
+}
+
+}  // namespace
+
+backoff_policy parse_policy(std::string_view text) {
+  const spec_call call = parse_spec_call(text, policy_what);
+  backoff_policy p = starting_policy(text, call);
+  std::set<std::string, std::less<>> given;
+  for (const spec_argument& arg : call.arguments) {
+    given.insert(arg.key);
+    set_parameter(p, text, arg);
+  }
+  reject_inapplicable_keys(p, text, given);
   if (given.contains("sigma")) p.sd = duration{0};
 
   p = normalized(p);
   try {
     p.validate();
   } catch (const parse_error& e) {
-    fail(what, text, e.what());
+    fail(policy_what, text, e.what());
   }
   return p;
 }

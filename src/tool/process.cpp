@@ -138,6 +138,140 @@ attempt_result start_failure(int error, const std::string& program, duration sta
   return r;
 }
 
+// The null-terminated array of pointers that posix_spawn takes for argv and envp.
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (const auto& s : strings) pointers.push_back(const_cast<char*>(s.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// posix_spawnp's error number: 0 when `pid` runs the command.
+int spawn_child(const launch_spec& spec, pid_t& pid) {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawnattr_init(&attributes);
+  for (const auto& [child_fd, source_fd] : spec.descriptors) {
+    if (child_fd != source_fd) ::posix_spawn_file_actions_adddup2(&actions, source_fd, child_fd);
+  }
+  // The tool blocks the signals it handles in every thread; the child starts with none blocked.
+  sigset_t none;
+  sigemptyset(&none);
+  ::posix_spawnattr_setsigmask(&attributes, &none);
+  short flags = POSIX_SPAWN_SETSIGMASK;
+  if (spec.own_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    ::posix_spawnattr_setpgroup(&attributes, 0);
+  }
+  ::posix_spawnattr_setflags(&attributes, flags);
+
+  const std::vector<char*> argv = c_strings(spec.argv);
+  const std::vector<char*> envp = c_strings(spec.environment);
+  const int error = ::posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), envp.data());
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attributes);
+  return error;
+}
+
+// Without a pidfd the child could not be watched: it is killed rather than left running.
+int pidfd_of_new_child(pid_t pid) {
+  const int pidfd = open_pidfd(pid);
+  if (pidfd < 0) {
+    const int error = errno;
+    ::kill(pid, SIGKILL);
+    reap(pid);
+    throw std::system_error(error, std::generic_category(), "pidfd_open");
+  }
+  return pidfd;
+}
+
+// The descriptor that a cancellation pokes to end the wait for the child.
+int open_wake_eventfd(const running_child& child) {
+  const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0) {
+    const int error = errno;  // before kill and waitid can change it
+    child.send(SIGKILL);
+    reap(child.pid);
+    throw std::system_error(error, std::generic_category(), "eventfd");
+  }
+  return wake;
+}
+
+enum class attempt_stop { exited, timed_out, cancelled };
+
+// Waits until the child ends by itself, its time is up, or its scope is cancelled (which pokes
+// `wake`).
+attempt_stop wait_for_attempt(const running_child& child, int wake, const attempt_limits& limits,
+                              const cancel_scope& scope) {
+  for (;;) {
+    timespec timeout{};
+    timespec* timeout_ptr = nullptr;
+    if (limits.kill_at) {
+      const duration left = *limits.kill_at - steady_now();
+      if (left.count() <= 0) return attempt_stop::timed_out;
+      timeout = to_timespec(left);
+      timeout_ptr = &timeout;
+    }
+    pollfd fds[2] = {{child.pidfd, POLLIN, 0}, {wake, POLLIN, 0}};
+    const int n = ::ppoll(fds, 2, timeout_ptr, nullptr);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;  // before kill and waitid can change it
+      child.send(SIGKILL);
+      reap(child.pid);
+      throw std::system_error(error, std::generic_category(), "ppoll");
+    }
+    if (fds[0].revents != 0) return attempt_stop::exited;
+    if (fds[1].revents != 0 || scope.cancelled()) return attempt_stop::cancelled;
+  }
+}
+
+// After a failure the rest of the group is stopped: its leftovers must not overlap the next
+// attempt.
+attempt_result ended_by_itself(const running_child& child, duration grace,
+                               const success_test& succeeded) {
+  attempt_result result;
+  const siginfo_t info = peek_status(child.pid);
+  if (info.si_code == CLD_EXITED) {
+    result.ended = attempt_end::exited;
+    result.exit_code = info.si_status;
+    result.status = info.si_status;
+  } else {
+    result.ended = attempt_end::signaled;
+    result.signal = info.si_status;
+    result.status = status_signal_base + info.si_status;
+  }
+  if (child.own_group && !succeeded(result) && group_alive(child.pid)) {
+    stop_everything(child, SIGTERM, grace);
+  }
+  return result;
+}
+
+// The status says why it was stopped; exit_code or signal, how it ended if it has.
+attempt_result stopped_by_us(const running_child& child, attempt_stop why, duration grace,
+                             const cancel_scope& scope) {
+  attempt_result result;
+  const int first = why == attempt_stop::cancelled ? scope.signal() : SIGTERM;
+  stop_everything(child, first, grace);
+  if (has_exited(child.pidfd)) {
+    const siginfo_t info = peek_status(child.pid);
+    if (info.si_code == CLD_EXITED) {
+      result.exit_code = info.si_status;
+    } else {
+      result.signal = info.si_status;
+    }
+  }
+  if (why == attempt_stop::timed_out) {
+    result.ended = attempt_end::timed_out;
+    result.status = status_timed_out;
+  } else {
+    result.ended = attempt_end::cancelled;
+    result.status = status_signal_base + scope.signal();
+  }
+  return result;
+}
+
 }  // namespace
 
 std::string_view to_string(attempt_end e) noexcept {
@@ -226,61 +360,21 @@ attempt_result run_attempt(const launch_spec& spec, const attempt_limits& limits
                            const cancel_scope& scope, const success_test& succeeded) {
   if (spec.argv.empty()) throw std::invalid_argument("run_attempt: empty command");
   const duration started = steady_now();
-  attempt_result result;
   if (scope.cancelled()) {
+    attempt_result result;
     result.ended = attempt_end::cancelled;
     result.status = status_signal_base + scope.signal();
     return result;
   }
 
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attributes;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawnattr_init(&attributes);
-  for (const auto& [child_fd, source_fd] : spec.descriptors) {
-    if (child_fd != source_fd) ::posix_spawn_file_actions_adddup2(&actions, source_fd, child_fd);
-  }
-  // The tool blocks the signals it handles in every thread; the child starts with none blocked.
-  sigset_t none;
-  sigemptyset(&none);
-  ::posix_spawnattr_setsigmask(&attributes, &none);
-  short flags = POSIX_SPAWN_SETSIGMASK;
-  if (spec.own_group) {
-    flags |= POSIX_SPAWN_SETPGROUP;
-    ::posix_spawnattr_setpgroup(&attributes, 0);
-  }
-  ::posix_spawnattr_setflags(&attributes, flags);
-
-  std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : spec.environment) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
   pid_t pid = -1;
-  const int spawn_error =
-      ::posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), envp.data());
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::posix_spawnattr_destroy(&attributes);
+  const int spawn_error = spawn_child(spec, pid);
   if (spawn_error != 0) return start_failure(spawn_error, spec.argv[0], started);
-
-  const int pidfd = open_pidfd(pid);
-  if (pidfd < 0) {
-    const int error = errno;
-    ::kill(pid, SIGKILL);
-    reap(pid);
-    throw std::system_error(error, std::generic_category(), "pidfd_open");
-  }
+  const int pidfd = pidfd_of_new_child(pid);
   const fd_guard pidfd_owner(pidfd);
   const running_child child{pid, pidfd, spec.own_group};
 
-  const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0) {
-    child.send(SIGKILL);
-    reap(pid);
-    throw_errno("eventfd");
-  }
+  const int wake = open_wake_eventfd(child);
   const fd_guard wake_owner(wake);
   const auto poke = [wake]() noexcept {
     const std::uint64_t one = 1;
@@ -288,70 +382,10 @@ attempt_result run_attempt(const launch_spec& spec, const attempt_limits& limits
   };
   const std::stop_callback on_cancel(scope.token(), poke);
 
-  enum class why { exited, timed_out, cancelled } stop = why::exited;
-  for (;;) {
-    timespec timeout{};
-    timespec* timeout_ptr = nullptr;
-    if (limits.kill_at) {
-      const duration left = *limits.kill_at - steady_now();
-      if (left.count() <= 0) {
-        stop = why::timed_out;
-        break;
-      }
-      timeout = to_timespec(left);
-      timeout_ptr = &timeout;
-    }
-    pollfd fds[2] = {{pidfd, POLLIN, 0}, {wake, POLLIN, 0}};
-    const int n = ::ppoll(fds, 2, timeout_ptr, nullptr);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      child.send(SIGKILL);
-      reap(pid);
-      throw_errno("ppoll");
-    }
-    if (fds[0].revents != 0) {
-      stop = why::exited;
-      break;
-    }
-    if (fds[1].revents != 0 || scope.cancelled()) {
-      stop = why::cancelled;
-      break;
-    }
-  }
-
-  if (stop == why::exited) {
-    const siginfo_t info = peek_status(pid);
-    if (info.si_code == CLD_EXITED) {
-      result.ended = attempt_end::exited;
-      result.exit_code = info.si_status;
-      result.status = info.si_status;
-    } else {
-      result.ended = attempt_end::signaled;
-      result.signal = info.si_status;
-      result.status = status_signal_base + info.si_status;
-    }
-    if (spec.own_group && !succeeded(result) && group_alive(pid)) {
-      stop_everything(child, SIGTERM, limits.grace);
-    }
-  } else {
-    const int first = stop == why::cancelled ? scope.signal() : SIGTERM;
-    stop_everything(child, first, limits.grace);
-    if (has_exited(pidfd)) {
-      const siginfo_t info = peek_status(pid);
-      if (info.si_code == CLD_EXITED) {
-        result.exit_code = info.si_status;
-      } else {
-        result.signal = info.si_status;
-      }
-    }
-    if (stop == why::timed_out) {
-      result.ended = attempt_end::timed_out;
-      result.status = status_timed_out;
-    } else {
-      result.ended = attempt_end::cancelled;
-      result.status = status_signal_base + scope.signal();
-    }
-  }
+  const attempt_stop why = wait_for_attempt(child, wake, limits, scope);
+  attempt_result result = why == attempt_stop::exited
+                              ? ended_by_itself(child, limits.grace, succeeded)
+                              : stopped_by_us(child, why, limits.grace, scope);
   if (has_exited(pidfd)) reap(pid);  // else stuck in the kernel: leave it rather than hang
   result.elapsed = steady_now() - started;
   return result;

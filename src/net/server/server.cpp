@@ -22,6 +22,7 @@
 #include <iostream>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -84,6 +85,22 @@ bool peer_closed(socket_type& socket) {
   char byte;
   const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+// A request that does not parse, as opposed to a client that went away (or a closed socket).
+bool is_malformed_request(const beast::error_code& read_error) {
+  return read_error.category() == make_error_code(http::error::end_of_stream).category() &&
+         read_error != http::error::end_of_stream;
+}
+
+// What a non-blocking send could not take of `bytes` (empty when it took everything), or nullopt
+// after an error.
+std::optional<asio::const_buffer> send_at_once(socket_type& socket, asio::const_buffer bytes) {
+  beast::error_code error;
+  const std::size_t sent = socket.write_some(bytes, error);
+  if (error == asio::error::would_block || error == asio::error::try_again) return bytes;
+  if (error) return std::nullopt;
+  return bytes + sent;
 }
 
 // Reads one request into `parser`, leaving any bytes after it in `buffer` for the next one.
@@ -206,6 +223,57 @@ struct worker {
     co_return answered;
   }
 
+  // Answers that need no waiting: everything but an /api request to serve. Pause and resume act
+  // here, before their answer is written.
+  std::optional<response> answer_at_once(const route& r, server& owner, unsigned version,
+                                         bool keep_alive) {
+    switch (r.kind) {
+      case route_kind::api:
+        if (options.max_busy > 0 && metrics.concurrency.load() >= options.max_busy) {
+          return make_rejection(static_cast<http::status>(options.reject_status),
+                                options.retry_after, version, keep_alive);
+        }
+        return std::nullopt;
+      case route_kind::metrics: {
+        response res = make_response(http::status::ok, prometheus_text(metrics.snapshot()), version,
+                                     keep_alive);
+        res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+        return res;
+      }
+      case route_kind::pause:
+        owner.pause(r.pause_for);
+        return make_response(http::status::ok,
+                             r.pause_for ? "paused for " + format_duration(*r.pause_for) + "\n"
+                                         : std::string("paused\n"),
+                             version, keep_alive);
+      case route_kind::resume:
+        owner.resume();
+        return make_response(http::status::ok, "resumed\n", version, keep_alive);
+      case route_kind::not_found:
+        return make_response(http::status::not_found, "not found\n", version, keep_alive);
+      case route_kind::method_not_allowed: {
+        response res = make_response(http::status::method_not_allowed, "method not allowed\n",
+                                     version, keep_alive);
+        res.set(http::field::allow, r.allow);
+        return res;
+      }
+      case route_kind::bad_request:
+        return make_response(http::status::bad_request, r.error + "\n", version, keep_alive);
+    }
+    return response{};
+  }
+
+  task<> answer_malformed_request(socket_type& stream, beast::error_code read_error) {
+    auto res = make_response(http::status::bad_request,
+                             "bad request: " + read_error.message() + "\n", 11, false);
+    metrics.answered(400);
+    const auto [write_error, written] = co_await http::async_write(stream, res, as_tuple_on_worker);
+    if (!write_error) co_await close_gently(stream);
+  }
+
+  // An /api request is served and answered here rather than in coroutines of its own: each would
+  // cost a coroutine frame per request, and the server's CPU per request is tuned
+  // (docs/PERFORMANCE.md). The helpers it calls on that path do not suspend.
   task<> session(socket_type stream, server& owner) {
     const auto me = sessions.insert(sessions.end(), &stream);
     metrics.connections.fetch_add(1);
@@ -219,88 +287,38 @@ struct worker {
       if (read_error || stopping) {
         // A request that does not parse gets 400 and the connection is closed; a client that
         // went away needs no answer.
-        if (read_error.category() == make_error_code(http::error::end_of_stream).category() &&
-            read_error != http::error::end_of_stream && !stopping) {
-          auto res = make_response(http::status::bad_request,
-                                   "bad request: " + read_error.message() + "\n", 11, false);
-          metrics.answered(400);
-          const auto [write_error, written] =
-              co_await http::async_write(stream, res, as_tuple_on_worker);
-          if (!write_error) co_await close_gently(stream);
+        if (is_malformed_request(read_error) && !stopping) {
+          co_await answer_malformed_request(stream, read_error);
         }
         break;
       }
       const auto& req = parser.get();
       const bool keep_alive = req.keep_alive();
       const unsigned version = req.version();
-      const route r = route_request(req.method(), req.target());
-      response res;
-      bool served = true;  // false: the client left, or the server stops; nobody to answer
-      switch (r.kind) {
-        case route_kind::api: {
-          if (options.max_busy > 0 && metrics.concurrency.load() >= options.max_busy) {
-            res = make_rejection(static_cast<http::status>(options.reject_status),
-                                 options.retry_after, version, keep_alive);
-            break;
-          }
-          served = co_await serve_api(stream);
-          if (served && version == 11 && keep_alive) {
-            // The answer nearly every request gets, as bytes prepared once: serializing it with
-            // Beast each time was most of the server's own CPU per request. Written at once when
-            // the socket takes it all (it nearly always does), saving a trip through the
-            // scheduler; the rest, if any, asynchronously.
-            metrics.answered(200);
-            const std::string& answer = ok_keep_alive_response();
-            beast::error_code write_error;
-            const std::size_t sent = stream.write_some(asio::buffer(answer), write_error);
-            if (write_error && write_error != asio::error::would_block &&
-                write_error != asio::error::try_again) {
-              break;
-            }
-            if (sent == answer.size()) continue;
-            const auto [rest_error, rest] = co_await asio::async_write(
-                stream, asio::buffer(answer) + (write_error ? 0 : sent), as_tuple_on_worker);
-            if (rest_error) break;
-            continue;
-          }
-          if (served) res = make_response(http::status::ok, "OK", version, keep_alive);
-          break;
+      std::optional<response> res =
+          answer_at_once(route_request(req.method(), req.target()), owner, version, keep_alive);
+      if (!res) {
+        if (!co_await serve_api(stream)) break;  // the client left or the server stops: no answer
+        if (version == 11 && keep_alive) {
+          // The answer nearly every request gets, as bytes prepared once: serializing it with
+          // Beast each time was most of the server's own CPU per request. Written at once when
+          // the socket takes it all (it nearly always does), saving a trip through the
+          // scheduler; the rest, if any, asynchronously.
+          metrics.answered(200);
+          const auto rest = send_at_once(stream, asio::buffer(ok_keep_alive_response()));
+          if (!rest) break;
+          if (rest->size() == 0) continue;
+          const auto [rest_error, written] =
+              co_await asio::async_write(stream, *rest, as_tuple_on_worker);
+          if (rest_error) break;
+          continue;
         }
-        case route_kind::metrics:
-          res = make_response(http::status::ok, prometheus_text(metrics.snapshot()), version,
-                              keep_alive);
-          res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-          break;
-        case route_kind::pause:
-          owner.pause(r.pause_for);
-          res = make_response(http::status::ok,
-                              r.pause_for ? "paused for " + format_duration(*r.pause_for) + "\n"
-                                          : std::string("paused\n"),
-                              version, keep_alive);
-          break;
-        case route_kind::resume:
-          owner.resume();
-          res = make_response(http::status::ok, "resumed\n", version, keep_alive);
-          break;
-        case route_kind::not_found:
-          res = make_response(http::status::not_found, "not found\n", version, keep_alive);
-          break;
-        case route_kind::method_not_allowed:
-          res = make_response(http::status::method_not_allowed, "method not allowed\n", version,
-                              keep_alive);
-          res.set(http::field::allow, r.allow);
-          break;
-        case route_kind::bad_request:
-          res = make_response(http::status::bad_request, r.error + "\n", version, keep_alive);
-          break;
+        res = make_response(http::status::ok, "OK", version, keep_alive);
       }
-      if (!served) break;
-      metrics.answered(static_cast<int>(res.result_int()));
-      {
-        const auto [write_error, written] =
-            co_await http::async_write(stream, res, as_tuple_on_worker);
-        if (write_error || !res.keep_alive()) break;
-      }
+      metrics.answered(static_cast<int>(res->result_int()));
+      const auto [write_error, written] =
+          co_await http::async_write(stream, *res, as_tuple_on_worker);
+      if (write_error || !res->keep_alive()) break;
     }
     stream.shutdown(tcp::socket::shutdown_send, ignored);
     sessions.erase(me);
