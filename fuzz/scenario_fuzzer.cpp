@@ -44,14 +44,25 @@ void check_loaded(scenario& sc, const backoff::sim::scenario_source& source,
   check(!sc.strategies().empty(), "a scenario without strategies");
   std::set<std::string> names;
   for (const auto& s : sc.strategies()) {
-    check(!s.name.empty() && names.insert(s.name).second, "a strategy name empty or repeated");
+    check(!s.name().empty() && names.insert(s.name()).second, "a strategy name empty or repeated");
+    // Loading parsed and checked each spec once: the typed values read back from their text.
     try {
-      if (s.policy != "none") (void)backoff::parse_policy(s.policy);
-      if (!s.window.empty()) (void)backoff::parse_window(s.window);
-      if (!s.budget.empty()) (void)backoff::parse_budget(s.budget);
-      if (!s.throttle.empty()) (void)backoff::parse_throttle(s.throttle);
+      check(backoff::parse_policy(s.policy().backoff.to_string()) == s.policy().backoff,
+            "a loaded policy that does not read back", s.policy().backoff.to_string());
+      if (s.window()) {
+        check(backoff::parse_window(s.window()->to_string()) == *s.window(),
+              "a loaded window that does not read back", s.window()->to_string());
+      }
+      if (s.budget()) {
+        check(backoff::parse_budget(backoff::to_string(*s.budget())) == *s.budget(),
+              "a loaded budget that does not read back", backoff::to_string(*s.budget()));
+      }
+      if (s.throttle()) {
+        check(backoff::parse_throttle(backoff::to_string(*s.throttle())) == *s.throttle(),
+              "a loaded throttle that does not read back", backoff::to_string(*s.throttle()));
+      }
     } catch (const backoff::parse_error& e) {
-      backoff::fuzz::fail("a loaded strategy has a spec that does not parse", e.what());
+      backoff::fuzz::fail("a loaded strategy whose canonical text does not parse", e.what());
     }
   }
   const std::string fp = sc.fingerprint();

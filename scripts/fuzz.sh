@@ -24,7 +24,12 @@ max_len() {
 }
 
 if [ ! -f build-fuzz/CMakeCache.txt ]; then cmake --preset fuzz >/dev/null; fi
-cmake --build build-fuzz --parallel "${JOBS:-2}" --target "${targets[@]/%/_fuzzer}" >/dev/null
+# Quiet when it builds; the compiler's messages when it does not.
+if ! build_log="$(cmake --build build-fuzz --parallel "${JOBS:-2}" --target "${targets[@]/%/_fuzzer}" 2>&1)"; then
+  printf '%s\n' "${build_log}" | grep -E -A3 'error|FAILED' | head -n 60 >&2
+  echo "fuzz: the fuzzers do not build (above)" >&2
+  exit 1
+fi
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/backoff-fuzz.XXXXXX")"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"

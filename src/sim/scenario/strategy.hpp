@@ -55,6 +55,9 @@ class client_strategy {
   bool has_window() const noexcept { return p_.window.has_value(); }
   bool has_budget() const noexcept { return p_.budget.has_value(); }
   bool has_throttle() const noexcept { return p_.throttle.has_value(); }
+  const std::optional<aimd_config>& window() const noexcept { return p_.window; }
+  const std::optional<budget_config>& budget() const noexcept { return p_.budget; }
+  const std::optional<throttle_config>& throttle() const noexcept { return p_.throttle; }
   // The policy is the `none` preset (retry at once), also what a strategy without one gets.
   bool retries_at_once() const noexcept { return p_.policy.backoff == find_preset("none")->policy; }
 
