@@ -41,7 +41,7 @@ struct async_retry_env {
   std::function<duration()> now = detail::steady_now;
   // Waits d; false when cancelled. Tests replace it with one that records and returns at once.
   std::function<boost::asio::awaitable<bool>(duration, std::stop_token)> sleep = async_sleep;
-  random_ref random = detail::thread_generator();
+  random_ref random = detail::per_thread_random;  // this thread's generator, at each draw
   std::stop_token stop;
   std::function<bool()> busy;  // carrier sense, as in retry_env
   // > 0: the first backoff grows from this delay (backoff_state::continue_from; only grow=previous

@@ -109,7 +109,10 @@ class backoff_policy {
   // The canonical spec text; parse_policy(p.to_string()) gives back an equal policy.
   std::string to_string() const;
 
-  [[nodiscard]] backoff_state start() const noexcept;
+  // The state refers to this policy, which must outlive it: starting from a temporary policy
+  // (`parse_policy("grpc").start()`) would leave it dangling, so it does not compile.
+  [[nodiscard]] backoff_state start() const& noexcept;
+  backoff_state start() const&& = delete;
 
   friend bool operator==(const backoff_policy&, const backoff_policy&) = default;
 };
@@ -170,7 +173,7 @@ inline duration to_duration(double v) noexcept {
 }
 }  // namespace detail
 
-inline backoff_state backoff_policy::start() const noexcept {
+inline backoff_state backoff_policy::start() const& noexcept {
   return backoff_state{*this};
 }
 

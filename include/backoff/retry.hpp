@@ -28,6 +28,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <stop_token>
 #include <string_view>
@@ -120,8 +121,10 @@ class retry_controller {
     outcome stop = outcome::succeeded;  // when stop: why the loop ends
   };
 
+  // The controller refers to `policy`, which must outlive it: a temporary does not compile.
   retry_controller(const retry_policy& policy, duration start, retry_gates gates = {}) noexcept
       : policy_(&policy), backoff_(policy.backoff.start()), start_(start), gates_(gates) {}
+  retry_controller(retry_policy&&, duration, retry_gates = {}) = delete;
 
   std::uint32_t attempts() const noexcept { return attempts_; }
   bool has_deadline() const noexcept { return policy_->max_elapsed.count() > 0; }
@@ -266,16 +269,26 @@ namespace detail {
 duration steady_now();
 bool interruptible_sleep(duration d, std::stop_token stop);
 random_generator& thread_generator();
+
+// Draws from the generator of whichever thread draws, looked up at each draw: an env holding it
+// can be built on one thread and shared with others (the natural way to share a stop token).
+struct per_thread_generator {
+  using result_type = std::uint64_t;
+  static constexpr result_type min() noexcept { return 0; }
+  static constexpr result_type max() noexcept { return std::numeric_limits<result_type>::max(); }
+  result_type operator()() const { return thread_generator()(); }
+};
+inline per_thread_generator per_thread_random;
 }  // namespace detail
 
 // The world a retry loop lives in. Every member has a real-world default. The default `random`
-// refers to the generator of the thread that built the env: use such an env on that thread
-// (system_env() gives each thread its own).
+// draws from the generator of the thread that runs the loop, so one env may serve many threads;
+// a generator given instead is the caller's to share or not.
 struct retry_env {
   std::function<duration()> now = detail::steady_now;
   // Waits d; returns false when woken early because `stop` was requested.
   std::function<bool(duration, std::stop_token)> sleep = detail::interruptible_sleep;
-  random_ref random = detail::thread_generator();
+  random_ref random = detail::per_thread_random;
   std::stop_token stop;
   // Carrier sense (seed 000's Ethernet approach): when set and it answers true ("busy"), the
   // attempt is not made and counts as a retryable failure, without touching the resource.

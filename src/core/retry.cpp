@@ -74,8 +74,8 @@ random_generator& thread_generator() {
 }  // namespace detail
 
 const retry_env& system_env() {
-  // Per thread, because its random_ref points at this thread's generator.
-  thread_local const retry_env env;
+  // One for every thread: its generator is looked up at each draw (detail::per_thread_random).
+  static const retry_env env;
   return env;
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <optional>
 #include <stop_token>
+#include <thread>
 #include <vector>
 
 #include "backoff/clock.hpp"
@@ -257,6 +259,33 @@ TEST(AsyncRetry, StopBeforeStartMakesNoAttempt) {
   EXPECT_EQ(r.why, backoff::outcome::cancelled);
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(r.attempts, 0u);
+}
+
+// One env shared by coroutines on a multi-threaded io_context: each draws from the generator of
+// the thread it runs on, not from the one of the thread that built the env.
+TEST(AsyncRetry, OneEnvCanServeAMultiThreadedIoContext) {
+  backoff::async_retry_env env;
+  env.sleep = [](duration, std::stop_token) -> asio::awaitable<bool> { co_return true; };
+  const backoff::retry_policy policy{
+      backoff::parse_policy("exponential(initial=1ms, max=10ms, jitter=full)"), 20, 0s};
+  const backoff::random_generator before = backoff::detail::thread_generator();
+  asio::io_context io;
+  std::atomic<std::uint32_t> attempts{0};
+  for (int i = 0; i < 16; ++i) {
+    asio::co_spawn(io,
+                   backoff::async_retry(scripted{{verdict::retryable()}}, policy,
+                                        backoff::default_classifier{}, env),
+                   [&](std::exception_ptr e, const backoff::retry_result<verdict>& r) {
+                     if (!e) attempts += r.attempts;
+                   });
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&] { io.run(); });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(attempts.load(), 16u * 20u);
+  backoff::random_generator expected = before;
+  EXPECT_EQ(backoff::detail::thread_generator()(), expected())
+      << "the io_context's threads drew from this thread's generator";
 }
 
 }  // namespace

@@ -4,17 +4,20 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
+#include <thread>
 #include <vector>
 
 #include "backoff/duration.hpp"
 #include "backoff/http.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
+#include "backoff/spec.hpp"
 #include "backoff/verdict.hpp"
 #include "recording_env.hpp"
 
@@ -604,6 +607,33 @@ TEST(RetryController, DeferredAttemptsCountAndBackOffLikeFailures) {
 
 // ---------------------------------------------------------------------------------------------
 // The real-world environment, without waiting.
+
+// One env, built here with a stop token and shared with worker threads (the natural way to
+// cancel them all): each thread draws its jitter from its own generator, never from the
+// generator of the thread that built the env (a data race TSan reports, and a draw that moves
+// this thread's generator).
+TEST(SystemEnv, OneEnvCanBeSharedBetweenThreads) {
+  std::stop_source stop;
+  backoff::retry_env env;
+  env.stop = stop.get_token();
+  env.sleep = [](duration, std::stop_token) { return true; };  // no real waits
+  const retry_policy policy{
+      backoff::parse_policy("exponential(initial=1ms, max=10ms, jitter=full)"), 50, 0s};
+  const backoff::random_generator before = backoff::detail::thread_generator();
+  std::atomic<std::uint32_t> attempts{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      const auto r = backoff::retry([] { return false; }, policy, {}, env);
+      attempts += r.attempts;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(attempts.load(), 4u * 50u);
+  backoff::random_generator expected = before;
+  EXPECT_EQ(backoff::detail::thread_generator()(), expected())
+      << "the other threads drew from this thread's generator";
+}
 
 TEST(SystemEnv, InterruptibleSleepReturnsAtOnceWhenStopWasRequested) {
   std::stop_source source;
