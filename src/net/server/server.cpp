@@ -26,6 +26,7 @@
 #include <sstream>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "backoff/spec.hpp"
@@ -295,11 +296,14 @@ struct worker {
       const auto& req = parser.get();
       const bool keep_alive = req.keep_alive();
       const unsigned version = req.version();
+      // A HEAD answer has the GET answer's header, Content-Length included, and no body: a body
+      // would be read as the start of the next answer on a keep-alive connection.
+      const bool head = req.method() == http::verb::head;
       std::optional<response> res =
           answer_at_once(route_request(req.method(), req.target()), owner, version, keep_alive);
       if (!res) {
         if (!co_await serve_api(stream)) break;  // the client left or the server stops: no answer
-        if (version == 11 && keep_alive) {
+        if (version == 11 && keep_alive && !head) {
           // The answer nearly every request gets, as bytes prepared once: serializing it with
           // Beast each time was most of the server's own CPU per request. Written at once when
           // the socket takes it all (it nearly always does), saving a trip through the
@@ -316,8 +320,15 @@ struct worker {
         res = make_response(http::status::ok, "OK", version, keep_alive);
       }
       metrics.answered(static_cast<int>(res->result_int()));
-      const auto [write_error, written] =
-          co_await http::async_write(stream, *res, as_tuple_on_worker);
+      beast::error_code write_error;
+      if (head) {
+        http::serializer<false, http::string_body> header_only{*res};
+        std::tie(write_error, std::ignore) =
+            co_await http::async_write_header(stream, header_only, as_tuple_on_worker);
+      } else {
+        std::tie(write_error, std::ignore) =
+            co_await http::async_write(stream, *res, as_tuple_on_worker);
+      }
       if (write_error || !res->keep_alive()) break;
     }
     stream.shutdown(tcp::socket::shutdown_send, ignored);
