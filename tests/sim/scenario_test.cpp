@@ -121,7 +121,17 @@ INSTANTIATE_TEST_SUITE_P(
                      "--set server.connect: server.connect: bad duration \"fast\""},
         bad_scenario{valid,
                      {"workload.operations.x=1"},
-                     "--set workload.operations.x: operations is not a table"}));
+                     "--set workload.operations.x: operations is not a table"},
+        bad_scenario{valid + "[bogus]\n", {}, "bad.toml:8:"},
+        bad_scenario{valid + "[bogus]\n", {}, "unknown table 'bogus'"},
+        bad_scenario{valid + "[workload.extra]\n", {}, "unknown table 'workload.extra'"},
+        bad_scenario{valid + "[server.connect_x]\n", {}, "unknown table 'server.connect_x'"}));
+
+// An empty table of keys the model reads leaves their defaults: not a mistake.
+TEST(Scenario, AnEmptyKnownTableIsAccepted) {
+  EXPECT_EQ(error_of(valid + "[server]\n"), "");
+  EXPECT_EQ(error_of(valid + "[run]\n"), "");
+}
 
 TEST(Scenario, SetOverridesAKeyAndReadsBareWordsAsStrings) {
   scenario sc =

@@ -242,25 +242,24 @@ void config_reader::finish() const {
           const std::string key =
               prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
           if (used_.contains(key)) continue;
-          if (node.is_table()) {
+          if (node.is_table() && !node.as_table()->empty()) {
             walk(*node.as_table(), key);
             continue;
           }
+          // An empty table is known when a key below it was read (an empty [workload] leaves
+          // the model's defaults); any other, [bogus] or [workload.extra], is a mistake.
+          const auto below = used_.lower_bound(key + ".");
+          if (node.is_table() && below != used_.end() && below->starts_with(key + ".")) continue;
           const auto it = overridden_.find(key);
           const std::string at = it != overridden_.end() ? it->second : position(k.source(), path_);
-          throw scenario_error(at + ": unknown key '" + key + "'");
+          throw scenario_error(at + (node.is_table() ? ": unknown table '" : ": unknown key '") +
+                               key + "'");
         }
       };
   walk(*root_, "");
 }
 
 scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets) {
-  return load(source, sets, {}, nullptr);
-}
-
-scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets,
-                        const std::vector<std::pair<std::string, std::string>>& extra,
-                        const scenario* point_of) {
   auto root = std::make_shared<toml::table>();
   try {
     *root = toml::parse(source.text, source.path);
@@ -274,17 +273,33 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
     const std::string key = s.substr(0, s.find('='));
     overridden[key] = "--set " + key;
   }
-  // A sweep point's values: named in messages by the sweep entry that set them.
-  for (const auto& [assignment, label] : extra) {
-    apply_override(*root, assignment);
-    overridden[assignment.substr(0, assignment.find('='))] = label;
+  // What every point starts from, kept before the reader marks anything: the tree without its
+  // [sweep] table, so that a point neither parses the file again nor expands the axes again
+  // (which made checking a sweep quadratic in its number of points).
+  std::shared_ptr<const toml::table> base;
+  if (root->contains("sweep") || root->contains("replications")) {
+    auto copy = std::make_shared<toml::table>(*root);
+    copy->erase("sweep");
+    base = std::move(copy);
   }
+  scenario sc = load(source, sets, std::move(root), std::move(overridden), nullptr);
+  sc.base_ = std::move(base);
+  return sc;
+}
 
-  scenario sc{config_reader(root, source.path, overridden)};
+scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets,
+                        std::shared_ptr<toml::table> root,
+                        std::map<std::string, std::string, std::less<>> overridden,
+                        const scenario* point_of) {
+  scenario sc{config_reader(root, source.path, std::move(overridden))};
   sc.source_ = source;
   sc.sets_ = sets;
   config_reader& r = sc.config_;
-  sc.read_sweep(*root);
+  if (point_of != nullptr) {
+    r.consume("replications");  // checked by the sweep; a point is one run
+  } else {
+    sc.read_sweep(*root);
+  }
   sc.name_ = r.string("scenario", "");
   if (sc.name_.empty()) r.fail("scenario", "missing: every scenario needs a name");
   sc.model_ = r.string("model", sc.name_);
@@ -650,15 +665,19 @@ std::vector<sweep_point> scenario::points() const {
 }
 
 scenario scenario::at(const sweep_point& point) const {
-  std::vector<std::pair<std::string, std::string>> extra;
-  for (const auto& [axis, value] : point.params) {
-    extra.emplace_back(axis->key + "=" + value->toml,
-                       axis->where + " (sweep " + axis->key + "=" + value->text + ")");
+  auto root = base_ ? std::make_shared<toml::table>(*base_) : std::make_shared<toml::table>();
+  std::map<std::string, std::string, std::less<>> overridden;
+  for (const auto& s : sets_) {
+    const std::string key = s.substr(0, s.find('='));
+    overridden[key] = "--set " + key;
   }
-  scenario sc = load(source_, sets_, extra, this);
+  // A sweep point's values: named in messages by the sweep entry that set them.
+  for (const auto& [axis, value] : point.params) {
+    apply_override(*root, axis->key + "=" + value->toml);
+    overridden[axis->key] = axis->where + " (sweep " + axis->key + "=" + value->text + ")";
+  }
+  scenario sc = load(source_, sets_, std::move(root), std::move(overridden), this);
   sc.seed_ = seed_;
-  sc.axes_.clear();  // a point of a sweep is a plain run
-  sc.replications_ = 1;
   return sc;
 }
 

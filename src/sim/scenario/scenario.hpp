@@ -147,10 +147,12 @@ class scenario {
 
  private:
   explicit scenario(config_reader reader) : config_(std::move(reader)) {}
-  // `point_of`: the scenario whose sweep point this is; its strategies are taken as they are
-  // (strategies cannot be swept), not parsed again.
+  // `root`: the file parsed, its overrides applied (`overridden` names them). `point_of`: the
+  // scenario whose sweep point this is; its strategies are taken as they are (strategies cannot
+  // be swept), not parsed again.
   static scenario load(const scenario_source& source, const std::vector<std::string>& sets,
-                       const std::vector<std::pair<std::string, std::string>>& extra,
+                       std::shared_ptr<toml::table> root,
+                       std::map<std::string, std::string, std::less<>> overridden,
                        const scenario* point_of);
   void read_strategies(const toml::table& root);
   void read_sweep(const toml::table& root);
@@ -164,6 +166,7 @@ class scenario {
   std::string model_;
   std::uint64_t seed_ = 1;
   std::vector<client_strategy> strategies_;
+  std::shared_ptr<const toml::table> base_;  // a sweep's tree without [sweep], for at()
 };
 
 // The built-in suite (scenarios/*.toml compiled into the binary), in a fixed order.
