@@ -127,6 +127,31 @@ INSTANTIATE_TEST_SUITE_P(
         bad_scenario{valid + "[workload.extra]\n", {}, "unknown table 'workload.extra'"},
         bad_scenario{valid + "[server.connect_x]\n", {}, "unknown table 'server.connect_x'"}));
 
+// toml++ recurses per key part and per nesting level: tens of thousands of them overflowed the
+// stack (a segfault) from a file and from --set. Bounded before toml++ sees the text.
+TEST(Scenario, DeepKeysAndNestingAreRefusedBeforeParsing) {
+  std::string parts = "a";
+  for (int i = 0; i < 50'000; ++i) parts += ".a";
+  EXPECT_NE(error_of(valid + "[" + parts + "]\n").find("bad.toml:8:"), std::string::npos);
+  EXPECT_NE(error_of(valid + "[" + parts + "]\n").find("a key of more than 64 parts"),
+            std::string::npos);
+  EXPECT_NE(error_of(valid + parts + " = 1\n").find("a key of more than 64 parts"),
+            std::string::npos);
+  EXPECT_NE(error_of(valid + "x = {" + parts + " = 1}\n").find("more than 64 parts"),
+            std::string::npos);
+  const std::string deep = "x = " + std::string(50'000, '[') + std::string(50'000, ']') + "\n";
+  EXPECT_NE(error_of(valid + deep).find("nested more than 64 deep"), std::string::npos);
+  const std::string from_set = error_of(valid, {parts + "=1"});
+  EXPECT_EQ(from_set.rfind("--set a.a.a", 0), 0u) << from_set.substr(0, 200);
+  EXPECT_NE(from_set.find("a key of more than 64 parts"), std::string::npos);
+  EXPECT_LT(from_set.size(), 200u) << "the message repeats the whole key";
+  EXPECT_NE(error_of(valid, {"server.max_busy=" + std::string(50'000, '[')}).find("nested"),
+            std::string::npos);
+  // Dots in strings and numbers are no key parts.
+  EXPECT_EQ(error_of(valid + "[server]\nconnect = \"" + parts + "\"\n").find("parts"),
+            std::string::npos);
+}
+
 // An empty table of keys the model reads leaves their defaults: not a mistake.
 TEST(Scenario, AnEmptyKnownTableIsAccepted) {
   EXPECT_EQ(error_of(valid + "[server]\n"), "");

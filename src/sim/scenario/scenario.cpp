@@ -58,6 +58,111 @@ std::vector<std::string> split_path(std::string_view key) {
   return parts;
 }
 
+// Bounds on the shape of a scenario's TOML, checked before toml++ sees the text: toml++ recurses
+// once per part of a dotted key or table header and per level of nested arrays and inline
+// tables, and a few tens of thousands of them overflow the stack. A real scenario uses 4 or so.
+constexpr int max_key_parts = 64;
+constexpr int max_nesting = 64;
+
+// Throws scenario_error at the first dotted key with more than max_key_parts parts, or the first
+// value nested deeper than max_nesting. `where(line, column)` names a place for the message.
+template <class Where>
+void check_toml_shape(std::string_view text, const Where& where) {
+  enum class in { code, comment, basic, literal, multi_basic, multi_literal };
+  in state = in::code;
+  int dots = 0, depth = 0, line = 1, column = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    }
+    const auto opens = [&](std::string_view quote) { return text.substr(i, 3) == quote; };
+    switch (state) {
+      case in::comment:
+        if (c == '\n') state = in::code;
+        break;
+      case in::basic:
+        if (c == '\\') {
+          ++i;  // an escaped character, possibly a quote
+          ++column;
+        } else if (c == '"' || c == '\n') {
+          state = in::code;
+        }
+        break;
+      case in::literal:
+        if (c == '\'' || c == '\n') state = in::code;
+        break;
+      case in::multi_basic:
+        if (c == '\\') {
+          ++i;  // an escaped character, or a line-ending backslash
+          ++column;
+          if (i < text.size() && text[i] == '\n') {
+            ++line;
+            column = 0;
+          }
+        } else if (opens("\"\"\"")) {
+          state = in::code;
+          i += 2;
+          column += 2;
+        }
+        break;
+      case in::multi_literal:
+        if (opens("'''")) {
+          state = in::code;
+          i += 2;
+          column += 2;
+        }
+        break;
+      case in::code:
+        switch (c) {
+          case '#':
+            state = in::comment;
+            break;
+          case '"':
+          case '\'': {
+            const bool multi = opens(c == '"' ? "\"\"\"" : "'''");
+            state = c == '"' ? (multi ? in::multi_basic : in::basic)
+                             : (multi ? in::multi_literal : in::literal);
+            if (multi) {
+              i += 2;
+              column += 2;
+            }
+            break;
+          }
+          case '.':
+            if (++dots >= max_key_parts) {
+              throw scenario_error(where(line, column) + ": a key of more than " +
+                                   std::to_string(max_key_parts) + " parts");
+            }
+            break;
+          case '[':
+          case '{':
+            dots = 0;
+            if (++depth > max_nesting) {
+              throw scenario_error(where(line, column) + ": tables or values nested more than " +
+                                   std::to_string(max_nesting) + " deep");
+            }
+            break;
+          case ']':
+          case '}':
+            dots = 0;
+            if (depth > 0) --depth;
+            break;
+          case '=':
+          case ',':
+          case '\n':
+            dots = 0;
+            break;
+          default:
+            break;
+        }
+        break;
+    }
+  }
+}
+
 // Applies one --set key=value to the document.
 void apply_override(toml::table& root, const std::string& assignment) {
   const std::size_t eq = assignment.find('=');
@@ -69,9 +174,14 @@ void apply_override(toml::table& root, const std::string& assignment) {
   if (text.find_first_of("\n\r") != std::string::npos) {
     throw scenario_error("--set " + key + ": the value must be on one line");
   }
+  if (std::count(key.begin(), key.end(), '.') >= max_key_parts) {
+    throw scenario_error("--set " + key.substr(0, 40) + "...: a key of more than " +
+                         std::to_string(max_key_parts) + " parts");
+  }
   for (const auto& part : split_path(key)) {
     if (part.empty()) throw scenario_error("--set " + assignment + ": empty part in key");
   }
+  check_toml_shape(text, [&](int, int) { return "--set " + key; });
   toml::table parsed;
   try {
     parsed = toml::parse("value = " + text, "--set " + key);
@@ -260,6 +370,9 @@ void config_reader::finish() const {
 }
 
 scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets) {
+  check_toml_shape(source.text, [&](int line, int column) {
+    return source.path + ":" + std::to_string(line) + ":" + std::to_string(column);
+  });
   auto root = std::make_shared<toml::table>();
   try {
     *root = toml::parse(source.text, source.path);
