@@ -678,7 +678,7 @@ std::vector<bad_request> http_cases() {
       "POST /admin/resume HTTP/1.1\r\n" + host + "Transfer-Encoding: chunked\r\n\r\nZZ\r\n\r\n",
       400, "bad request: bad chunk"));
   {
-    bad_request b = http("UnknownMethod", "BREW /api HTTP/1.1\r\n" + host + "\r\n", 405,
+    bad_request b = http("UnknownMethod", "BREW /metrics HTTP/1.1\r\n" + host + "\r\n", 405,
                          "method not allowed", false);
     b.allow = "GET, HEAD";
     c.push_back(b);

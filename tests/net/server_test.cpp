@@ -68,10 +68,40 @@ TEST(Handler, RoutesTheSeedsApiAndOurEndpoints) {
   EXPECT_EQ(route_request(http::verb::get, "/apix").kind, route_kind::not_found);
 }
 
+// Seed 004's Go server (http.HandleFunc) answers /api whatever the method.
+TEST(Handler, ApiAnswersAnyMethodAsTheGoServer) {
+  for (const auto method :
+       {http::verb::get, http::verb::post, http::verb::put, http::verb::delete_}) {
+    EXPECT_EQ(route_request(method, "/api").kind, route_kind::api) << http::to_string(method);
+  }
+}
+
+// A misspelt ?for= paused until someone resumed.
+TEST(Handler, AnUnknownAdminParameterIsABadRequest) {
+  const route fro = route_request(http::verb::post, "/admin/pause?fro=10s");
+  EXPECT_EQ(fro.kind, route_kind::bad_request);
+  EXPECT_EQ(fro.error, "unknown parameter 'fro' (known: for)");
+  EXPECT_EQ(route_request(http::verb::post, "/admin/pause?for=1s&x").kind, route_kind::bad_request);
+  EXPECT_EQ(route_request(http::verb::post, "/admin/resume?now=1").error,
+            "unknown parameter 'now' (known: none)");
+  EXPECT_EQ(route_request(http::verb::post, "/admin/pause?for=1s").kind, route_kind::pause);
+  EXPECT_EQ(route_request(http::verb::get, "/api?anything=1").kind, route_kind::api);
+}
+
+TEST(Handler, AnHttp11RequestWithoutHostIsABadRequest) {
+  http::request<http::string_body> req{http::verb::get, "/api", 11};
+  EXPECT_EQ(route_request(req).kind, route_kind::bad_request);
+  EXPECT_EQ(route_request(req).error, "an HTTP/1.1 request needs a Host header");
+  req.set(http::field::host, "127.0.0.1");
+  EXPECT_EQ(route_request(req).kind, route_kind::api);
+  http::request<http::string_body> old{http::verb::get, "/api", 10};  // HTTP/1.0: no Host needed
+  EXPECT_EQ(route_request(old).kind, route_kind::api);
+}
+
 TEST(Handler, WrongMethodsAndBadPauseDurationsAreClientErrors) {
-  const route post_api = route_request(http::verb::post, "/api");
-  EXPECT_EQ(post_api.kind, route_kind::method_not_allowed);
-  EXPECT_EQ(post_api.allow, "GET, HEAD");
+  const route post_metrics = route_request(http::verb::post, "/metrics");
+  EXPECT_EQ(post_metrics.kind, route_kind::method_not_allowed);
+  EXPECT_EQ(post_metrics.allow, "GET, HEAD");
   EXPECT_EQ(route_request(http::verb::get, "/admin/pause").kind, route_kind::method_not_allowed);
   const route bad = route_request(http::verb::post, "/admin/pause?for=ten");
   EXPECT_EQ(bad.kind, route_kind::bad_request);
@@ -248,6 +278,24 @@ TEST(Server, HeadAnswersCarryNoBody) {
   EXPECT_EQ(c.request(http::verb::get, "/api").body(), "OK");
 }
 
+TEST(Server, PostApiIsServedAndARequestWithoutHostIsRefused) {
+  server_options o = fast_options();
+  o.service.base_delay = 0ms;
+  server s(o);
+  s.start();
+  client c(s.port());
+  const auto posted = c.request(http::verb::post, "/api");
+  EXPECT_EQ(posted.result_int(), 200u);
+  EXPECT_EQ(posted.body(), "OK");
+  c.send_raw("POST /admin/pause?fro=10s HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(c.read().result_int(), 400u);
+  EXPECT_FALSE(s.metrics().snapshot().paused) << "an unknown parameter paused the server";
+  EXPECT_EQ(s.metrics().snapshot().pauses, 0u);
+  client bare(s.port());
+  bare.send_raw("GET /api HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(bare.read().result_int(), 400u);
+}
+
 TEST(Server, ARequestArrivingInPiecesIsAnsweredOnce) {
   server_options o = fast_options();
   o.service.base_delay = 0ms;
@@ -320,7 +368,7 @@ TEST(Server, UnknownPathsAndMethodsAre404And405) {
   s.start();
   client c(s.port());
   EXPECT_EQ(c.request(http::verb::get, "/nothing").result_int(), 404u);
-  const auto res = c.request(http::verb::delete_, "/api");
+  const auto res = c.request(http::verb::delete_, "/metrics");
   EXPECT_EQ(res.result_int(), 405u);
   EXPECT_EQ(res[http::field::allow], "GET, HEAD");
   EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);  // still kept alive

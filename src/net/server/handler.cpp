@@ -1,5 +1,8 @@
 #include "handler.hpp"
 
+#include <algorithm>
+#include <initializer_list>
+
 #include "backoff/error.hpp"
 
 namespace backoff::net {
@@ -26,6 +29,27 @@ route with_kind(route_kind kind) {
   return r;
 }
 
+// A 400 for the first query parameter not in `known`; none when all are known.
+std::optional<route> unknown_parameter(std::string_view query,
+                                       std::initializer_list<std::string_view> known) {
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const std::string_view name = pair.substr(0, pair.find('='));
+    if (!name.empty() && std::find(known.begin(), known.end(), name) == known.end()) {
+      route r = with_kind(route_kind::bad_request);
+      std::string names;
+      for (const auto k : known) names += (names.empty() ? "" : ", ") + std::string(k);
+      r.error = "unknown parameter '" + escape_controls(std::string(name).substr(0, 64)) +
+                "' (known: " + (names.empty() ? std::string("none") : names) + ")";
+      return r;
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
 route not_allowed(std::string_view allow) {
   route r;
   r.kind = route_kind::method_not_allowed;
@@ -40,13 +64,18 @@ route route_request(http::verb method, std::string_view target) {
   const std::string_view path = target.substr(0, q);
   const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
   const bool read = method == http::verb::get || method == http::verb::head;
-  if (path == "/api") return read ? with_kind(route_kind::api) : not_allowed("GET, HEAD");
+  // The seed's Go server answers /api whatever the method (http.HandleFunc): so does this one.
+  if (path == "/api") return with_kind(route_kind::api);
   if (path == "/metrics") return read ? with_kind(route_kind::metrics) : not_allowed("GET, HEAD");
   if (path == "/admin/resume") {
-    return method == http::verb::post ? with_kind(route_kind::resume) : not_allowed("POST");
+    if (method != http::verb::post) return not_allowed("POST");
+    if (auto unknown = unknown_parameter(query, {})) return *unknown;
+    return with_kind(route_kind::resume);
   }
   if (path == "/admin/pause") {
     if (method != http::verb::post) return not_allowed("POST");
+    // A misspelt ?for= would otherwise pause until someone resumes.
+    if (auto unknown = unknown_parameter(query, {"for"})) return *unknown;
     route r = with_kind(route_kind::pause);
     if (const auto value = query_value(query, "for")) {
       try {
@@ -59,6 +88,15 @@ route route_request(http::verb method, std::string_view target) {
     return r;
   }
   return with_kind(route_kind::not_found);
+}
+
+route route_request(const http::request<http::string_body>& req) {
+  if (req.version() == 11 && req.find(http::field::host) == req.end()) {
+    route r = with_kind(route_kind::bad_request);
+    r.error = "an HTTP/1.1 request needs a Host header";
+    return r;
+  }
+  return route_request(req.method(), req.target());
 }
 
 void limit_request_parser(request_parser& parser) {

@@ -7,9 +7,11 @@
 //   switch (r.kind) { case route_kind::api: ... serve with the seed's delay ...
 //                     case route_kind::pause: server.pause(r.pause_for); ... }
 //
-// The contract is seed 004's (smira/exponential-backoff, server.go): GET /api answers 200 "OK".
+// The contract is seed 004's (smira/exponential-backoff, server.go): /api answers 200 "OK" to any
+// method, and an HTTP/1.1 request without Host gets 400, as its Go server does.
 // Beyond the seed: GET /metrics (Prometheus text), POST /admin/pause[?for=DURATION] and
-// POST /admin/resume; 503 or 429 with Retry-After when --max-busy is reached.
+// POST /admin/resume (an unknown query parameter is a 400); 503 or 429 with Retry-After when
+// --max-busy is reached.
 #pragma once
 
 #include <boost/beast/core/error.hpp>
@@ -27,7 +29,7 @@ namespace backoff::net {
 namespace http = boost::beast::http;
 
 enum class route_kind {
-  api,                 // GET /api: the seed's service
+  api,                 // /api, any method (as the seed's Go server): the seed's service
   metrics,             // GET /metrics
   pause,               // POST /admin/pause[?for=D]
   resume,              // POST /admin/resume
@@ -44,6 +46,9 @@ struct route {
 };
 
 route route_request(http::verb method, std::string_view target);
+// The route of a whole request: as above, but an HTTP/1.1 request without Host is a 400 (RFC 9112
+// section 3.2; the seed's Go server answers it so).
+route route_request(const http::request<http::string_body>& req);
 
 // Reading a request: the server keeps one flat_buffer of request_header_limit bytes per
 // connection and a fresh parser, set up by limit_request_parser(), per request; a client cannot

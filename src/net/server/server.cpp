@@ -299,8 +299,7 @@ struct worker {
       // A HEAD answer has the GET answer's header, Content-Length included, and no body: a body
       // would be read as the start of the next answer on a keep-alive connection.
       const bool head = req.method() == http::verb::head;
-      std::optional<response> res =
-          answer_at_once(route_request(req.method(), req.target()), owner, version, keep_alive);
+      std::optional<response> res = answer_at_once(route_request(req), owner, version, keep_alive);
       if (!res) {
         if (!co_await serve_api(stream)) break;  // the client left or the server stops: no answer
         if (version == 11 && keep_alive && !head) {
