@@ -18,6 +18,7 @@
 #include "commands.hpp"
 #include "output.hpp"
 #include "report/output_files.hpp"
+#include "tool/deadline_env.hpp"
 #include "tool/signal_watcher.hpp"
 
 namespace backoff::cli {
@@ -135,7 +136,10 @@ bool to_command_options(const std::string& name, const retry_flags& f,
   options.loop.policy.max_attempts = times;
   options.loop.policy.max_elapsed = within.value_or(duration{0});
   options.loop.every = every;
-  options.loop.outer_deadline = tool::inherited_deadline(std::getenv("BACKOFF_DEADLINE"));
+  const tool::inherited_deadline inherited = tool::read_inherited_deadline(
+      std::getenv("BACKOFF_DEADLINE"), std::getenv("BACKOFF_DEADLINE_OWNER"));
+  if (!inherited.note.empty()) std::cerr << "backoff: " << inherited.note << '\n';
+  options.loop.outer_deadline = inherited.deadline;
   options.timeout = timeout;
   options.grace = grace.value_or(std::chrono::seconds(5));
   options.stdout_on_success = f.stdout_on_success;

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include "deadline_env.hpp"
+
 namespace backoff::tool {
 namespace {
 // Whole lines to stderr from any thread, one write() each, so parallel items do not interleave.
@@ -115,12 +117,7 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
       const duration own = saturating_add(steady_now(), *options.timeout);
       limits.kill_at = limits.kill_at ? std::min(*limits.kill_at, own) : own;
     }
-    if (info.deadline) {
-      // Whole seconds, rounded down: a child that plans by it finishes early rather than late.
-      const double at = unix_now_s() + to_seconds(*info.deadline - steady_now());
-      set_variable(spec.environment, "BACKOFF_DEADLINE",
-                   std::to_string(static_cast<long long>(std::floor(at))));
-    }
+    if (info.deadline) export_deadline(spec.environment, info.deadline);
     spec.descriptors.clear();
     std::optional<spool> held_stdout;
     if (options.stdout_on_success) {
@@ -176,8 +173,11 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
   summary.result = run_attempt_loop(options.loop, scope, rng, attempt, classify, observe);
   const attempt_end last = summary.result.last.ended;
   const bool could_not_run = last == attempt_end::not_found || last == attempt_end::not_executable;
-  if (options.verbose && !could_not_run && summary.result.why != outcome::succeeded &&
-      summary.result.why != outcome::cancelled) {
+  if (summary.result.attempts == 0 && summary.result.why == outcome::deadline_exceeded) {
+    // Always said: a run that does nothing must say why.
+    ctx.log.write(prefix + "no attempt made: the inherited deadline (BACKOFF_DEADLINE) has passed");
+  } else if (options.verbose && !could_not_run && summary.result.why != outcome::succeeded &&
+             summary.result.why != outcome::cancelled) {
     ctx.log.write(prefix + stop_reason(summary.result.why));
   }
   return summary;
@@ -221,19 +221,6 @@ std::vector<std::string> substitute_item(const std::vector<std::string>& command
     out.push_back(std::move(w));
   }
   return out;
-}
-
-std::optional<duration> inherited_deadline(const char* text) {
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  const std::string_view s(text);
-  double unix_s = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), unix_s);
-  if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(unix_s) || unix_s < 0) {
-    return std::nullopt;
-  }
-  const double left_s = unix_s - unix_now_s();
-  if (left_s > 1e9) return std::nullopt;  // decades away: not a deadline that means anything
-  return steady_now() + std::chrono::duration_cast<duration>(std::chrono::duration<double>(left_s));
 }
 
 run_summary run_try(const command_options& options, const std::vector<std::string>& command,

@@ -77,8 +77,4 @@ nlohmann::json to_json(const run_summary& summary);
 std::vector<std::string> substitute_item(const std::vector<std::string>& command,
                                          const std::string& item);
 
-// BACKOFF_DEADLINE's reading: a steady time, from Unix seconds in the environment variable's
-// text. Empty when unset or not a number (a stray value must not stop every run).
-std::optional<duration> inherited_deadline(const char* text);
-
 }  // namespace backoff::tool

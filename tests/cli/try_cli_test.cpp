@@ -412,10 +412,39 @@ TEST(Try, AnInheritedDeadlineThatHasPassedRunsNoAttempt) {
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 124) << r.err;
   EXPECT_FALSE(s.has("log"));
+  EXPECT_NE(r.err.find("no attempt made: the inherited deadline (BACKOFF_DEADLINE) has passed"),
+            std::string::npos)
+      << "a run that does nothing must say why: " << r.err;
   const json report = read_report(s / "r.json");
   EXPECT_EQ(report["outcome"], "deadline_exceeded");
   EXPECT_EQ(report["status"], 124);
   EXPECT_TRUE(report["attempts"].empty());
+}
+
+// A daemon started by a successful `try --for 2s` runs `backoff try` later: the deadline it
+// inherited ended with the run that set it, so it is ignored (with a note) and the command runs.
+TEST(Try, ADeadlineWhoseOwnerHasEndedIsIgnored) {
+  const try_scratch s;
+  process_probe p(cat({"try", "--"}, s.sh("echo ran > log")), std::nullopt,
+                  {"BACKOFF_DEADLINE=0", "BACKOFF_DEADLINE_OWNER=999999999:5"});
+  const probe_result r = p.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(s.read("log"), "ran\n");
+  EXPECT_NE(r.err.find("BACKOFF_DEADLINE ignored: the backoff run that set it"), std::string::npos)
+      << r.err;
+}
+
+// The owner a run hands its commands is itself, while it runs.
+TEST(Try, ACommandLearnsWhoOwnsItsDeadline) {
+  const try_scratch s;
+  process_probe p(
+      cat({"try", "--for", "60s", "--"}, s.sh("echo $PPID $BACKOFF_DEADLINE_OWNER > owner")));
+  const probe_result r = p.wait();
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::istringstream words(s.read("owner"));
+  std::string parent, owner;
+  words >> parent >> owner;
+  EXPECT_EQ(owner.rfind(parent + ":", 0), 0u) << parent << " " << owner;
 }
 
 TEST(Try, AnInheritedDeadlineTighterThanForWins) {

@@ -16,6 +16,7 @@
 
 #include "backoff/error.hpp"
 #include "tool/attempt_loop.hpp"
+#include "tool/deadline_env.hpp"
 #include "tool/process.hpp"
 
 namespace backoff::tool::script {
@@ -26,6 +27,8 @@ using variables = std::map<std::string, std::string, std::less<>>;
 // A statement's failure to even start (an unset variable, a file that cannot be opened): status 1,
 // as a shell gives.
 constexpr int status_script_error = 1;
+// The longest value a word may expand to (Linux takes at most 128 KiB per argument anyway).
+constexpr std::size_t max_value_bytes = std::size_t{1} << 20;
 
 std::string describe(const attempt_result& r) {
   switch (r.ended) {
@@ -81,21 +84,30 @@ class interpreter {
   // nullopt (after logging why) when a variable is not set.
   std::optional<std::string> expand(const word& w, const frame& f, int line) {
     std::string out;
-    for (const word_part& part : w.parts) {
-      if (!part.variable) {
-        out += part.text;
-        continue;
+    const auto append = [&](std::string_view piece) {
+      // `X=${X}${X}` thirty times would reach 16 GB; no command takes an argument of a MiB.
+      if (piece.size() > max_value_bytes - out.size()) {
+        log(line, "a value longer than 1 MiB (a variable that grows without bound?)");
+        return false;
       }
-      if (const auto it = f.vars->find(part.text); it != f.vars->end()) {
-        out += it->second;
+      out += piece;
+      return true;
+    };
+    for (const word_part& part : w.parts) {
+      bool ok = true;
+      if (!part.variable) {
+        ok = append(part.text);
+      } else if (const auto it = f.vars->find(part.text); it != f.vars->end()) {
+        ok = append(it->second);
       } else if (f.attempt && part.text == "BACKOFF_ATTEMPT") {
-        out += std::to_string(*f.attempt);  // what the try's commands find in their environment
+        ok = append(std::to_string(*f.attempt));  // what the try's commands find in their env
       } else if (const auto env = environment_value(part.text)) {
-        out += *env;
+        ok = append(*env);
       } else {
         log(line, "variable '" + part.text + "' is not set");
         return std::nullopt;
       }
+      if (!ok) return std::nullopt;
     }
     return out;
   }
@@ -143,11 +155,7 @@ class interpreter {
     }
     spec.environment = options_.environment;
     if (f.attempt) set_variable(spec.environment, "BACKOFF_ATTEMPT", std::to_string(*f.attempt));
-    if (f.deadline) {
-      const double at = unix_now_s() + to_seconds(*f.deadline - steady_now());
-      set_variable(spec.environment, "BACKOFF_DEADLINE",
-                   std::to_string(static_cast<long long>(std::floor(at))));
-    }
+    if (f.deadline) export_deadline(spec.environment, f.deadline);
     std::vector<int> opened;
     const auto close_opened = [&] {
       for (const int fd : opened) ::close(fd);
