@@ -162,6 +162,20 @@ TEST(Script, TheTighterOfNestedDeadlinesWins) {
   EXPECT_LT(run.seconds, 10.0);
 }
 
+// Thirty doublings of a variable reached 16.7 GB (and SIGTERM waited 58 s): a value is bounded.
+TEST(Script, AValueThatGrowsWithoutBoundIsStoppedAtOneMiB) {
+  std::string text = "X=abcdefgh\n";
+  for (int i = 0; i < 30; ++i) text += "X=${X}${X}\n";
+  text += "echo never\n";
+  const script_run run = run_script("doubling", text);
+  EXPECT_EQ(run.result.status, 1) << run.result.err;
+  EXPECT_EQ(run.result.out, "");
+  // 8 bytes doubled 17 times is 1 MiB; the 18th doubling, on line 19, would pass it.
+  EXPECT_NE(run.result.err.find(":19: a value longer than 1 MiB"), std::string::npos)
+      << run.result.err;
+  EXPECT_LT(run.seconds, 10.0);
+}
+
 TEST(Script, EveryPacesAttemptsStartToStart) {
   const script_run run = run_script("every",
                                     "try for 1 second every 200ms\n"
