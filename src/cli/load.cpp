@@ -168,10 +168,18 @@ int run_load_command(const load_flags& f) {
     o.duration_total = flag_duration("--duration", f.duration_text, true);
     o.report_every = flag_duration("--report-every", f.report_every, true);
     if (f.out && f.out->empty()) throw parse_error("--out: needs a folder");
-    const int choices =
-        (f.exponential ? 1 : 0) + (f.policy.empty() ? 0 : 1) + (f.simple_delay.empty() ? 0 : 1);
+    // The seed's client takes -simple-backoff-delay with -exponential-backoff and ignores the
+    // delay (docs/NETWORK.md's walkthrough passes both): so does this one, and says so.
+    const bool delay_ignored = f.exponential && !f.simple_delay.empty();
+    const int choices = (f.exponential ? 1 : 0) + (f.policy.empty() ? 0 : 1) +
+                        (f.simple_delay.empty() || delay_ignored ? 0 : 1);
     if (choices > 1) {
       throw parse_error("give one of --policy, --exponential-backoff and --simple-backoff-delay");
+    }
+    if (delay_ignored) {
+      (void)flag_duration("--simple-backoff-delay", f.simple_delay, false);  // still a duration
+      std::cerr << "backoff load: --simple-backoff-delay is ignored with --exponential-backoff, "
+                   "as the seed's client does\n";
     }
     std::string spec = "constant(initial=100ms)";  // the seed client's default: retry after 100 ms
     std::string name = "fixed";

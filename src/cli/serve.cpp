@@ -122,9 +122,9 @@ int run_serve(const serve_options& o) {
     server.start();
     // One write: stderr is unbuffered, and scripts wait for this line to read the port.
     std::cerr << fmt::format(
-                     "backoff serve: listening on http://{}:{}/api ({} threads; GET "
+                     "backoff serve: listening on {} ({} threads; GET "
                      "/metrics, POST /admin/pause, POST /admin/resume)\n",
-                     o.host, server.port(), threads)
+                     net::api_url(o.host, server.port()), threads)
               << std::flush;
     int signal = 0;
     ::sigwait(&stop_signals, &signal);

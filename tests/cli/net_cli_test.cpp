@@ -41,8 +41,13 @@ TEST(Serve, TheSeedsWalkthroughWorksWithItsOwnFlags) {
   served server({"-limit", "30", "-factor", "1.05", "-baseDelay", "20ms"});
   const cli_result load =
       run_cli({"load", "--url", server.url(), "-clients", "20", "-lambda", "0.05", "-timeout", "2s",
-               "-exponential-backoff", "--duration", "1500ms", "--report-every", "500ms"});
+               "-exponential-backoff", "-simple-backoff-delay", "100ms", "--duration", "1500ms",
+               "--report-every", "500ms"});
   EXPECT_EQ(load.status, 0) << load.err;
+  // The seed's client takes both flags and ignores the delay: so does ours, and says so.
+  EXPECT_NE(load.err.find("--simple-backoff-delay is ignored with --exponential-backoff"),
+            std::string::npos)
+      << load.err;
   const std::regex line(
       "OK: [0-9]+\\.[0-9]{2} req/sec, errors: [0-9]+\\.[0-9]{2} req/sec, "
       "timedout: [0-9]+\\.[0-9]{2} req/sec");

@@ -68,6 +68,12 @@ TEST(Handler, RoutesTheSeedsApiAndOurEndpoints) {
   EXPECT_EQ(route_request(http::verb::get, "/apix").kind, route_kind::not_found);
 }
 
+TEST(Handler, TheApiUrlPutsAnIpv6AddressInBrackets) {
+  EXPECT_EQ(backoff::net::api_url("127.0.0.1", 8070), "http://127.0.0.1:8070/api");
+  EXPECT_EQ(backoff::net::api_url("::1", 8070), "http://[::1]:8070/api");
+  EXPECT_EQ(backoff::net::api_url("localhost", 80), "http://localhost:80/api");
+}
+
 // Seed 004's Go server (http.HandleFunc) answers /api whatever the method.
 TEST(Handler, ApiAnswersAnyMethodAsTheGoServer) {
   for (const auto method :

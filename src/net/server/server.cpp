@@ -503,4 +503,10 @@ void server::wait() {
   }
 }
 
+std::string api_url(std::string_view host, std::uint16_t port) {
+  const bool v6 = host.find(':') != std::string_view::npos;
+  return "http://" + std::string(v6 ? "[" : "") + std::string(host) + (v6 ? "]" : "") + ":" +
+         std::to_string(port) + "/api";
+}
+
 }  // namespace backoff::net

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "backoff/duration.hpp"
 #include "metrics.hpp"
@@ -70,5 +71,8 @@ class server {
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+
+// The URL of /api on `host`:`port`, an IPv6 address in brackets ("http://[::1]:8070/api").
+std::string api_url(std::string_view host, std::uint16_t port);
 
 }  // namespace backoff::net
