@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -46,23 +48,48 @@ stop_signals::~stop_signals() {
   ::sigaction(SIGTERM, &old_term_, nullptr);
 }
 
+namespace {
+
+// Scenario files are a few KiB; a larger one is a mistake (or /dev/zero), not a scenario.
+constexpr std::size_t max_scenario_bytes = std::size_t{16} << 20;
+
+std::string read_bounded(std::istream& in, const std::string& name) {
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_scenario_bytes) {
+      throw sim::scenario_error(name + ": larger than 16 MiB: not a scenario file");
+    }
+  }
+  if (in.bad()) throw sim::scenario_error(name + ": cannot read");
+  return text;
+}
+
+}  // namespace
+
 sim::scenario_source resolve_scenario(const std::string& arg) {
   namespace fs = std::filesystem;
+  if (arg == "-") return {"stdin", read_bounded(std::cin, "stdin")};
   std::error_code ec;
-  if (fs::is_regular_file(arg, ec)) {
+  const fs::file_type type = fs::status(arg, ec).type();
+  // A file, or what a shell hands over as one: a pipe (`<(...)`, a FIFO) or /dev/stdin.
+  if (type == fs::file_type::regular || type == fs::file_type::fifo ||
+      type == fs::file_type::character) {
     std::ifstream in(arg, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) throw sim::scenario_error(arg + ": cannot read");
-    return {arg, text.str()};
+    if (!in) throw sim::scenario_error(arg + ": cannot open: " + std::strerror(errno));
+    return {arg, read_bounded(in, arg)};
   }
   for (const auto& s : sim::builtin_scenarios()) {
     if (s.path == "builtin/" + arg + ".toml" || s.path == "builtin/" + arg) return s;
   }
-  if (fs::is_directory(arg, ec)) {
+  if (type == fs::file_type::directory) {
     throw sim::scenario_error(arg +
                               ": is a folder, not a scenario file (a .toml file, or a "
                               "built-in name)");
+  }
+  if (type != fs::file_type::not_found && type != fs::file_type::none) {
+    throw sim::scenario_error(arg + ": not a file, a pipe or '-': cannot read a scenario from it");
   }
   std::string known;
   for (const auto& s : sim::builtin_scenarios()) {

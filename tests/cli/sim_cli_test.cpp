@@ -1,10 +1,16 @@
 // `backoff sim` as scripts use it (SPEC 6.2): outputs, determinism, and one-line errors.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_runner.hpp"
 
@@ -228,6 +234,55 @@ TEST(SimCliPlot, NeedsAnOutputFolder) {
   const auto r = run_cli({"sim", "tick-burst", "--plot"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--plot needs --out"), std::string::npos) << r.err;
+}
+
+// A scenario from a pipe: `-` (stdin), /dev/stdin or a FIFO is read, not reported as "no such
+// file"; something endless (/dev/zero) is refused after 16 MiB instead of filling memory.
+TEST(SimCliSources, ReadsAScenarioFromStdinAPipeOrAFifo) {
+  // stdin is /dev/null here: an empty scenario, read and found wanting.
+  const auto dash = run_cli({"sim", "-", "--no-progress"});
+  EXPECT_EQ(dash.status, 2);
+  EXPECT_NE(dash.err.find("backoff sim: stdin: scenario: missing"), std::string::npos) << dash.err;
+  const auto dev = run_cli({"sim", "/dev/stdin", "--no-progress"});
+  EXPECT_EQ(dev.status, 2);
+  EXPECT_NE(dev.err.find("backoff sim: /dev/stdin: scenario: missing"), std::string::npos)
+      << dev.err;
+
+  const backoff::test::test_scratch scratch("sim");
+  const fs::path fifo = scratch / "scenario.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string text =
+      "scenario = \"piped\"\nmodel = \"one-client-burst\"\n[workload]\noperations = 5\n"
+      "[[strategy]]\nname = \"none\"\n";
+  // The writer waits (at most 20 s) for the reader without blocking in open(), so that the test
+  // cannot hang if backoff never opens the FIFO; a reader that leaves early gives EPIPE, not a
+  // signal.
+  struct sigaction ignore {
+  }, previous{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &previous);
+  std::thread writer([&] {
+    for (int tries = 0; tries < 2000; ++tries) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) {
+        (void)!::write(fd, text.data(), text.size());
+        ::close(fd);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  const auto piped = run_cli({"sim", fifo.string(), "--no-progress"});
+  writer.join();
+  ::sigaction(SIGPIPE, &previous, nullptr);
+  EXPECT_EQ(piped.status, 0) << piped.err;
+  EXPECT_NE(piped.out.find("none"), std::string::npos) << piped.out;
+
+  const auto endless = run_cli({"sim", "/dev/zero"});
+  EXPECT_EQ(endless.status, 2);
+  EXPECT_NE(endless.err.find("/dev/zero: larger than 16 MiB: not a scenario file"),
+            std::string::npos)
+      << endless.err;
 }
 
 }  // namespace
