@@ -151,24 +151,18 @@ class retry_controller {
   template <class Now, bit_generator64 G>
   attempt_plan begin_attempt(bool busy, Now&& now, G& g) {
     const bool check_deadline = has_deadline() && attempts_ > 0 && !at_deadline_;
-    if (check_deadline || (has_gates() && !busy)) {
-      const duration t = now();
-      if (check_deadline && t > deadline())
-        return {attempt_start::stop, duration{0}, outcome::deadline_exceeded};
-      if (busy) {
-        attempt_deferred();
-        return {attempt_start::defer, duration{0}, outcome::succeeded};
-      }
-      const gate p = before_attempt(t, g);
-      if (!p.send) return {attempt_start::stop, duration{0}, p.stop};
-      return {attempt_start::send, p.wait, outcome::succeeded};
+    const bool gated = has_gates() && !busy;
+    const duration t = check_deadline || gated ? now() : duration{0};  // else no clock read
+    if (check_deadline && t > deadline()) {
+      return {attempt_start::stop, duration{0}, outcome::deadline_exceeded};
     }
     if (busy) {
       attempt_deferred();
       return {attempt_start::defer, duration{0}, outcome::succeeded};
     }
-    before_attempt(duration{0}, g);  // no gates: only counts the attempt
-    return {};
+    const gate p = before_attempt(t, g);  // without gates it only counts the attempt
+    if (!p.send) return {attempt_start::stop, duration{0}, p.stop};
+    return {attempt_start::send, p.wait, outcome::succeeded};
   }
 
   // The step after an attempt: what to do next. `planned` replaces the backoff's delay when set

@@ -94,7 +94,7 @@ struct sim_outputs {
 
 // Prints what an interrupted run did (a memory stop throws instead); its outputs are written.
 int report_stopped_sim(const sim_options& o, const sim::run_options& run,
-                   const report::scenario_result& r) {
+                       const report::scenario_result& r) {
   if (o.format == "json") {
     report::write_summary_json(r, std::cout);
   } else {

@@ -103,7 +103,7 @@ int merge_command(const sweep_options& o) {
 
 // What the command says when a sweep (or a shard) was stopped by a signal.
 int report_stopped_sweep(const sweep_options& o, const std::optional<report::shard_spec>& shard,
-                   const report::scenario_result& r) {
+                         const report::scenario_result& r) {
   if (!print(r, o.format)) return exit_failure;
   std::cerr << "backoff sweep: " << report::describe(*r.stopped) << " after "
             << r.stopped->runs_done << " of " << r.stopped->runs << " runs; "

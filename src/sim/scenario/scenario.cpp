@@ -163,6 +163,16 @@ void check_toml_shape(std::string_view text, const Where& where) {
   }
 }
 
+// How messages name the keys the --set overrides gave: "--set KEY".
+std::map<std::string, std::string, std::less<>> set_labels(const std::vector<std::string>& sets) {
+  std::map<std::string, std::string, std::less<>> labels;
+  for (const auto& s : sets) {
+    const std::string key = s.substr(0, s.find('='));
+    labels[key] = "--set " + key;
+  }
+  return labels;
+}
+
 // Applies one --set key=value to the document.
 void apply_override(toml::table& root, const std::string& assignment) {
   const std::size_t eq = assignment.find('=');
@@ -380,12 +390,8 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
     std::string message(e.description());
     throw scenario_error(position(e.source(), source.path) + ": " + message);
   }
-  std::map<std::string, std::string, std::less<>> overridden;
-  for (const auto& s : sets) {
-    apply_override(*root, s);
-    const std::string key = s.substr(0, s.find('='));
-    overridden[key] = "--set " + key;
-  }
+  for (const auto& s : sets) apply_override(*root, s);
+  auto overridden = set_labels(sets);
   // What every point starts from, kept before the reader marks anything: the tree without its
   // [sweep] table, so that a point neither parses the file again nor expands the axes again
   // (which made checking a sweep quadratic in its number of points).
@@ -779,11 +785,7 @@ std::vector<sweep_point> scenario::points() const {
 
 scenario scenario::at(const sweep_point& point) const {
   auto root = base_ ? std::make_shared<toml::table>(*base_) : std::make_shared<toml::table>();
-  std::map<std::string, std::string, std::less<>> overridden;
-  for (const auto& s : sets_) {
-    const std::string key = s.substr(0, s.find('='));
-    overridden[key] = "--set " + key;
-  }
+  auto overridden = set_labels(sets_);
   // A sweep point's values: named in messages by the sweep entry that set them.
   for (const auto& [axis, value] : point.params) {
     apply_override(*root, axis->key + "=" + value->toml);
