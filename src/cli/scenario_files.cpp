@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "report/gnuplot.hpp"
 #include "report/output_files.hpp"
+#include "sim/run/runner.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -110,6 +111,9 @@ int simulation_status(const char* who, const std::function<int()>& body) {
     std::cerr << who << ": " << e.what() << '\n';
     return exit_usage;
   } catch (const sim::memory_limit_error& e) {
+    std::cerr << who << ": " << e.what() << '\n';
+    return exit_failure;
+  } catch (const sim::instant_limit_error& e) {
     std::cerr << who << ": " << e.what() << '\n';
     return exit_failure;
   } catch (const report::plot_error& e) {

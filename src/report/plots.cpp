@@ -346,10 +346,12 @@ void summary_charts(const plain_run& run, std::vector<chart>& out) {
     chart c = make_chart("latency", "Latency percentiles per strategy");
     std::vector<double> values;
     for (const auto& s : r.strategies) {
-      const auto& l = s.latency_s;
+      // A strategy where nothing completed has no latency: NaN, which gnuplot leaves out.
+      const latency_summary l = s.latency_s.value_or(latency_summary{
+          std::nan(""), std::nan(""), std::nan(""), std::nan(""), std::nan(""), std::nan("")});
       c.data += fmt::format("{} {} {} {} {} {}\n", dq(s.name), num(l.p50), num(l.p75), num(l.p90),
                             num(l.p99), num(l.max));
-      values.insert(values.end(), {l.p50, l.p75, l.p90, l.p99, l.max});
+      if (s.latency_s) values.insert(values.end(), {l.p50, l.p75, l.p90, l.p99, l.max});
     }
     c.body = title_cmd(r.scenario + ": latency percentiles per strategy", "strategy",
                        "latency (" + unit + ")") +
@@ -666,7 +668,8 @@ std::vector<metric> sweep_metrics(const scenario_result& r, const std::string& u
       {"makespan_s", "completion time (" + unit + ")", "completion time (makespan)",
        [](const strategy_summary& s) { return s.makespan_s; }, false},
       {"latency_s_p99", "p99 latency (" + unit + ")", "p99 latency",
-       [](const strategy_summary& s) { return s.latency_s.p99; }, false},
+       [](const strategy_summary& s) { return s.latency_s ? s.latency_s->p99 : std::nan(""); },
+       false},
       {"goodput_per_s",
        std::string("goodput (operations per ") + (unit == "s" ? "s" : "tick") + ")", "goodput",
        [](const strategy_summary& s) { return s.goodput_per_s; }, false},

@@ -37,7 +37,9 @@ struct strategy_summary {
   std::uint64_t operations = 0, completed = 0, gave_up = 0, unfinished = 0, attempts = 0;
   double attempts_per_operation = 0;
   double makespan_s = 0;  // time of the last completion (the run starts at 0)
-  latency_summary latency_s;
+  // Over the completed operations; none when no operation completed (shown as null, an empty CSV
+  // field, `-`), never a 0 that reads as "instant".
+  std::optional<latency_summary> latency_s;
   double goodput_per_s = 0;  // completed / makespan
   std::int64_t peak_load = 0;
   double mean_load = 0;  // time-weighted over the makespan
@@ -57,8 +59,9 @@ struct outage_window {
   time_units start = 0, end = 0;
 };
 
-// Why a run stopped before its end (its outputs are then partial).
-enum class stop_reason : std::uint8_t { interrupted, memory };
+// Why a run stopped before its end (its outputs are then partial). instant_limit: more events
+// than run.max_events_per_instant at one simulated time (a loop at zero delay).
+enum class stop_reason : std::uint8_t { interrupted, memory, instant_limit };
 
 // The index-th of `count` slices of a sweep's runs (index from 1), for splitting a sweep across
 // machines: run i gets every count-th run from i - 1.
@@ -94,7 +97,8 @@ struct run_stop {
   double at_s = 0;       // ... and the simulated time it reached (ticks in tick models)
   std::vector<std::string> not_run;     // a plain run: the strategies that did not start
   std::size_t runs_done = 0, runs = 0;  // a sweep (or its shard): runs finished, of how many
-  std::uint64_t resident = 0;           // memory: the resident set found over the limit
+  std::string point;  // a sweep stuck at one instant: the run's point ("load = 2, replication 1")
+  std::uint64_t resident = 0;  // memory: the resident set found over the limit
 };
 
 struct scenario_result {

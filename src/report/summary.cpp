@@ -39,6 +39,9 @@ mean_ci mean_and_ci95(const std::vector<double>& values) {
 
 std::string describe(const run_stop& stop) {
   if (stop.reason == stop_reason::memory) return "over the memory limit";
+  if (stop.reason == stop_reason::instant_limit) {
+    return "stuck at one simulated time (over run.max_events_per_instant)";
+  }
   const char* name = stop.signal == SIGINT    ? "SIGINT"
                      : stop.signal == SIGTERM ? "SIGTERM"
                                               : nullptr;
@@ -52,6 +55,23 @@ nlohmann::ordered_json number_or_null(const std::optional<double>& v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
 }
 
+// The latency percentiles by name, in output order.
+struct latency_field {
+  const char* name;
+  double (*get)(const latency_summary&);
+};
+const std::vector<latency_field>& latency_fields() {
+  static const std::vector<latency_field> all{
+      {"p50", [](const latency_summary& l) { return l.p50; }},
+      {"p75", [](const latency_summary& l) { return l.p75; }},
+      {"p90", [](const latency_summary& l) { return l.p90; }},
+      {"p99", [](const latency_summary& l) { return l.p99; }},
+      {"p999", [](const latency_summary& l) { return l.p999; }},
+      {"max", [](const latency_summary& l) { return l.max; }},
+  };
+  return all;
+}
+
 nlohmann::ordered_json strategy_json(const strategy_summary& s) {
   nlohmann::ordered_json j;
   j["name"] = s.name;
@@ -63,8 +83,10 @@ nlohmann::ordered_json strategy_json(const strategy_summary& s) {
   j["attempts"] = s.attempts;
   j["attempts_per_operation"] = s.attempts_per_operation;
   j["makespan_s"] = s.makespan_s;
-  j["latency_s"] = {{"p50", s.latency_s.p50}, {"p75", s.latency_s.p75},   {"p90", s.latency_s.p90},
-                    {"p99", s.latency_s.p99}, {"p999", s.latency_s.p999}, {"max", s.latency_s.max}};
+  auto& latency = j["latency_s"];
+  for (const auto& [name, get] : latency_fields()) {
+    latency[name] = s.latency_s ? nlohmann::ordered_json(get(*s.latency_s)) : nullptr;
+  }
   j["goodput_per_s"] = s.goodput_per_s;
   if (s.phases) {
     // Runs with a known outage that ask for it (`backoff load --experiment`): goodput_per_s is
@@ -80,42 +102,60 @@ nlohmann::ordered_json strategy_json(const strategy_summary& s) {
   return j;
 }
 
-// The metrics averaged over replications, by their summary.json path.
+// The metrics averaged over replications, by their summary.json path. A metric a run may lack
+// (the latency of a run where nothing completed) is averaged over the runs that have it.
 struct summary_metric {
   const char* name;
-  double (*get)(const strategy_summary&);
+  std::optional<double> (*get)(const strategy_summary&);
 };
 const std::vector<summary_metric>& metrics() {
+  using S = const strategy_summary&;
+  using value = std::optional<double>;
   static const std::vector<summary_metric> all{
-      {"operations", [](const strategy_summary& s) { return static_cast<double>(s.operations); }},
-      {"completed", [](const strategy_summary& s) { return static_cast<double>(s.completed); }},
-      {"failed",
-       [](const strategy_summary& s) { return static_cast<double>(s.operations - s.completed); }},
-      {"gave_up", [](const strategy_summary& s) { return static_cast<double>(s.gave_up); }},
-      {"unfinished", [](const strategy_summary& s) { return static_cast<double>(s.unfinished); }},
-      {"attempts", [](const strategy_summary& s) { return static_cast<double>(s.attempts); }},
-      {"attempts_per_operation",
-       [](const strategy_summary& s) { return s.attempts_per_operation; }},
-      {"makespan_s", [](const strategy_summary& s) { return s.makespan_s; }},
-      {"latency_s.p50", [](const strategy_summary& s) { return s.latency_s.p50; }},
-      {"latency_s.p75", [](const strategy_summary& s) { return s.latency_s.p75; }},
-      {"latency_s.p90", [](const strategy_summary& s) { return s.latency_s.p90; }},
-      {"latency_s.p99", [](const strategy_summary& s) { return s.latency_s.p99; }},
-      {"latency_s.p999", [](const strategy_summary& s) { return s.latency_s.p999; }},
-      {"latency_s.max", [](const strategy_summary& s) { return s.latency_s.max; }},
-      {"goodput_per_s", [](const strategy_summary& s) { return s.goodput_per_s; }},
-      {"peak_load", [](const strategy_summary& s) { return static_cast<double>(s.peak_load); }},
-      {"mean_load", [](const strategy_summary& s) { return s.mean_load; }},
-      {"events", [](const strategy_summary& s) { return static_cast<double>(s.events); }},
+      {"operations", [](S s) -> value { return static_cast<double>(s.operations); }},
+      {"completed", [](S s) -> value { return static_cast<double>(s.completed); }},
+      {"failed", [](S s) -> value { return static_cast<double>(s.operations - s.completed); }},
+      {"gave_up", [](S s) -> value { return static_cast<double>(s.gave_up); }},
+      {"unfinished", [](S s) -> value { return static_cast<double>(s.unfinished); }},
+      {"attempts", [](S s) -> value { return static_cast<double>(s.attempts); }},
+      {"attempts_per_operation", [](S s) -> value { return s.attempts_per_operation; }},
+      {"makespan_s", [](S s) -> value { return s.makespan_s; }},
+      {"latency_s.p50",
+       [](S s) -> value { return s.latency_s ? value(s.latency_s->p50) : value(); }},
+      {"latency_s.p75",
+       [](S s) -> value { return s.latency_s ? value(s.latency_s->p75) : value(); }},
+      {"latency_s.p90",
+       [](S s) -> value { return s.latency_s ? value(s.latency_s->p90) : value(); }},
+      {"latency_s.p99",
+       [](S s) -> value { return s.latency_s ? value(s.latency_s->p99) : value(); }},
+      {"latency_s.p999",
+       [](S s) -> value { return s.latency_s ? value(s.latency_s->p999) : value(); }},
+      {"latency_s.max",
+       [](S s) -> value { return s.latency_s ? value(s.latency_s->max) : value(); }},
+      {"goodput_per_s", [](S s) -> value { return s.goodput_per_s; }},
+      {"peak_load", [](S s) -> value { return static_cast<double>(s.peak_load); }},
+      {"mean_load", [](S s) -> value { return s.mean_load; }},
+      {"events", [](S s) -> value { return static_cast<double>(s.events); }},
   };
   return all;
 }
 
-mean_ci metric_of(const sweep_cell& cell, const summary_metric& m) {
+// The mean over the runs that have the metric; none when no run has it.
+std::optional<mean_ci> metric_of(const sweep_cell& cell, const summary_metric& m) {
   std::vector<double> v;
   v.reserve(cell.runs.size());
-  for (const auto& run : cell.runs) v.push_back(m.get(run));
+  for (const auto& run : cell.runs) {
+    if (const auto x = m.get(run)) v.push_back(*x);
+  }
+  if (v.empty()) return std::nullopt;
   return mean_and_ci95(v);
+}
+
+// The runs whose latency the latency means are over (those where something completed).
+std::size_t latency_runs(const sweep_cell& cell) {
+  return static_cast<std::size_t>(
+      std::count_if(cell.runs.begin(), cell.runs.end(),
+                    [](const strategy_summary& s) { return s.latency_s.has_value(); }));
 }
 
 // recovery_s over the runs that recovered; their count beside it.
@@ -129,7 +169,7 @@ std::pair<std::optional<mean_ci>, std::size_t> recovery_of(const sweep_cell& cel
 }
 
 // Sets j["a.b"] as j["a"]["b"].
-void put(nlohmann::ordered_json& j, const std::string& path, double value) {
+void put(nlohmann::ordered_json& j, const std::string& path, nlohmann::ordered_json value) {
   const auto dot = path.find('.');
   if (dot == std::string::npos) {
     j[path] = value;
@@ -144,10 +184,11 @@ nlohmann::ordered_json cell_json(const sweep_cell& cell) {
   j["name"] = cell.name;
   j["replications"] = cell.runs.size();
   for (const auto& m : metrics()) {
-    const mean_ci v = metric_of(cell, m);
-    put(j, m.name, v.mean);
-    put(ci, m.name, v.ci95);
+    const std::optional<mean_ci> v = metric_of(cell, m);
+    put(j, m.name, v ? nlohmann::ordered_json(v->mean) : nullptr);
+    put(ci, m.name, v ? nlohmann::ordered_json(v->ci95) : nullptr);
   }
+  j["latency_runs"] = latency_runs(cell);
   const auto [recovery, recovered] = recovery_of(cell);
   j["recovery_s"] = recovery ? nlohmann::ordered_json(recovery->mean) : nullptr;
   j["recovered_runs"] = recovered;
@@ -186,7 +227,15 @@ nlohmann::ordered_json partial_cell_json(const sweep_cell& cell) {
 }
 
 const char* reason_key(stop_reason r) {
-  return r == stop_reason::memory ? "memory-limit" : "interrupted";
+  switch (r) {
+    case stop_reason::memory:
+      return "memory-limit";
+    case stop_reason::instant_limit:
+      return "events-per-instant-limit";
+    case stop_reason::interrupted:
+      break;
+  }
+  return "interrupted";
 }
 
 nlohmann::ordered_json param_json(const sweep_value& v) {
@@ -266,7 +315,7 @@ void write_sweep_csv(const scenario_result& r, std::ostream& out) {
     std::replace(name.begin(), name.end(), '.', '_');
     header += "," + name + "," + name + "_ci95";
   }
-  header += ",recovery_s,recovery_s_ci95,recovered_runs\n";
+  header += ",recovery_s,recovery_s_ci95,recovered_runs,latency_runs\n";
   out << header;
   std::string row;
   for (const auto& p : r.points) {
@@ -276,16 +325,20 @@ void write_sweep_csv(const scenario_result& r, std::ostream& out) {
       for (const auto& [key, value] : p.params) row += csv_field(value.text) + ",";
       row += csv_field(cell.name) + "," + std::to_string(cell.runs.size());
       for (const auto& m : metrics()) {
-        const mean_ci v = metric_of(cell, m);
-        fmt::format_to(std::back_inserter(row), ",{},{}", v.mean, v.ci95);
+        if (const std::optional<mean_ci> v = metric_of(cell, m)) {
+          fmt::format_to(std::back_inserter(row), ",{},{}", v->mean, v->ci95);
+        } else {
+          row += ",,";  // no run has it: empty, not 0
+        }
       }
       const auto [recovery, recovered] = recovery_of(cell);
       if (recovery) {
-        fmt::format_to(std::back_inserter(row), ",{},{},{}\n", recovery->mean, recovery->ci95,
+        fmt::format_to(std::back_inserter(row), ",{},{},{}", recovery->mean, recovery->ci95,
                        recovered);
       } else {
-        fmt::format_to(std::back_inserter(row), ",,,0\n");
+        row += ",,,0";
       }
+      fmt::format_to(std::back_inserter(row), ",{}\n", latency_runs(cell));
       out << row;
     }
   }
@@ -325,12 +378,20 @@ std::string comparison_table(const scenario_result& r) {
   if (r.outage) header.emplace_back("recovery_s");
   rows.push_back(header);
   const auto num = [](double v) { return fmt::format("{:.4g}", v); };
+  // A figure no run has (the latency where nothing completed): `-`, not 0.
+  const auto num_or_dash = [&](std::optional<double> v) { return v ? num(*v) : std::string("-"); };
+  const auto latency = [](const strategy_summary& s, double latency_summary::*field) {
+    return s.latency_s ? std::optional<double>((*s.latency_s).*field) : std::nullopt;
+  };
   const auto add = [&](std::vector<std::string> row, const strategy_summary& s) {
     for (auto v : {std::to_string(s.operations), std::to_string(s.completed),
                    std::to_string(s.operations - s.completed), std::to_string(s.attempts),
                    fmt::format("{:.2f}", s.attempts_per_operation), num(s.makespan_s),
-                   num(s.latency_s.p50), num(s.latency_s.p75), num(s.latency_s.p99),
-                   num(s.latency_s.max), num(s.goodput_per_s), std::to_string(s.peak_load)}) {
+                   num_or_dash(latency(s, &latency_summary::p50)),
+                   num_or_dash(latency(s, &latency_summary::p75)),
+                   num_or_dash(latency(s, &latency_summary::p99)),
+                   num_or_dash(latency(s, &latency_summary::max)), num(s.goodput_per_s),
+                   std::to_string(s.peak_load)}) {
       row.push_back(std::move(v));
     }
     if (r.outage) row.push_back(s.recovery_s ? num(*s.recovery_s) : "never");
@@ -352,19 +413,28 @@ std::string comparison_table(const scenario_result& r) {
         continue;
       }
       // Means over the replications (counts rounded for display).
-      const auto mean = [&](const char* name) {
+      const auto mean = [&](const char* name) -> std::optional<double> {
         for (const auto& m : metrics()) {
-          if (std::string_view(m.name) == name) return metric_of(cell, m).mean;
+          if (std::string_view(m.name) != name) continue;
+          const auto v = metric_of(cell, m);
+          return v ? std::optional<double>(v->mean) : std::nullopt;
         }
-        return 0.0;
+        return std::nullopt;
       };
       for (const char* name : {"operations", "completed", "failed", "attempts"}) {
-        row.push_back(fmt::format("{:.1f}", mean(name)));
+        row.push_back(fmt::format("{:.1f}", mean(name).value_or(0)));
       }
-      row.push_back(fmt::format("{:.2f}", mean("attempts_per_operation")));
-      for (const char* name : {"makespan_s", "latency_s.p50", "latency_s.p75", "latency_s.p99",
-                               "latency_s.max", "goodput_per_s", "peak_load"}) {
-        row.push_back(num(mean(name)));
+      row.push_back(fmt::format("{:.2f}", mean("attempts_per_operation").value_or(0)));
+      row.push_back(num_or_dash(mean("makespan_s")));
+      // The latency means are over the runs where something completed: say so when not all.
+      const std::size_t timed = latency_runs(cell);
+      const std::string of = timed != 0 && timed < cell.runs.size()
+                                 ? fmt::format(" ({}/{})", timed, cell.runs.size())
+                                 : std::string();
+      row.push_back(num_or_dash(mean("latency_s.p50")) + of);
+      for (const char* name :
+           {"latency_s.p75", "latency_s.p99", "latency_s.max", "goodput_per_s", "peak_load"}) {
+        row.push_back(num_or_dash(mean(name)));
       }
       if (r.outage) {
         const auto [recovery, recovered] = recovery_of(cell);

@@ -335,6 +335,11 @@ std::vector<bad_input> cli_cases() {
       "ScenarioNegativeDuration",
       scenario_head() + "[server]\nconnect = \"-1s\"\n" + strategy("policy = \"constant\"\n"),
       "@FILE@:4:11: server.connect: bad duration \"-1s\": negative"));
+  c.push_back(scenario("ScenarioZeroDelayLoop",
+                       scenario_head() + "[server]\nconnect = \"0s\"\nerror = \"0s\"\n" +
+                           "max_busy = 1\n" + strategy("policy = \"none\"\n"),
+                       "@FILE@:7:1: strategy a: with server.connect + server.error = 0s a refused "
+                       "attempt is answered at once"));
   c.push_back(scenario("ScenarioOverflowingDuration",
                        scenario_head() + "[run]\nlimit = \"99999999999999999999h\"\n" +
                            strategy("policy = \"constant\"\n"),

@@ -188,4 +188,27 @@ TEST(SimLimitsCli, WholeRunsAreTheSameWhateverTheLimit) {
   }
 }
 
+TEST(SimLimitsCli, ARunStuckAtOneInstantExits1WithPartialOutputs) {
+  // The case, with attempts bounded (so that validation lets it through) but by a
+  // billion: 38.8 M attempts at t = 1 ms in 3 s before; the engine's limit stops it now.
+  const backoff::test::test_scratch scratch("limits");
+  const fs::path file = scratch / "spin.toml";
+  std::ofstream(file) << "scenario = \"spin\"\nmodel = \"one-client-burst\"\n"
+                         "[server]\nconnect = \"0s\"\nerror = \"0s\"\nmax_busy = 1\n"
+                         "[[strategy]]\nname = \"none\"\npolicy = \"none\"\n"
+                         "max_attempts = 1000000000\n";
+  const fs::path out = scratch / "out";
+  const auto r = run_cli(
+      {"sim", file.string(), "--set", "run.max_events_per_instant=500000", "--out", out.string()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+  EXPECT_NE(r.err.find("backoff sim: scenario 'spin': strategy 'none' ran more events at 0.001 s "
+                       "of simulated time than run.max_events_per_instant = 500000"),
+            std::string::npos)
+      << r.err;
+  const auto doc = nlohmann::json::parse(slurp(out / "summary.json"));
+  EXPECT_EQ(doc["partial"], true);
+  EXPECT_EQ(doc["reason"], "events-per-instant-limit");
+}
+
 }  // namespace

@@ -17,6 +17,7 @@
 #include "scratch.hpp"
 #include "sim/engine/engine.hpp"
 #include "sim/engine/guard.hpp"
+#include "sim/models/model.hpp"
 #include "sim/run/memory.hpp"
 #include "sim/run/runner.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -39,6 +40,35 @@ struct interrupt_cleanup {
 struct ticker final : sim::model {
   void handle(sim::engine& e, const sim::event& ev) override { e.schedule_after(1, ev.target, 0); }
 };
+
+// Schedules itself again at the same instant, for ever: a loop at zero delay.
+struct spinner final : sim::model {
+  void handle(sim::engine& e, const sim::event& ev) override { e.schedule_after(0, ev.target, 0); }
+};
+
+// At time 5, `burst` events at that instant, then one more at time 6.
+struct burster final : sim::model {
+  std::uint64_t burst = 0, seen = 0;
+  void handle(sim::engine& e, const sim::event& ev) override {
+    ++seen;
+    if (ev.kind == 0) {
+      for (std::uint64_t i = 0; i < burst; ++i) e.schedule_after(0, ev.target, 1);
+      e.schedule_after(1, ev.target, 2);
+    }
+  }
+};
+
+// A one-client-burst scenario whose refused attempts are answered at once, with one strategy.
+std::string zero_time_scenario(const std::string& strategy_body) {
+  return "scenario = \"zero-time\"\nmodel = \"one-client-burst\"\n"
+         "[server]\nconnect = \"0s\"\nerror = \"0s\"\nmax_busy = 1\n"
+         "[[strategy]]\nname = \"spin\"\n" +
+         strategy_body;
+}
+
+sim::scenario load_text(const std::string& text, const std::vector<std::string>& sets = {}) {
+  return sim::scenario::load(sim::scenario_source{"zero-time.toml", text}, sets);
+}
 
 // summary.json without its wall-clock figures.
 nlohmann::json summary_without_wall(const fs::path& p) {
@@ -223,6 +253,120 @@ TEST(SimLimits, AWholeRunIsTheSameWithOrWithoutALimit) {
   EXPECT_EQ(slurp(a / "clients.csv"), slurp(b / "clients.csv"));
   EXPECT_EQ(slurp(a / "timeseries.csv"), slurp(b / "timeseries.csv"));
   EXPECT_EQ(summary_without_wall(a / "summary.json"), summary_without_wall(b / "summary.json"));
+}
+
+TEST(SimLimits, TheEngineStopsALoopAtOneInstant) {
+  constexpr std::uint64_t limit = 100'000;
+  sim::engine e(nullptr, limit);
+  spinner s;
+  e.schedule_at(7, e.add(s), 0);
+  try {
+    e.run_until(sim::time_max);
+    FAIL() << "not stopped";
+  } catch (const sim::run_stopped& stop) {
+    EXPECT_EQ(stop.reason, report::stop_reason::instant_limit);
+    EXPECT_EQ(stop.at, 7);
+    // Counted from the first poll at that instant, checked at each poll after it.
+    EXPECT_GT(stop.events, limit);
+    EXPECT_LE(stop.events, limit + 2 * (sim::run_guard::poll_mask + 1));
+  }
+}
+
+TEST(SimLimits, TheInstantLimitCountsOnlyEventsAtOneTime) {
+  // Time advances at every event: a million events pass a limit of one.
+  sim::engine moving(nullptr, 1);
+  ticker t;
+  moving.schedule_at(0, moving.add(t), 0);
+  moving.run_until(1'000'000);
+  EXPECT_EQ(moving.now(), 1'000'000);
+  // 300,000 events at one instant pass a limit of 10^6 and the run goes on past it.
+  sim::engine busy(nullptr, 1'000'000);
+  burster b;
+  b.burst = 300'000;
+  busy.schedule_at(5, busy.add(b), 0);
+  busy.run();
+  EXPECT_EQ(b.seen, 300'002u);
+  EXPECT_EQ(busy.now(), 6);
+}
+
+TEST(SimLimits, AZeroDelayLoopIsRefusedBeforeItRuns) {
+  for (const char* body :
+       {"policy = \"none\"\n", "policy = \"constant(initial=0s)\"\n",
+        "policy = \"exponential(initial=0s, jitter=full)\"\n", "window = \"aimd\"\n"}) {
+    sim::scenario sc = load_text(zero_time_scenario(body));
+    try {
+      sim::check_scenario(sc);
+      FAIL() << "accepted: " << body;
+    } catch (const sim::scenario_error& e) {
+      EXPECT_NE(std::string(e.what()).find("zero-time.toml:7:1: strategy spin: with "
+                                           "server.connect + server.error = 0s"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // Bounded retries, a delay, a time on either leg, or no refusals at all: accepted.
+  sim::scenario bounded = load_text(zero_time_scenario("policy = \"none\"\nmax_attempts = 3\n"));
+  EXPECT_NO_THROW(sim::check_scenario(bounded));
+  sim::scenario waits = load_text(zero_time_scenario("policy = \"constant(initial=1ms)\"\n"));
+  EXPECT_NO_THROW(sim::check_scenario(waits));
+  sim::scenario slow = load_text(zero_time_scenario("policy = \"none\"\n"), {"server.error=1ns"});
+  EXPECT_NO_THROW(sim::check_scenario(slow));
+  sim::scenario roomy =
+      load_text(zero_time_scenario("policy = \"none\"\n"), {"server.max_busy=2000"});
+  EXPECT_NO_THROW(sim::check_scenario(roomy));
+}
+
+TEST(SimLimits, ARunStuckAtOneInstantStopsWithPartialOutputs) {
+  // A billion attempts allowed per operation: validation lets it through (it would end), the
+  // engine's limit stops it.
+  sim::scenario sc = load_text(zero_time_scenario("policy = \"none\"\nmax_attempts = 1000000000\n"),
+                               {"run.max_events_per_instant=200000"});
+  const backoff::test::test_scratch scratch("limits");
+  sim::run_options o;
+  o.out = scratch / "stuck";
+  try {
+    (void)sim::run_scenario(sc, o);
+    FAIL() << "not stopped";
+  } catch (const sim::instant_limit_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "scenario 'zero-time': strategy 'spin' ran more events at 0.001 s of simulated time "
+              "than run.max_events_per_instant = 200000 without time advancing: a loop that feeds "
+              "itself at zero delay (give its delays a non-zero time); the outputs written are "
+              "marked partial");
+  }
+  const auto doc = nlohmann::json::parse(slurp(*o.out / "summary.json"));
+  EXPECT_EQ(doc["partial"], true);
+  EXPECT_EQ(doc["reason"], "events-per-instant-limit");
+  EXPECT_EQ(doc["stopped_in"], "spin");
+  EXPECT_DOUBLE_EQ(doc["stopped_at_s"].get<double>(), 0.001);
+}
+
+TEST(SimLimits, ASweepRunStuckAtOneInstantNamesItsPoint) {
+  sim::scenario sc =
+      load_text(zero_time_scenario("policy = \"none\"\nmax_attempts = 1000000000\n") +
+                    "[sweep]\nserver.max_busy = [1000000, 1]\n",
+                {"run.max_events_per_instant=200000", "replications=2"});
+  sim::run_options o;
+  o.threads = 1;
+  try {
+    (void)sim::run_scenario(sc, o);
+    FAIL() << "not stopped";
+  } catch (const sim::instant_limit_error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "strategy 'spin' at server.max_busy = 1, replication 0 ran more events at "
+                  "0.001 s of simulated time than run.max_events_per_instant without"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SimLimits, TheInstantLimitDefaultGrowsWithTheModel) {
+  sim::memory_need small;
+  small.per("clients", 800, 256, "clients");
+  EXPECT_EQ(sim::default_max_events_per_instant(small), 10'000'000);
+  sim::memory_need big;
+  big.per("clients", 5'000'000, 256, "clients");
+  EXPECT_EQ(sim::default_max_events_per_instant(big), 500'000'000);
 }
 
 }  // namespace

@@ -95,6 +95,12 @@ event engine::take(int source) noexcept {
 }
 
 void engine::checkpoint() {
+  if (now_ != polled_time_) {
+    polled_time_ = now_;
+    polled_since_ = processed_;
+  } else if (max_events_per_instant_ != 0 && processed_ - polled_since_ > max_events_per_instant_) {
+    throw run_stopped(report::stop_reason::instant_limit, now_, processed_, 0, 0);
+  }
   if (guard_ != nullptr) guard_->poll(now_, processed_);
 }
 

@@ -30,6 +30,13 @@
 // a run on Ctrl-C or over a memory limit without touching the models. The runner makes each run's
 // engine and hands it to the model; an engine made without a guard (tests, a model's own
 // reference computation) never stops early.
+//
+// An engine given a limit of events per instant stops the same way (stop_reason::instant_limit)
+// once it has run more than that many events without its time advancing: a model whose loop
+// feeds itself at zero delay would otherwise run forever at one instant, with neither the run's
+// time limit nor the memory guard ever tripping. The check rides on the same 2^16-event poll
+// (one comparison there, nothing per event), so it counts from the first poll that saw the
+// current time and stops at most 2^17 events past the limit.
 #pragma once
 
 #include <cstdint>
@@ -64,7 +71,8 @@ class model {
 class engine {
  public:
   engine() = default;
-  explicit engine(run_guard* guard) noexcept : guard_(guard) {}
+  explicit engine(run_guard* guard, std::uint64_t max_events_per_instant = 0) noexcept
+      : guard_(guard), max_events_per_instant_(max_events_per_instant) {}
 
   handler_id add(model& m) {
     models_.push_back(&m);
@@ -125,7 +133,7 @@ class engine {
   // The earliest pending event: its source (-1 for the heap, else the lane) and the event.
   const event* earliest(int& source) const noexcept;
   event take(int source) noexcept;
-  // Every 2^16 events: lets the guard stop the run (throws run_stopped).
+  // Every 2^16 events: the events-per-instant limit, then the guard (both throw run_stopped).
   void checkpoint();
 
   std::vector<event> heap_;
@@ -136,6 +144,9 @@ class engine {
   std::uint64_t processed_ = 0;
   bool stopped_ = false;
   run_guard* guard_ = nullptr;
+  std::uint64_t max_events_per_instant_ = 0;  // 0: no limit
+  time_ns polled_time_ = -1;                  // the time the last poll saw ...
+  std::uint64_t polled_since_ = 0;            // ... and the event count when it first saw it
 };
 
 }  // namespace backoff::sim

@@ -15,6 +15,9 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 std::string stop_message(report::stop_reason why, int signo) {
   if (why == report::stop_reason::memory) return "the run went over the memory limit";
+  if (why == report::stop_reason::instant_limit) {
+    return "the run went over its limit of events at one simulated time";
+  }
   return "the run was interrupted (signal " + std::to_string(signo) + ")";
 }
 

@@ -36,14 +36,16 @@ namespace backoff::sim {
 // a scenario before anything is allocated. Each model computes it from the keys it read, with
 // bytes per client or operation it measured (docs/SIMULATOR.md, "Memory limit").
 struct memory_need {
-  double state_bytes = 0;    // the clients or operations that can be in flight at once
-  std::string state_what;    // the key that drives it: "workload.clients = 800 clients"
-  double buckets = 0;        // timeseries buckets of one run
-  std::string buckets_what;  // "run.limit = 1d in buckets of run.bucket = 1s"
+  double state_bytes = 0;        // the clients or operations that can be in flight at once
+  std::string state_what;        // the key that drives it: "workload.clients = 800 clients"
+  std::int64_t state_count = 0;  // how many of them (800)
+  double buckets = 0;            // timeseries buckets of one run
+  std::string buckets_what;      // "run.limit = 1d in buckets of run.bucket = 1s"
 
   // `count` things of `bytes_each`, named by `key` and what they are.
   void per(std::string_view key, std::int64_t count, double bytes_each, std::string_view what) {
-    state_bytes = static_cast<double>(std::max<std::int64_t>(count, 0)) * bytes_each;
+    state_count = std::max<std::int64_t>(count, 0);
+    state_bytes = static_cast<double>(state_count) * bytes_each;
     state_what = std::string(key) + " = " + std::to_string(count) + " " + std::string(what);
   }
   // A run of `horizon` (named by `key`) cut into buckets of `bucket` (run.bucket).
@@ -83,7 +85,20 @@ class model_runner {
   // One run of one strategy on `e`, a fresh engine the runner made (with its guard).
   virtual run_info run(const client_strategy& strategy, std::uint64_t seed, engine& e,
                        report::recorder& out, const progress_fn& progress) = 0;
+
+  // run.max_events_per_instant, which make_model reads for every model: the runner gives its
+  // engines this limit (engine.hpp).
+  std::uint64_t max_events_per_instant() const noexcept { return max_events_per_instant_; }
+  void set_max_events_per_instant(std::uint64_t limit) noexcept { max_events_per_instant_ = limit; }
+
+ private:
+  std::uint64_t max_events_per_instant_ = 0;
 };
+
+// The default of run.max_events_per_instant: far above what a legitimate instant holds (every
+// client or operation acting a few times at once, as in a tick of tick-burst), so that only a
+// loop at zero delay reaches it; a model of n clients gets max(10^7, 100 n).
+std::int64_t default_max_events_per_instant(const memory_need& need);
 
 using model_factory = std::function<std::unique_ptr<model_runner>(config_reader&)>;
 

@@ -55,6 +55,19 @@ class one_client_burst final : public model_runner, public model {
       throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
                            ": a window resends from its queue; give it no policy (or \"none\")");
     }
+    // A refused attempt is answered connect + error after it is sent; at zero, a strategy that
+    // resends at once (a window requeues, a zero delay) loops at one instant while the request
+    // holding the slot never finishes.
+    const bool resends_at_once = strategy.has_window()
+                                     ? strategy.policy().max_attempts == 0 && !strategy.has_budget()
+                                     : strategy.retries_forever_at_zero_delay();
+    if (connect_ + error_ == 0 && operations_ > max_busy_ && resends_at_once) {
+      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
+                           ": with server.connect + server.error = 0s a refused attempt is "
+                           "answered at once, and this strategy retries at once without end: it "
+                           "would loop forever at one instant; give server.connect or "
+                           "server.error a time, or the strategy a delay or max_attempts");
+    }
   }
 
   run_info run(const client_strategy& strategy, std::uint64_t seed, engine& e,

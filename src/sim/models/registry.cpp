@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -30,9 +32,21 @@ std::unique_ptr<model_runner> make_model(scenario& sc) {
     sc.config().fail("model", "unknown model '" + sc.model() + "' (known: " + known + ")");
   }
   std::unique_ptr<model_runner> model = (*factory)(sc.config());
+  model->set_max_events_per_instant(static_cast<std::uint64_t>(sc.config().integer(
+      "run.max_events_per_instant", default_max_events_per_instant(model->memory()), 1,
+      std::numeric_limits<std::int64_t>::max())));
   sc.config().finish();
   model->check_all(sc.strategies());
   return model;
+}
+
+std::int64_t default_max_events_per_instant(const memory_need& need) {
+  constexpr std::int64_t floor = 10'000'000;
+  constexpr std::int64_t per_entity = 100;
+  if (need.state_count > std::numeric_limits<std::int64_t>::max() / per_entity) {
+    return std::numeric_limits<std::int64_t>::max();
+  }
+  return std::max(floor, per_entity * need.state_count);
 }
 
 std::vector<std::string_view> model_names() {

@@ -134,6 +134,22 @@ class sweep_pool {
 
   std::size_t done() const { return done_.load(); }
   const std::optional<run_stopped>& stop() const { return stop_; }
+  // The run that stopped: its strategy, and its point and replication ("load = 0.5, replication
+  // 2"), for the message of a run stuck at one instant.
+  std::string stopped_strategy() const {
+    return sc_.strategies()[(stop_task_ % per_point_) / sc_.replications()].name();
+  }
+  std::string stopped_point() const {
+    std::string text;
+    for (const auto& [axis, value] : points_[stop_task_ / per_point_].params) {
+      text += (text.empty() ? "" : ", ") + axis->key + " = " + value->text;
+    }
+    if (sc_.replications() > 1) {
+      text += fmt::format("{}replication {}", text.empty() ? "" : ", ",
+                          stop_task_ % sc_.replications());
+    }
+    return text;
+  }
 
  private:
   void work() {
@@ -149,7 +165,10 @@ class sweep_pool {
       } catch (const run_stopped& stopped) {
         // Not an error: the runs done so far are kept and the outputs marked partial.
         const std::scoped_lock hold(lock_);
-        if (!stop_ || stopped.resident > stop_->resident) stop_ = stopped;
+        if (!stop_ || stopped.resident > stop_->resident) {
+          stop_ = stopped;
+          stop_task_ = task;
+        }
         failed_.store(true);
         return;
       } catch (...) {
@@ -180,7 +199,7 @@ class sweep_pool {
     }
     const client_strategy& strategy = sc_.strategies()[s];
     report::recorder rec(recorder_for(*model, strategy.name()), nullptr);
-    engine e(&limits_);
+    engine e(&limits_, model->max_events_per_instant());
     const run_info info =
         model->run(strategy, replication_seed(sc_.seed(), rep), e, rec, [](double) {});
     report::strategy_summary summary = rec.finish(info.end, info.events);
@@ -203,12 +222,13 @@ class sweep_pool {
   std::exception_ptr error_;
   std::size_t error_task_ = std::numeric_limits<std::size_t>::max();
   std::optional<run_stopped> stop_;
+  std::size_t stop_task_ = 0;
   progress_bar bar_;
 };
 
 // Runs every point x strategy x replication of this shard. `checked`: every point's model was
 // built (and so checked) already, by the memory estimate.
-void run_sweep(scenario& sc, const run_options& options, bool checked,
+void run_sweep(scenario& sc, const model_runner& model, const run_options& options, bool checked,
                report::scenario_result& result) {
   const std::vector<sweep_point> points = sc.points();
   // Check every point before running any, so a bad value at the last point fails at once.
@@ -243,6 +263,11 @@ void run_sweep(scenario& sc, const run_options& options, bool checked,
     info.resident = stop->resident;
     info.runs_done = pool.done();
     info.runs = tasks;
+    if (stop->reason == report::stop_reason::instant_limit) {
+      info.strategy = pool.stopped_strategy();
+      info.point = pool.stopped_point();
+      info.at_s = static_cast<double>(stop->at) * model.seconds_per_unit();
+    }
     result.stopped = std::move(info);
   }
 }
@@ -260,6 +285,23 @@ void run_sweep(scenario& sc, const run_options& options, bool checked,
   throw memory_limit_error(fmt::format(
       "scenario '{}' {}: {}over the limit of {} (--memory-limit); the estimate was about {} ({})",
       sc.name(), where, uses, format_size(options.memory_limit), format_size(e.bytes), e.driver));
+}
+
+// A run went over run.max_events_per_instant: the one-line error, once the partial outputs are
+// written.
+[[noreturn]] void stuck_at_one_instant(const scenario& sc, const model_runner& model,
+                                       const run_options& options, const report::run_stop& stop) {
+  const std::string where = stop.point.empty()
+                                ? fmt::format("strategy '{}'", stop.strategy)
+                                : fmt::format("strategy '{}' at {}", stop.strategy, stop.point);
+  const std::string limit = sc.is_sweep() ? "run.max_events_per_instant"
+                                          : fmt::format("run.max_events_per_instant = {}",
+                                                        model.max_events_per_instant());
+  throw instant_limit_error(fmt::format(
+      "scenario '{}': {} ran more events at {:.6g} s of simulated time than {} without time "
+      "advancing: a loop that feeds itself at zero delay (give its delays a non-zero time){}",
+      sc.name(), where, stop.at_s, limit,
+      options.out ? "; the outputs written are marked partial" : ""));
 }
 
 }  // namespace
@@ -292,7 +334,7 @@ report::scenario_result sweep_scenario(scenario& sc, const model_runner& model,
                                        const run_options& options, bool checked) {
   report::scenario_result result = result_for(sc, model);
   const auto wall_start = std::chrono::steady_clock::now();
-  run_sweep(sc, options, checked, result);
+  run_sweep(sc, model, options, checked, result);
   result.wall_s = seconds_since(wall_start);
   if (options.out && options.shard && result.stopped) {
     // A partial shard cannot be merged: nothing is written, the shard is run again.
@@ -364,7 +406,7 @@ report::scenario_result plain_scenario(scenario& sc, model_runner& model,
       guard.check_between_runs();
       progress_bar bar(show, fmt::format("{} {} ({}/{})", sc.name(), strategies[i].name(), i + 1,
                                          strategies.size()));
-      engine e(&guard);
+      engine e(&guard, model.max_events_per_instant());
       const run_info info =
           model.run(strategies[i], sc.seed(), e, rec, [&](double f) { bar.update(f); });
       result.strategies.push_back(rec.finish(info.end, info.events));
@@ -398,6 +440,9 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
   if (result.stopped && result.stopped->reason == report::stop_reason::memory) {
     over_limit(sc, options, estimate ? *estimate : estimate_memory(sc, options.threads),
                *result.stopped);
+  }
+  if (result.stopped && result.stopped->reason == report::stop_reason::instant_limit) {
+    stuck_at_one_instant(sc, *model, options, *result.stopped);
   }
   return result;
 }

@@ -18,13 +18,16 @@
 // it is refused before anything runs (memory_limit_error), and a run that grows past it anyway
 // is stopped, its partial outputs written, and memory_limit_error thrown. A SIGINT or SIGTERM
 // (request_interrupt) stops the run at the next poll: run_scenario returns what was done with
-// `stopped` set, and writes the outputs marked partial.
+// `stopped` set, and writes the outputs marked partial. A run stuck at one simulated time (more
+// than run.max_events_per_instant events there) is stopped the same way, its outputs written
+// marked partial, and instant_limit_error thrown.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,13 @@
 #include "sim/scenario/scenario.hpp"
 
 namespace backoff::sim {
+
+// A run that went over run.max_events_per_instant (engine.hpp): its partial outputs are written,
+// then this is thrown with one line naming the strategy (and sweep point) and the time.
+class instant_limit_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 struct run_options {
   std::optional<std::filesystem::path> out;  // where to write the files; none: no files

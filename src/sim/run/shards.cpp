@@ -48,8 +48,12 @@ nlohmann::json summary_json(const report::strategy_summary& s) {
   j["attempts"] = s.attempts;
   j["attempts_per_operation"] = s.attempts_per_operation;
   j["makespan_s"] = s.makespan_s;
-  j["latency_s"] = {s.latency_s.p50, s.latency_s.p75,  s.latency_s.p90,
-                    s.latency_s.p99, s.latency_s.p999, s.latency_s.max};
+  if (s.latency_s) {
+    const report::latency_summary& l = *s.latency_s;
+    j["latency_s"] = {l.p50, l.p75, l.p90, l.p99, l.p999, l.max};
+  } else {
+    j["latency_s"] = nullptr;  // nothing completed
+  }
   j["goodput_per_s"] = s.goodput_per_s;
   j["peak_load"] = s.peak_load;
   j["mean_load"] = s.mean_load;
@@ -71,10 +75,14 @@ report::strategy_summary summary_of(const nlohmann::json& j, const std::string& 
   j.at("attempts").get_to(s.attempts);
   j.at("attempts_per_operation").get_to(s.attempts_per_operation);
   j.at("makespan_s").get_to(s.makespan_s);
-  const auto& l = j.at("latency_s");
-  if (!l.is_array() || l.size() != 6) throw std::invalid_argument("latency_s: expected 6 numbers");
-  s.latency_s = {l[0].get<double>(), l[1].get<double>(), l[2].get<double>(),
-                 l[3].get<double>(), l[4].get<double>(), l[5].get<double>()};
+  if (const auto& l = j.at("latency_s"); !l.is_null()) {
+    if (!l.is_array() || l.size() != 6) {
+      throw std::invalid_argument("latency_s: expected 6 numbers or null");
+    }
+    s.latency_s =
+        report::latency_summary{l[0].get<double>(), l[1].get<double>(), l[2].get<double>(),
+                                l[3].get<double>(), l[4].get<double>(), l[5].get<double>()};
+  }
   j.at("goodput_per_s").get_to(s.goodput_per_s);
   j.at("peak_load").get_to(s.peak_load);
   j.at("mean_load").get_to(s.mean_load);

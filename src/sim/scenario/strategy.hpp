@@ -60,8 +60,31 @@ class client_strategy {
   const std::optional<throttle_config>& throttle() const noexcept { return p_.throttle; }
   // The policy is the `none` preset (retry at once), also what a strategy without one gets.
   bool retries_at_once() const noexcept { return p_.policy.backoff == find_preset("none")->policy; }
+  // Every delay its policy can draw is zero (`none`, a zero base with a jitter that keeps it
+  // zero, a zero cap after jitter), and nothing bounds its retries (no max_attempts, no budget):
+  // a model whose failed attempt is answered at once would then retry forever at one instant.
+  bool retries_forever_at_zero_delay() const noexcept {
+    return p_.policy.max_attempts == 0 && !p_.budget && always_zero(p_.policy.backoff);
+  }
 
  private:
+  static bool always_zero(const backoff_policy& b) noexcept {
+    const duration zero{0};
+    if (b.max == zero && b.cap == cap_mode::after) return true;
+    if (b.jitter == jitter_kind::decorrelated) return b.initial == zero || b.max == zero;
+    const bool base_zero =
+        (b.initial == zero && (b.schedule != schedule_kind::linear || b.step == zero)) ||
+        (b.max == zero && b.cap == cap_mode::before);
+    switch (b.jitter) {
+      case jitter_kind::additive:
+        return base_zero && b.jitter_max == zero;
+      case jitter_kind::gaussian:
+        return base_zero && b.sd == zero;
+      default:
+        return base_zero;  // none, full, equal, multiplicative, proportional scale the base
+    }
+  }
+
   parts p_;
 };
 
