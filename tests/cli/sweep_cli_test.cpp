@@ -155,4 +155,73 @@ TEST(SweepCli, AMalformedShardFileIsNamed) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// A shard's claims are checked against the runs it holds before anything is allocated from them:
+// before, `replications: 10^12` aborted with std::bad_alloc.
+TEST(SweepCli, AShardClaimingAHugeGridIsRefusedBeforeAllocating) {
+  const backoff::test::test_scratch scratch("sweep");
+  const auto dirs = run_shards(scratch.dir(), "one", 1, "1");
+  const fs::path real = dirs[0] / "shard-1-of-1.json";
+  const auto doc = nlohmann::json::parse(backoff::test::slurp(real));
+  struct lie {
+    const char* key;
+    nlohmann::json value;
+    std::string expected;
+  };
+  const std::vector<lie> lies{
+      {"replications", 1'000'000'000'000ULL,
+       "malformed shard file: replications: expected a whole number from 1 to 4294967295"},
+      {"replications", 4'000'000'000ULL,
+       "3 points x 2 strategies x 4000000000 replications in 1 shards would give shard 1 "
+       "24000000000 runs; it holds 12"},
+      {"replications", -1, "replications: expected a whole number"},
+      {"replications", 2.5, "replications: expected a whole number"},
+  };
+  for (const auto& l : lies) {
+    const fs::path dir = scratch / "lie";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    auto forged = doc;
+    forged[l.key] = l.value;
+    std::ofstream(dir / "shard-1-of-1.json") << forged.dump();
+    const auto r = run_cli({"sweep", "--merge", dir.string()});
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_NE(r.err.find(l.expected), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  // A split into four billion shards, one of them given: missing, not allocated.
+  const fs::path dir = scratch / "count";
+  fs::create_directories(dir);
+  auto forged = doc;
+  forged["shard"]["count"] = 4'000'000'000ULL;
+  forged["runs"] = nlohmann::json::array({forged["runs"][0]});
+  std::ofstream(dir / "shard-1-of-4000000000.json") << forged.dump();
+  const auto r = run_cli({"sweep", "--merge", dir.string()});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("shard(s) 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, ... of 4000000000 missing"),
+            std::string::npos)
+      << r.err;
+}
+
+// A shard file is read only when it is a regular file of bounded size: before, a
+// shard-1-of-1.json linked to /dev/zero hung the merge.
+TEST(SweepCli, MergeReadsOnlyRegularShardFiles) {
+  const backoff::test::test_scratch scratch("sweep");
+  const fs::path dir = scratch / "devices";
+  fs::create_directories(dir);
+  fs::create_symlink("/dev/zero", dir / "shard-1-of-1.json");
+  const auto r = run_cli({"sweep", "--merge", dir.string()});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("shard-1-of-1.json: not a regular file: not a shard"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // A file past the bound is refused by its size, unread (a sparse file: no disk used).
+  const fs::path big = scratch / "big";
+  fs::create_directories(big);
+  { std::ofstream(big / "shard-1-of-1.json") << "{}"; }
+  fs::resize_file(big / "shard-1-of-1.json", 300ULL << 20);
+  const auto b = run_cli({"sweep", "--merge", big.string()});
+  EXPECT_EQ(b.status, 2) << b.err;
+  EXPECT_NE(b.err.find("larger than 256 MiB: not a shard"), std::string::npos) << b.err;
+}
+
 }  // namespace

@@ -3,8 +3,15 @@
 // unsharded run, so that summary.json (but its wall time) and sweep.csv come out byte for byte
 // the same. A shard names its sweep by the scenario's fingerprint: shards of different files,
 // overrides or seeds are refused rather than mixed.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -173,18 +180,93 @@ void write_shard_json(const report::scenario_result& r, std::ostream& out) {
 
 namespace {
 
+// A shard holds ~400 bytes per run: 256 MiB is over half a million runs per shard, far past any
+// sweep split into shards, and bounds what a hostile file can make the merge parse.
+constexpr std::uint64_t max_shard_bytes = 256ULL << 20;
+
+// The bytes of a regular file of at most max_shard_bytes: never a device, a FIFO or /dev/zero
+// behind a symlink, which would hang or exhaust memory.
+std::string read_bounded(const std::filesystem::path& file) {
+  const std::string where = file.string();
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) throw scenario_error(where + ": cannot read: " + std::strerror(errno));
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } const close_it{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw scenario_error(where + ": cannot read: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw scenario_error(where + ": not a regular file: not a shard");
+  if (static_cast<std::uint64_t>(st.st_size) > max_shard_bytes) {
+    throw scenario_error(where + ": larger than 256 MiB: not a shard of backoff sweep");
+  }
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw scenario_error(where + ": cannot read: " + std::strerror(errno));
+    if (n == 0) break;  // shrank meanwhile: parse what is there
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
+
 nlohmann::json read_shard(const std::filesystem::path& file) {
   const std::string where = file.string();
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) throw scenario_error(where + ": cannot read");
-  auto doc = nlohmann::json::parse(text.str());
+  auto doc = nlohmann::json::parse(read_bounded(file));
   if (!doc.is_object() || doc.value("format", "") != shard_format) {
     throw scenario_error(where + ": not a shard file of backoff sweep (format " +
                          std::string(shard_format) + ")");
   }
   return doc;
+}
+
+// A whole number in [min, max] at doc[key] (a shard's counts are never negative or fractional).
+std::uint64_t count_at(const nlohmann::json& doc, const char* key, std::uint64_t min,
+                       std::uint64_t max) {
+  const nlohmann::json& v = doc.at(key);
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min || v.get<std::uint64_t>() > max) {
+    throw std::invalid_argument(std::string(key) + ": expected a whole number from " +
+                                std::to_string(min) + " to " + std::to_string(max));
+  }
+  return v.get<std::uint64_t>();
+}
+
+// A shard's claims, checked before anything is allocated from them: it is shard `index` of
+// `count` and holds exactly its share (every count-th run from index - 1) of points x strategies
+// x replications. So a shard that claims 10^12 replications is refused, not allocated.
+void check_shape(const nlohmann::json& doc, const std::string& where) {
+  const nlohmann::json& shard = doc.at("shard");
+  const std::uint64_t count =
+      count_at(shard, "count", 1, std::numeric_limits<std::uint32_t>::max());
+  const std::uint64_t index = count_at(shard, "index", 1, count);
+  const std::uint64_t replications =
+      count_at(doc, "replications", 1, std::numeric_limits<std::uint32_t>::max());
+  const nlohmann::json& points = doc.at("points");
+  const nlohmann::json& strategies = doc.at("strategies");
+  const nlohmann::json& runs = doc.at("runs");
+  if (!points.is_array() || !strategies.is_array() || !runs.is_array()) {
+    throw std::invalid_argument("points, strategies and runs must be lists");
+  }
+  // points and strategies are lists in a file of bounded size: their product fits; with the
+  // replications it may not, and then no file could hold the share.
+  const std::uint64_t cells = static_cast<std::uint64_t>(points.size()) * strategies.size();
+  const std::uint64_t first = index - 1;
+  const bool overflows =
+      cells != 0 && replications > std::numeric_limits<std::uint64_t>::max() / cells;
+  const std::uint64_t tasks = overflows ? 0 : cells * replications;
+  const std::uint64_t share = tasks <= first ? 0 : (tasks - first - 1) / count + 1;
+  if (overflows || share != runs.size()) {
+    throw scenario_error(where + ": " + std::to_string(points.size()) + " points x " +
+                         std::to_string(strategies.size()) + " strategies x " +
+                         std::to_string(replications) + " replications in " +
+                         std::to_string(count) + " shards would give shard " +
+                         std::to_string(index) + " " +
+                         (overflows ? std::string("more than 2^64") : std::to_string(share)) +
+                         " runs; it holds " + std::to_string(runs.size()));
+  }
 }
 
 // The whole sweep's shape, from the first shard: its identity, points and strategies, and a slot
@@ -235,17 +317,40 @@ void add_runs(const nlohmann::json& doc, const std::string& where,
   }
 }
 
+// "shard(s) 2, 5 of 6 missing: ...", naming at most the first ten.
+scenario_error missing_error(const std::set<std::uint64_t>& seen, std::uint64_t count) {
+  std::string missing;
+  std::size_t named = 0;
+  for (std::uint64_t i = 1; i <= count && named <= 10; ++i) {
+    if (seen.contains(i)) continue;
+    missing += (missing.empty() ? "" : ", ") + (named == 10 ? "..." : std::to_string(i));
+    ++named;
+  }
+  return scenario_error("shard(s) " + missing + " of " + std::to_string(count) +
+                        " missing: every shard of the sweep is needed");
+}
+
+// The error for a split into more shards than files were given: which ones are missing.
+scenario_error missing_shards(const std::vector<std::filesystem::path>& files,
+                              std::uint64_t count) {
+  std::set<std::uint64_t> seen;
+  for (const auto& file : files) {
+    try {
+      const nlohmann::json doc = read_shard(file);
+      seen.insert(doc.at("shard").at("index").get<std::uint64_t>());
+    } catch (const std::exception&) {
+      // Named as malformed when the merge reaches it; here it simply is not a shard index.
+    }
+  }
+  return missing_error(seen, count);
+}
+
 // Every shard 1..count was given, and together they ran every run.
 void check_complete(const std::map<std::uint32_t, std::string>& seen, std::uint32_t count,
                     const report::scenario_result& result) {
-  std::string missing;
-  for (std::uint32_t i = 1; i <= count; ++i) {
-    if (!seen.contains(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
-  }
-  if (!missing.empty()) {
-    throw scenario_error("shard(s) " + missing + " of " + std::to_string(count) +
-                         " missing: every shard of the sweep is needed");
-  }
+  std::set<std::uint64_t> indices;
+  for (const auto& [index, file] : seen) indices.insert(index);
+  if (indices.size() != count) throw missing_error(indices, count);
   for (const auto& p : result.points) {
     for (const auto& cell : p.strategies) {
       if (std::find(cell.ran.begin(), cell.ran.end(), 0) != cell.ran.end()) {
@@ -261,15 +366,20 @@ report::scenario_result merge_shards(const std::vector<std::filesystem::path>& i
   report::scenario_result result;
   std::map<std::uint32_t, std::string> seen;  // shard index -> its file
   std::uint32_t count = 0;
-  for (const auto& file : shard_files(inputs)) {
+  const std::vector<std::filesystem::path> files = shard_files(inputs);
+  for (const auto& file : files) {
     const std::string where = file.string();
     try {
       const nlohmann::json doc = read_shard(file);
+      check_shape(doc, where);
       const auto index = doc.at("shard").at("index").get<std::uint32_t>();
       const auto n = doc.at("shard").at("count").get<std::uint32_t>();
       const auto fingerprint = doc.at("fingerprint").get<std::string>();
       if (seen.empty()) {
         count = n;
+        // Fewer files than shards: some are missing, and the grid (which the count bounds) is
+        // not allocated.
+        if (count > files.size()) throw missing_shards(files, count);
         lay_out_from(doc, result);
       } else if (fingerprint != result.fingerprint) {
         throw scenario_error(where + ": a shard of another sweep (scenario " +
