@@ -18,10 +18,15 @@
 namespace backoff::cli {
 namespace {
 
-// Async-signal-safe only: the first signal is a request the run polls; a second one means the
-// user will not wait for the partial outputs.
+// Async-signal-safe only. During a run the first signal is a request the run polls (its partial
+// outputs are written); a second one means the user will not wait for them. Outside a run
+// (parsing, checking, merging, drawing) nothing is half done: exit at once.
 extern "C" void on_stop_signal(int signo) {
-  if (sim::interrupt_signal() != 0) ::_exit(128 + signo);
+  if (sim::interrupt_signal() != 0 || !sim::interrupts_deferred()) {
+    static constexpr char line[] = "backoff: interrupted\n";
+    (void)!::write(STDERR_FILENO, line, sizeof line - 1);
+    ::_exit(128 + signo);
+  }
   sim::request_interrupt(signo);
 }
 
@@ -33,6 +38,12 @@ std::optional<std::uint64_t> memory_limit_option(const std::string& text, std::s
   const auto bytes = sim::parse_size(text, why);
   if (!bytes) error = "--memory-limit: " + why;
   return bytes;
+}
+
+int interrupted_after_writing(int signo) {
+  std::cerr << "backoff: interrupted (" << (signo == SIGINT ? "SIGINT" : "SIGTERM")
+            << ") after the last run; its outputs are complete\n";
+  return 128 + signo;
 }
 
 stop_signals::stop_signals() {

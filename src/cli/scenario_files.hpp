@@ -31,7 +31,13 @@ std::optional<std::uint64_t> memory_limit_option(const std::string& text, std::s
 // a file system error.
 int simulation_status(const char* who, const std::function<int()>& body);
 
+// A signal came after the last run, while its outputs were written (complete): says so on
+// stderr and gives the status, 128 + signo.
+int interrupted_after_writing(int signo);
+
 // Installs the SIGINT and SIGTERM handlers for its lifetime and puts the previous ones back.
+// While the runner defers interrupts (sim::interrupt_deferral: from the first run to the last
+// output written) a signal stops the run; at any other time it ends the process at once.
 class stop_signals {
  public:
   stop_signals();

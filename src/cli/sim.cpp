@@ -120,6 +120,8 @@ std::optional<int> run_one(const sim_options& o, sim::scenario& sc, std::uint64_
   const report::scenario_result r = sim::run_scenario(sc, run);
   // Interrupted: what was done is written; the rest is not run.
   if (r.stopped) return report_stopped_sim(o, run, r);
+  if (const int signo = sim::interrupt_signal(); signo != 0)
+    return interrupted_after_writing(signo);
   if (o.plot) {
     (void)report::write_plots(r, *run.out, {sc.source().path, sc.source().text, sc.sets()});
     outputs.reports.push_back((*run.out / "report.html").string());

@@ -156,6 +156,8 @@ int sweep_command(const sweep_options& o) {
   const stop_signals signals;
   const report::scenario_result r = sim::run_scenario(sc, run);
   if (r.stopped) return report_stopped_sweep(o, shard, r);
+  if (const int signo = sim::interrupt_signal(); signo != 0)
+    return interrupted_after_writing(signo);
   if (shard) {
     std::cerr << "backoff sweep: shard " << shard->index << "/" << shard->count << " written to "
               << escape_controls(

@@ -27,7 +27,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -87,6 +89,32 @@ inline std::vector<pid_t> read_pids(const std::filesystem::path& file) {
   std::ifstream in(file);
   for (long p = 0; in >> p;) pids.push_back(static_cast<pid_t>(p));
   return pids;
+}
+
+// CPU time the process has used, in clock ticks (utime + stime of /proc/PID/stat).
+inline long cpu_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const auto paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string skip;
+  for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt
+  long utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return utime + stime;
+}
+
+// True once the process has a handler for `sig` (the SigCgt mask of /proc/PID/status).
+inline bool catches(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("SigCgt:", 0) == 0) {
+      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+      return ((mask >> (sig - 1)) & 1ULL) != 0;
+    }
+  }
+  return false;
 }
 
 // Waits until `file` holds a whole line (a command's `echo ... > file` has finished writing).

@@ -23,31 +23,8 @@ using backoff::test::process_probe;
 using backoff::test::run_cli;
 using backoff::test::slurp;
 
-// CPU time the process has used, in clock ticks (utime + stime of /proc/PID/stat).
-long cpu_ticks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  const std::string stat{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  const auto paren = stat.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string skip;
-  for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt
-  long utime = 0, stime = 0;
-  fields >> utime >> stime;
-  return utime + stime;
-}
-
-// True once the process has a handler for `sig` (the SigCgt mask of /proc/PID/status).
-bool catches(pid_t pid, int sig) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("SigCgt:", 0) == 0) {
-      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
-      return ((mask >> (sig - 1)) & 1ULL) != 0;
-    }
-  }
-  return false;
-}
+using backoff::test::catches;
+using backoff::test::cpu_ticks;
 
 // Waits (bounded) until `p` handles SIGINT and SIGTERM and has computed for a while since: a
 // signal sent before the handlers are set would simply kill it (under ASan, loading a scenario

@@ -11,6 +11,7 @@ namespace {
 
 // Lock-free, so that storing from a signal handler is async-signal-safe.
 std::atomic<int> interrupt_requested{0};
+std::atomic<int> deferrals{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
 std::string stop_message(report::stop_reason why, int signo) {
@@ -43,6 +44,18 @@ int interrupt_signal() noexcept {
 
 void clear_interrupt() noexcept {
   interrupt_requested.store(0);
+}
+
+interrupt_deferral::interrupt_deferral() noexcept {
+  deferrals.fetch_add(1);
+}
+
+interrupt_deferral::~interrupt_deferral() {
+  deferrals.fetch_sub(1);
+}
+
+bool interrupts_deferred() noexcept {
+  return deferrals.load() > 0;
 }
 
 std::uint64_t resident_bytes() noexcept {

@@ -42,6 +42,20 @@ int interrupt_signal() noexcept;
 // Forgets a request (for tests, and a program that goes on after an interrupted run).
 void clear_interrupt() noexcept;
 
+// While one lives (on any thread), a SIGINT or SIGTERM is a request the run polls, so that the
+// outputs it has are written, marked partial; while none does (parsing, checking, merging,
+// drawing: nothing to save), the CLI's handler exits at once. The runner holds one from the
+// first run to the last output written.
+class interrupt_deferral {
+ public:
+  interrupt_deferral() noexcept;
+  ~interrupt_deferral();
+  interrupt_deferral(const interrupt_deferral&) = delete;
+  interrupt_deferral& operator=(const interrupt_deferral&) = delete;
+};
+// Async-signal-safe.
+bool interrupts_deferred() noexcept;
+
 // The process's resident set in bytes (/proc/self/statm), 0 where it cannot be read.
 std::uint64_t resident_bytes() noexcept;
 

@@ -229,13 +229,16 @@ class sweep_pool {
 // Runs every point x strategy x replication of this shard. `checked`: every point's model was
 // built (and so checked) already, by the memory estimate.
 void run_sweep(scenario& sc, const model_runner& model, const run_options& options, bool checked,
-               report::scenario_result& result) {
+               report::scenario_result& result, std::optional<interrupt_deferral>& deferred) {
   const std::vector<sweep_point> points = sc.points();
   // Check every point before running any, so a bad value at the last point fails at once.
   for (const auto& p : checked ? std::vector<sweep_point>{} : points) {
     scenario at = sc.at(p);
     (void)make_model(at);
   }
+  // From the first run to the last output written, a signal stops the runs instead of the
+  // process, so that what was done is written (before, the process simply exits).
+  deferred.emplace();
   const std::size_t all_tasks = points.size() * sc.strategies().size() * sc.replications();
   // This shard's tasks: every count-th from index - 1 (round robin spreads the costly points).
   const report::shard_spec part = options.shard.value_or(report::shard_spec{});
@@ -334,7 +337,8 @@ report::scenario_result sweep_scenario(scenario& sc, const model_runner& model,
                                        const run_options& options, bool checked) {
   report::scenario_result result = result_for(sc, model);
   const auto wall_start = std::chrono::steady_clock::now();
-  run_sweep(sc, model, options, checked, result);
+  std::optional<interrupt_deferral> deferred;  // set once the runs start, held to the last write
+  run_sweep(sc, model, options, checked, result, deferred);
   result.wall_s = seconds_since(wall_start);
   if (options.out && options.shard && result.stopped) {
     // A partial shard cannot be merged: nothing is written, the shard is run again.
@@ -384,6 +388,9 @@ report::scenario_result plain_scenario(scenario& sc, model_runner& model,
     throw scenario_error(sc.path() + ": not a sweep (no [sweep] and one replication): nothing to " +
                          "split into shards");
   }
+  // From here to the last output written, a signal stops the run instead of the process, so
+  // that what was done is written (before, the process simply exits).
+  const interrupt_deferral deferred;
   // clients.csv is streamed while the strategies run; it lands beside the others at the end.
   std::optional<report::output_folder> folder;
   std::optional<report::atomic_file> clients;
