@@ -208,6 +208,11 @@ int run_load_command(const load_flags& f) {
   raise_descriptor_limit();
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
+  o.on_first_local_error = [](const std::string& what) {
+    std::cerr << "backoff load: warning: " << what
+              << " on this machine: such attempts are counted as local errors, not as the "
+                 "server's (raise ulimit -n, or use fewer --clients)\n";
+  };
   if (!f.experiment.empty()) return run_experiment(f, o);
   net::load_run run;
   try {
@@ -222,6 +227,9 @@ int run_load_command(const load_flags& f) {
   std::cerr << "backoff load: " << run.requests << " requests in " << run.wall_s << " s: " << run.ok
             << " OK, " << run.errors << " errors, " << run.timeouts << " timed out"
             << (run.dropped ? ", " + std::to_string(run.dropped) + " arrivals dropped" : "")
+            << (run.local_errors
+                    ? ", " + std::to_string(run.local_errors) + " local errors (never sent)"
+                    : "")
             << (interrupted ? " (interrupted)" : "") << '\n';
   if (f.out) {
     report::scenario_result result;

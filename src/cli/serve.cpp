@@ -3,16 +3,20 @@
 // (POST /admin/pause?for=10s, POST /admin/resume, or SIGSTOP/SIGCONT), 503/429 with Retry-After
 // past --max-busy, and the seed's once-a-second "concurrency: N, last delay: D" line on stderr.
 // SIGINT or SIGTERM stop it gracefully (docs/NETWORK.md).
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <boost/asio/ip/address.hpp>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "backoff/duration.hpp"
@@ -35,7 +39,12 @@ struct serve_options {
   std::string max_busy = "0";
   int reject_status = 503;
   std::string retry_after = "1s";
-  std::string max_connections = "50000";
+  std::optional<std::string> max_connections;  // default: from the descriptor limit
+  std::string header_timeout = "60s";
+  std::string idle_timeout = "75s";
+  std::optional<std::string> admin_token;
+  std::optional<std::string> admin_token_file;
+  bool reuse_port = false;
   bool cancel_on_disconnect = false;
   bool quiet = false;
 };
@@ -65,6 +74,55 @@ bool to_duration(const std::string& flag, const std::string& text, bool allow_ze
   return true;
 }
 
+// A Bearer token (RFC 6750's token68 characters, or any visible ASCII): no spaces or controls,
+// which would not survive an Authorization header.
+bool check_token(const std::string& flag, const std::string& token) {
+  if (token.empty()) {
+    std::cerr << "backoff serve: " << flag << ": the token is empty\n";
+    return false;
+  }
+  for (const char c : token) {
+    if (c <= ' ' || c > '~') {
+      std::cerr << "backoff serve: " << flag
+                << ": the token must be visible ASCII characters without spaces or line breaks\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The token from --admin-token-file: the file's contents without the trailing line break.
+std::optional<std::string> read_token_file(const std::string& path) {
+  const auto fail = [&](const std::string& why) {
+    std::cerr << "backoff serve: --admin-token-file: cannot read " << quote_for_message(path)
+              << ": " << why << '\n';
+    return std::nullopt;
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(std::strerror(errno));
+  std::string text;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      return fail(std::strerror(error));
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
+    if (text.size() > 4096) {
+      ::close(fd);
+      return fail("longer than 4096 bytes (a token file holds one token)");
+    }
+  }
+  ::close(fd);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (!check_token("--admin-token-file " + quote_for_message(path), text)) return std::nullopt;
+  return text;
+}
+
 int run_serve(const serve_options& o) {
   net::server_options options;
   std::int64_t port = 0, limit = 0, threads = 0, max_busy = 0, max_connections = 0;
@@ -72,11 +130,27 @@ int run_serve(const serve_options& o) {
       !to_number("--limit", o.limit, 0, INT64_MAX, limit) ||
       !to_number("--threads", o.threads, 1, 256, threads) ||
       !to_number("--max-busy", o.max_busy, 0, INT64_MAX, max_busy) ||
-      !to_number("--max-connections", o.max_connections, 1, INT64_MAX, max_connections) ||
+      (o.max_connections &&
+       !to_number("--max-connections", *o.max_connections, 1, INT64_MAX, max_connections)) ||
       !to_duration("--base-delay", o.base_delay, true, options.service.base_delay) ||
       !to_duration("--tick", o.tick, false, options.service.tick) ||
-      !to_duration("--retry-after", o.retry_after, true, options.retry_after)) {
+      !to_duration("--retry-after", o.retry_after, true, options.retry_after) ||
+      !to_duration("--header-timeout", o.header_timeout, false, options.header_timeout) ||
+      !to_duration("--idle-timeout", o.idle_timeout, false, options.idle_timeout)) {
     return exit_usage;
+  }
+  if (o.admin_token && o.admin_token_file) {
+    std::cerr << "backoff serve: give --admin-token or --admin-token-file, not both\n";
+    return exit_usage;
+  }
+  if (o.admin_token) {
+    if (!check_token("--admin-token", *o.admin_token)) return exit_usage;
+    options.admin_token = *o.admin_token;
+  }
+  if (o.admin_token_file) {
+    const auto token = read_token_file(*o.admin_token_file);
+    if (!token) return exit_usage;
+    options.admin_token = *token;
   }
   // inf and nan parse as numbers, and would make every delay past the limit infinite or nan.
   if (!std::isfinite(o.factor) || o.factor < 1.0) {
@@ -105,10 +179,33 @@ int run_serve(const serve_options& o) {
   options.threads = static_cast<unsigned>(threads);
   options.max_busy = max_busy;
   options.reject_status = o.reject_status;
-  options.max_connections = max_connections;
   options.cancel_on_disconnect = o.cancel_on_disconnect;
+  options.reuse_port = o.reuse_port;
   options.log_every_second = !o.quiet;
   raise_descriptor_limit();
+  // Past the descriptor limit accepts fail (EMFILE) and every client waits, /metrics included:
+  // by default the server holds fewer connections than that, keeping descriptors in reserve.
+  const std::int64_t fitting = net::default_max_connections(static_cast<unsigned>(threads));
+  options.max_connections = o.max_connections ? max_connections : fitting;
+  if (options.max_connections > fitting) {
+    std::cerr << fmt::format(
+        "backoff serve: warning: --max-connections {} is more than the descriptor limit leaves "
+        "room for ({}; ulimit -n): past that, new connections wait until others close\n",
+        options.max_connections, fitting);
+  }
+  // /admin/* from the network: refused without a token, guarded by it with one (handler.hpp).
+  if (!net::is_loopback_address(o.host)) {
+    std::cerr << (options.admin_token.empty()
+                      ? fmt::format("backoff serve: warning: listening on {}, not loopback, "
+                                    "without --admin-token: /admin/* answers 403; /api and "
+                                    "/metrics are open to anyone who can connect\n",
+                                    o.host)
+                      : fmt::format("backoff serve: warning: listening on {}, not loopback: "
+                                    "/admin/* is exposed to the network, behind the token; /api "
+                                    "and /metrics are open to anyone who can connect\n",
+                                    o.host))
+              << std::flush;
+  }
 
   // SIGINT and SIGTERM are waited for here, so they must reach no server thread: block them
   // before the threads start (they inherit the mask).
@@ -122,16 +219,16 @@ int run_serve(const serve_options& o) {
     server.start();
     // One write: stderr is unbuffered, and scripts wait for this line to read the port.
     std::cerr << fmt::format(
-                     "backoff serve: listening on {} ({} threads; GET "
+                     "backoff serve: listening on {} ({} threads, at most {} connections; GET "
                      "/metrics, POST /admin/pause, POST /admin/resume)\n",
-                     net::api_url(o.host, server.port()), threads)
+                     net::api_url(o.host, server.port()), threads, options.max_connections)
               << std::flush;
     int signal = 0;
     ::sigwait(&stop_signals, &signal);
     std::cerr << "backoff serve: " << ::strsignal(signal) << ", shutting down" << std::endl;
     server.stop();
     server.wait();
-  } catch (const std::system_error& e) {
+  } catch (const std::exception& e) {  // std::system_error naming the address, mostly
     std::cerr << "backoff serve: " << e.what() << '\n';
     return exit_failure;
   }
@@ -168,8 +265,24 @@ void setup_serve(CLI::App& app, int& status) {
   sub->add_option("--retry-after", o->retry_after, "Retry-After sent with a rejection")
       ->capture_default_str();
   sub->add_option("--max-connections", o->max_connections,
-                  "Open connections at most; more are closed at once (bounded memory)")
+                  "Open connections at most; a new one past it replaces the oldest idle one, or "
+                  "is closed at once. Default: the descriptor limit (ulimit -n) minus 64 + 4 per "
+                  "thread");
+  sub->add_option("--header-timeout", o->header_timeout,
+                  "Time to receive a request's header once begun (and a new connection's first "
+                  "request, and a client to take an answer); then 408 and close")
       ->capture_default_str();
+  sub->add_option("--idle-timeout", o->idle_timeout,
+                  "Time a kept-alive connection may wait for its next request")
+      ->capture_default_str();
+  sub->add_option("--admin-token", o->admin_token,
+                  "Require 'Authorization: Bearer TOKEN' on /admin/* (visible in ps: prefer "
+                  "--admin-token-file)");
+  sub->add_option("--admin-token-file", o->admin_token_file,
+                  "Read the admin token from this file (one line)");
+  sub->add_flag("--reuse-port", o->reuse_port,
+                "Bind with SO_REUSEPORT, one socket per thread: other servers that ask for it "
+                "too share the port (and its connections)");
   sub->add_flag("--cancel-on-disconnect", o->cancel_on_disconnect,
                 "Stop counting a request whose client closed the connection (the seed's server "
                 "keeps it)");

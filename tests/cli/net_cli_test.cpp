@@ -1,7 +1,13 @@
 // `backoff serve` and `backoff load` as users run them: the seed's walkthrough (its single-dash
 // flags included), the listening and report lines, graceful shutdown on SIGTERM, the output files,
 // and one clear line with exit 2 for bad flags.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -12,18 +18,130 @@
 
 namespace {
 
+using namespace std::chrono_literals;
 using backoff::test::cli_result;
 using backoff::test::process_probe;
 using backoff::test::run_cli;
+using backoff::test::shell_quote;
 using backoff::test::slurp;
+
+// The port in "listening on http://HOST:PORT/api", or "" before that line.
+std::string listening_port(const std::string& err) {
+  std::smatch m;
+  if (std::regex_search(err, m, std::regex("listening on http://[^ ]*:([0-9]+)/api"))) return m[1];
+  return "";
+}
+
+// A connected loopback socket, or -1.
+int connect_to(const std::string& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends `request` (which should say "Connection: close") on a new connection and returns what
+// came back until the server closed it, or what came within `limit`.
+std::string http_exchange(const std::string& port, const std::string& request,
+                          std::chrono::milliseconds limit = 10s) {
+  const int fd = connect_to(port);
+  if (fd < 0) return "(no connection)";
+  (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string answer;
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1) break;
+    char chunk[4096];
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) break;
+    answer.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return answer;
+}
+
+std::string admin_pause(const std::string& port, const std::string& extra_fields = "") {
+  return http_exchange(port, "POST /admin/pause?for=1ms HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                                 extra_fields + "Connection: close\r\n\r\n");
+}
+
+// `sh -c SCRIPT` as a child of the test, its stderr in a file: for `ulimit -n N && exec backoff
+// ...`.
+class shell_probe {
+ public:
+  explicit shell_probe(const std::string& script) : scratch_("net", "sh" + std::to_string(n_++)) {
+    const std::string err = (scratch_ / "err").string();
+    posix_spawn_file_actions_t actions;
+    ::posix_spawn_file_actions_init(&actions);
+    ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    ::posix_spawn_file_actions_addopen(&actions, 1, (scratch_ / "out").c_str(),
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                       0644);
+    std::string sh = "/bin/sh", c = "-c", text = script;
+    char* argv[] = {sh.data(), c.data(), text.data(), nullptr};
+    if (::posix_spawn(&pid_, "/bin/sh", &actions, nullptr, argv, environ) != 0) pid_ = -1;
+    ::posix_spawn_file_actions_destroy(&actions);
+  }
+  shell_probe(const shell_probe&) = delete;
+  shell_probe& operator=(const shell_probe&) = delete;
+  ~shell_probe() {
+    if (pid_ > 0 && !reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  std::filesystem::path err_path() const { return scratch_ / "err"; }
+  std::string err() const { return slurp(err_path()); }
+  std::string out() const { return slurp(scratch_ / "out"); }
+  // The exit status, after SIGTERM if it is still running after `limit` (-1: it had to be killed).
+  int stop_and_wait(std::chrono::milliseconds limit, int sig = SIGTERM) {
+    ::kill(pid_, sig);
+    return wait(limit);
+  }
+  int wait(std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    int raw = 0;
+    while (::waitpid(pid_, &raw, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > until) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &raw, 0);
+        reaped_ = true;
+        return -1;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    reaped_ = true;
+    return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  }
+
+ private:
+  static inline int n_ = 0;
+  backoff::test::test_scratch scratch_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+std::string backoff_path() {
+  return shell_quote(BACKOFF_CLI_PATH);
+}
 
 // Starts `backoff serve ARGS --port 0` and reads the port from its first line.
 struct served {
   explicit served(std::vector<std::string> args) : probe(with_port(std::move(args))) {
     EXPECT_TRUE(backoff::test::wait_for_text(probe.err_path(), "POST /admin/resume)\n"));
     const std::string err = slurp(probe.err_path());
-    std::smatch m;
-    if (std::regex_search(err, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/api"))) port = m[1];
+    port = listening_port(err);
     EXPECT_FALSE(port.empty()) << err;
   }
   static std::vector<std::string> with_port(std::vector<std::string> args) {
@@ -149,6 +267,166 @@ TEST(Load, ReportLinesKeepTheirPeriodAndTheLastPartialWindowIsPrinted) {
   EXPECT_EQ(server.probe.wait().status, 0);
 }
 
+// --- serve: the port, connections, admin --------------------------------------------------------
+
+// A second `serve` on the same port used to start, and take half of the first one's connections.
+TEST(Serve, ASecondServeOnAUsedPortExitsWithOneLineNamingTheAddress) {
+  served first({"-q"});
+  process_probe second({"serve", "--port", first.port, "-q"});
+  const auto r = second.wait(10s);
+  EXPECT_TRUE(r.finished) << "the second server is running on a used port";
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.err, "backoff serve: cannot listen on 127.0.0.1:" + first.port +
+                       ": Address already in use\n");
+  first.probe.signal(SIGTERM);
+  EXPECT_EQ(first.probe.wait().status, 0);
+}
+
+TEST(Serve, ReusePortLetsTwoServersThatAskForItShareThePort) {
+  served first({"-q", "--reuse-port"});
+  process_probe second({"serve", "--port", first.port, "-q", "--reuse-port"});
+  EXPECT_TRUE(backoff::test::wait_for_text(second.err_path(), "POST /admin/resume)\n"))
+      << slurp(second.err_path());
+  second.signal(SIGTERM);
+  EXPECT_EQ(second.wait().status, 0);
+  first.probe.signal(SIGTERM);
+  EXPECT_EQ(first.probe.wait().status, 0);
+}
+
+// The issue's case: 300 idle connections against a server under `ulimit -n 256` ran it out of
+// descriptors, and /api no longer answered. Now it holds at most the limit minus a reserve, and a
+// new connection takes the place of the oldest idle one.
+TEST(Serve, IdleConnectionsPastTheDescriptorLimitLeaveApiReachable) {
+  rlimit mine{};
+  ::getrlimit(RLIMIT_NOFILE, &mine);
+  if (mine.rlim_cur < 400 && mine.rlim_max >= 400) {
+    mine.rlim_cur = 400;
+    ::setrlimit(RLIMIT_NOFILE, &mine);
+  }
+  if (mine.rlim_cur < 400) GTEST_SKIP() << "the test needs 400 descriptors";
+  shell_probe server("ulimit -n 256 && exec " + backoff_path() +
+                     " serve --port 0 -q --base-delay 0 --threads 1");
+  ASSERT_TRUE(backoff::test::wait_for_text(server.err_path(), "POST /admin/resume)\n"))
+      << server.err();
+  const std::string port = listening_port(server.err());
+  // 256 - (64 + 4 per thread): the default is said at start.
+  EXPECT_NE(server.err().find("at most 188 connections"), std::string::npos) << server.err();
+  std::vector<int> idle;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = connect_to(port);
+    if (fd >= 0) idle.push_back(fd);
+  }
+  EXPECT_EQ(idle.size(), 300u);
+  const std::string answer =
+      http_exchange(port, "GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << answer;
+  const std::string metrics =
+      http_exchange(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(metrics.find("backoff_closed_connections_total{reason=\"evicted\"} "),
+            std::string::npos)
+      << metrics;
+  for (const int fd : idle) ::close(fd);
+  EXPECT_EQ(server.stop_and_wait(10s), 0) << server.err();
+}
+
+TEST(Serve, AMaxConnectionsPastTheDescriptorLimitIsWarnedAbout) {
+  shell_probe server("ulimit -n 256 && exec " + backoff_path() +
+                     " serve --port 0 -q --threads 1 --max-connections 1000");
+  ASSERT_TRUE(backoff::test::wait_for_text(server.err_path(), "POST /admin/resume)\n"))
+      << server.err();
+  EXPECT_NE(server.err().find("backoff serve: warning: --max-connections 1000 is more than the "
+                              "descriptor limit leaves room for (188; ulimit -n)"),
+            std::string::npos)
+      << server.err();
+  EXPECT_EQ(server.stop_and_wait(10s), 0) << server.err();
+}
+
+TEST(Serve, AnAdminTokenFileGuardsTheAdminEndpoints) {
+  const backoff::test::test_scratch scratch("net");
+  std::ofstream(scratch / "token") << "s3cret\n";  // the line break is not part of the token
+  served server({"-q", "--admin-token-file", (scratch / "token").string()});
+  EXPECT_EQ(admin_pause(server.port).rfind("HTTP/1.1 401 ", 0), 0u);
+  EXPECT_EQ(admin_pause(server.port, "Authorization: Bearer wrong\r\n").rfind("HTTP/1.1 401 ", 0),
+            0u);
+  EXPECT_EQ(admin_pause(server.port, "Authorization: Bearer s3cret\r\n").rfind("HTTP/1.1 200 ", 0),
+            0u);
+  server.probe.signal(SIGTERM);
+  EXPECT_EQ(server.probe.wait().status, 0);
+}
+
+TEST(Serve, AdminFromAnotherSiteIsForbidden) {
+  served server({"-q"});
+  EXPECT_EQ(http_exchange(server.port,
+                          "POST /admin/pause HTTP/1.1\r\nHost: evil.example.com\r\n"
+                          "Connection: close\r\n\r\n")
+                .rfind("HTTP/1.1 403 ", 0),
+            0u);
+  EXPECT_EQ(
+      admin_pause(server.port, "Origin: http://evil.example.com\r\n").rfind("HTTP/1.1 403 ", 0),
+      0u);
+  EXPECT_EQ(admin_pause(server.port).rfind("HTTP/1.1 200 ", 0), 0u);
+  server.probe.signal(SIGTERM);
+  EXPECT_EQ(server.probe.wait().status, 0);
+}
+
+TEST(Serve, ListeningBeyondLoopbackWarnsAndTurnsAdminOffWithoutAToken) {
+  process_probe server({"serve", "--host", "0.0.0.0", "--port", "0", "-q"});
+  ASSERT_TRUE(backoff::test::wait_for_text(server.err_path(), "POST /admin/resume)\n"))
+      << slurp(server.err_path());
+  const std::string err = slurp(server.err_path());
+  EXPECT_NE(err.find("backoff serve: warning: listening on 0.0.0.0, not loopback, without "
+                     "--admin-token: /admin/* answers 403"),
+            std::string::npos)
+      << err;
+  const std::string answer = admin_pause(listening_port(err));
+  EXPECT_EQ(answer.rfind("HTTP/1.1 403 ", 0), 0u) << answer;
+  EXPECT_NE(answer.find("without --admin-token"), std::string::npos) << answer;
+  server.signal(SIGTERM);
+  EXPECT_EQ(server.wait().status, 0);
+}
+
+TEST(Serve, AnEmptyOrUnreadableTokenFileIsOneLineWithStatus2) {
+  const backoff::test::test_scratch scratch("net");
+  std::ofstream(scratch / "empty") << "\n";
+  for (const auto& [path, says] :
+       {std::pair{(scratch / "empty").string(), std::string("the token is empty")},
+        std::pair{scratch.dir().string(), std::string("cannot read")},
+        std::pair{(scratch / "missing").string(), std::string("No such file or directory")}}) {
+    const cli_result r = run_cli({"serve", "--port", "0", "--admin-token-file", path});
+    EXPECT_EQ(r.status, 2) << r.err;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_NE(r.err.find("backoff serve: --admin-token-file"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+}
+
+// --- load: this machine's errors are not the server's --------------------------------------------
+
+// Under `ulimit -n 32`, most of 60 clients cannot open a socket: EMFILE was counted as the
+// server's errors. Now they are local errors, said once.
+TEST(Load, RunningOutOfDescriptorsIsALocalErrorNotTheServers) {
+  served server({"--base-delay", "5ms", "-q"});
+  shell_probe load("ulimit -n 32 && exec " + backoff_path() + " load --url " + server.url() +
+                   " --clients 60 --lambda 20ms --duration 1s --report-every 500ms");
+  EXPECT_EQ(load.wait(30s), 0) << load.err();
+  const std::string err = load.err();
+  const std::string warning = "backoff load: warning: Too many open files on this machine";
+  const std::size_t at = err.find(warning);
+  EXPECT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(err.find(warning, at + 1), std::string::npos) << "said more than once: " << err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(err, m,
+                                std::regex(" ([0-9]+) OK, ([0-9]+) errors, [0-9]+ timed out, "
+                                           "([0-9]+) local errors \\(never sent\\)")))
+      << err;
+  EXPECT_GT(std::stoi(m[1]), 0) << err;  // the clients that had a socket were served
+  EXPECT_EQ(m[2], "0") << err;
+  EXPECT_GT(std::stoi(m[3]), 0) << err;
+  EXPECT_NE(load.out().find("errors: 0.00 req/sec"), std::string::npos) << load.out();
+  server.probe.signal(SIGTERM);
+  EXPECT_EQ(server.probe.wait().status, 0);
+}
+
 struct bad_flag_case {
   const char* name;
   std::vector<std::string> args;
@@ -170,6 +448,16 @@ const bad_flag_case bad_flags[] = {
     {"ServeZeroTick", {"serve", "--tick", "0"}, "--tick"},
     {"ServeRejectStatus", {"serve", "--reject-status", "500"}, "reject-status"},
     {"ServeFactorBelowOne", {"serve", "--factor", "0.5"}, "--factor"},
+    {"ServeHeaderTimeoutZero", {"serve", "--header-timeout", "0"}, "--header-timeout"},
+    {"ServeIdleTimeoutNotADuration", {"serve", "--idle-timeout", "soon"}, "--idle-timeout"},
+    {"ServeAdminTokenEmpty", {"serve", "--admin-token", ""}, "--admin-token: the token is empty"},
+    {"ServeAdminTokenWithASpace", {"serve", "--admin-token", "a b"}, "visible ASCII"},
+    {"ServeAdminTokenTwice",
+     {"serve", "--admin-token", "x", "--admin-token-file", "/dev/null"},
+     "not both"},
+    {"ServeAdminTokenFileMissing",
+     {"serve", "--admin-token-file", "/nonexistent/token"},
+     "cannot read \"/nonexistent/token\""},
     {"LoadHttps", {"load", "--url", "https://127.0.0.1/api"}, "https"},
     {"LoadBadPort", {"load", "--url", "http://127.0.0.1:99999/api"}, "port"},
     {"LoadZeroClients", {"load", "--clients", "0"}, "--clients"},

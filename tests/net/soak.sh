@@ -141,7 +141,7 @@ for ((t = 0; t < duration + 30; t++)); do
   connections=$(metric backoff_connections || echo 0)
   [ "${connections:-0}" -gt "$max_connections" ] && max_connections=$connections
   if [ "$t" = "$pause_at" ]; then
-    pause_answer=$(send_raw "POST /admin/pause?for=${pause_for}s HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    pause_answer=$(send_raw "POST /admin/pause?for=${pause_for}s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")
   fi
   kill -0 "$load" 2>/dev/null || break
   sleep 1

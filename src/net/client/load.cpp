@@ -103,7 +103,8 @@ struct load_state {
   duration start = steady_now();
   tcp::endpoint endpoint;
   bool stopping = false;
-  std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, dropped = 0;
+  bool warned_local = false;
+  std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, dropped = 0, local_errors = 0;
   std::uint64_t interval_ok = 0, interval_errors = 0, interval_timeouts = 0;
   report::time_units interval_start = 0;  // when the current report interval began
   std::uint64_t next_op = 0;
@@ -126,6 +127,14 @@ asio::awaitable<reply> send_request(load_state& s, connection& c) {
       ++s.timeouts;
       ++s.interval_timeouts;
       s.recorder.timeout(s.now());
+    } else if (is_local_error(ec)) {
+      // Not the server's: retried as any error, counted apart, said once.
+      r.kind = reply_kind::error;
+      ++s.local_errors;
+      if (!s.warned_local) {
+        s.warned_local = true;
+        if (s.options.on_first_local_error) s.options.on_first_local_error(ec.message());
+      }
     } else {
       r.kind = reply_kind::error;
       ++s.errors;
@@ -323,6 +332,13 @@ asio::awaitable<void> clock(load_state& s, const std::function<bool()>& stop) {
 
 }  // namespace
 
+bool is_local_error(const boost::system::error_code& ec) {
+  namespace errc = boost::system::errc;
+  return ec == errc::too_many_files_open || ec == errc::too_many_files_open_in_system ||
+         ec == errc::no_buffer_space || ec == errc::not_enough_memory ||
+         ec == errc::address_not_available;
+}
+
 http_target parse_target(std::string_view url) {
   const auto fail = [&](std::string_view why) {
     throw parse_error("bad --url " + quote_for_message(url) + ": " + std::string(why));
@@ -424,6 +440,7 @@ load_run run_load(const load_options& options,
   run.errors = s.errors;
   run.timeouts = s.timeouts;
   run.dropped = s.dropped;
+  run.local_errors = s.local_errors;
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
 }

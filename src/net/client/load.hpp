@@ -16,6 +16,7 @@
 // and timeseries.csv.
 #pragma once
 
+#include <boost/system/error_code.hpp>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -64,7 +65,15 @@ struct load_options {
   // Called at each report interval with the rates over it, and once per bucket with the
   // server's concurrency if the caller knows it (the in-process experiment does).
   std::function<std::int64_t()> server_concurrency;
+  // Called once, at the first local error (below), with what the system said.
+  std::function<void(const std::string&)> on_first_local_error;
 };
+
+// Errors of this machine rather than of the server: out of descriptors (EMFILE, ENFILE), of
+// socket buffers or memory (ENOBUFS, ENOMEM), of local ports (EADDRNOTAVAIL). The attempt never
+// reached the server: it is retried like any failure but counted apart (load_run::local_errors),
+// not as a server error.
+bool is_local_error(const boost::system::error_code& ec);
 
 struct interval_report {
   double at_s = 0;  // seconds since the start
@@ -75,6 +84,8 @@ struct interval_report {
 struct load_run {
   report::strategy_summary summary;
   std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, dropped = 0;
+  std::uint64_t local_errors = 0;  // attempts that failed here (is_local_error), not counted in
+                                   // errors, nor in the summary's time series
   double wall_s = 0;
 };
 

@@ -1,6 +1,8 @@
 #include "handler.hpp"
 
 #include <algorithm>
+#include <boost/asio/ip/address.hpp>
+#include <cctype>
 #include <initializer_list>
 
 #include "backoff/error.hpp"
@@ -90,13 +92,135 @@ route route_request(http::verb method, std::string_view target) {
   return with_kind(route_kind::not_found);
 }
 
-route route_request(const http::request<http::string_body>& req) {
+route route_request(const http::request<http::string_body>& req, const admin_access& access) {
   if (req.version() == 11 && req.find(http::field::host) == req.end()) {
     route r = with_kind(route_kind::bad_request);
     r.error = "an HTTP/1.1 request needs a Host header";
     return r;
   }
-  return route_request(req.method(), req.target());
+  const std::string_view target = req.target();
+  if (target.substr(0, 7) == "/admin/" || target.substr(0, target.find('?')) == "/admin") {
+    if (auto refused = refuse_admin(req, access)) return *refused;
+  }
+  return route_request(req.method(), target);
+}
+
+bool is_loopback_host(std::string_view host) {
+  std::string_view name = host;
+  std::string_view port;
+  if (!name.empty() && name.front() == '[') {  // [::1] or [::1]:8070
+    const std::size_t close = name.find(']');
+    if (close == std::string_view::npos) return false;
+    port = name.substr(close + 1);
+    name = name.substr(1, close - 1);
+    if (!port.empty() && port.front() != ':') return false;
+  } else if (const std::size_t colon = name.find(':'); colon != std::string_view::npos) {
+    port = name.substr(colon);
+    name = name.substr(0, colon);
+  }
+  if (!port.empty()) {
+    port.remove_prefix(1);  // the ':'
+    if (port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return false;
+    }
+  }
+  if (name.size() == 9 && std::equal(name.begin(), name.end(), "localhost", [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == b;
+      })) {
+    return true;
+  }
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(std::string(name), ec);
+  if (ec) return false;
+  // A bare IPv6 address must come in brackets ("Host: ::1" is no valid Host).
+  if (address.is_v6() && host.front() != '[') return false;
+  return address.is_loopback();
+}
+
+bool equal_in_constant_time(std::string_view given, std::string_view expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const char g = i < given.size() ? given[i] : '\0';
+    diff |= static_cast<unsigned char>(g ^ expected[i]);
+  }
+  return diff == 0;
+}
+
+std::optional<route> refuse_admin(const http::request<http::string_body>& req,
+                                  const admin_access& access) {
+  const auto refuse = [](route_kind kind, std::string why) {
+    route r = with_kind(kind);
+    r.error = std::move(why);
+    return r;
+  };
+  const auto quoted = [](std::string_view value) {
+    return quote_for_message(value.substr(0, 100));
+  };
+  if (!access.loopback && access.token.empty()) {
+    return refuse(route_kind::forbidden,
+                  "admin endpoints are off: the server listens on a non-loopback address "
+                  "without --admin-token");
+  }
+  if (access.loopback) {
+    // DNS rebinding: a page on evil.example.com whose name now resolves to 127.0.0.1.
+    const auto host = req.find(http::field::host);
+    if (host == req.end() || !is_loopback_host(host->value())) {
+      return refuse(route_kind::forbidden,
+                    "admin endpoints answer loopback Hosts only (localhost, 127.0.0.1, [::1]), "
+                    "got " +
+                        (host == req.end() ? std::string("no Host") : quoted(host->value())));
+    }
+    // A cross-origin request (a form or fetch() on some page): its Origin is not this server's.
+    if (const auto origin = req.find(http::field::origin); origin != req.end()) {
+      const std::string_view value = origin->value();
+      std::string_view authority;
+      bool https = false;
+      if (value.substr(0, 7) == "http://") {
+        authority = value.substr(7);
+      } else if (value.substr(0, 8) == "https://") {
+        authority = value.substr(8);
+        https = true;
+      }
+      // The port the Origin names: its own, or the scheme's.
+      std::uint16_t origin_port = https ? 443 : 80;
+      if (const std::size_t colon = authority.rfind(':');
+          colon != std::string_view::npos && authority.find(']', colon) == std::string_view::npos) {
+        origin_port = 0;
+        const std::string_view digits = authority.substr(colon + 1);
+        if (digits.size() <= 5 && std::all_of(digits.begin(), digits.end(),
+                                              [](char c) { return c >= '0' && c <= '9'; })) {
+          unsigned long n = digits.empty() ? 0 : std::stoul(std::string(digits));
+          origin_port = n <= 65535 ? static_cast<std::uint16_t>(n) : 0;
+        }
+      }
+      if (authority.empty() || !is_loopback_host(authority) || origin_port != access.port) {
+        return refuse(route_kind::forbidden,
+                      "admin endpoints refuse cross-origin requests, got Origin " + quoted(value));
+      }
+    }
+    if (const auto site = req.find("Sec-Fetch-Site");
+        site != req.end() && site->value() == "cross-site") {
+      return refuse(route_kind::forbidden,
+                    "admin endpoints refuse cross-origin requests (Sec-Fetch-Site: cross-site)");
+    }
+  }
+  if (!access.token.empty()) {
+    const auto auth = req.find(http::field::authorization);
+    const std::string_view given =
+        auth == req.end() ? std::string_view{} : std::string_view(auth->value());
+    constexpr std::string_view scheme = "bearer ";
+    const bool bearer = given.size() > scheme.size() &&
+                        std::equal(scheme.begin(), scheme.end(), given.begin(), [](char s, char g) {
+                          return s == std::tolower(static_cast<unsigned char>(g));
+                        });
+    if (!bearer || !equal_in_constant_time(given.substr(scheme.size()), access.token)) {
+      return refuse(route_kind::unauthorized,
+                    auth == req.end() ? "admin endpoints need \"Authorization: Bearer TOKEN\""
+                                      : "admin endpoints: wrong token");
+    }
+  }
+  return std::nullopt;
 }
 
 void limit_request_parser(request_parser& parser) {

@@ -11,7 +11,8 @@
 // method, and an HTTP/1.1 request without Host gets 400, as its Go server does.
 // Beyond the seed: GET /metrics (Prometheus text), POST /admin/pause[?for=DURATION] and
 // POST /admin/resume (an unknown query parameter is a 400); 503 or 429 with Retry-After when
-// --max-busy is reached.
+// --max-busy is reached. /admin/* is guarded (admin_access below): a web page the operator
+// happens to visit must not be able to pause the server.
 #pragma once
 
 #include <boost/beast/core/error.hpp>
@@ -36,19 +37,42 @@ enum class route_kind {
   not_found,           // 404
   method_not_allowed,  // 405: a known path with another method
   bad_request,         // 400: e.g. a bad ?for= value
+  forbidden,           // 403: /admin/* from a foreign Host or Origin, or admin is off
+  unauthorized,        // 401: /admin/* without the right "Authorization: Bearer TOKEN"
 };
 
 struct route {
   route_kind kind = route_kind::not_found;
   std::optional<duration> pause_for;  // pause: resume by itself after this long
-  std::string error;                  // bad_request: what is wrong, one line
+  std::string error;                  // bad_request, forbidden, unauthorized: why, one line
   std::string_view allow;             // method_not_allowed: the Allow header
 };
 
+// Who may use /admin/* (docs/NETWORK.md, "Admin endpoints"); /api and /metrics stay open.
+//  - Listening on a loopback address: the Host must be a loopback name (localhost, 127.x.x.x,
+//    [::1], any port: a DNS-rebound name is refused) and the request must not be cross-origin
+//    (an Origin other than http://LOOPBACK:port itself, or Sec-Fetch-Site: cross-site): 403.
+//  - Listening elsewhere without a token: every /admin request is refused (403, saying why).
+//  - With a token: "Authorization: Bearer TOKEN" is required as well (401 without it), compared
+//    in constant time.
+struct admin_access {
+  bool loopback = true;    // the server listens on a loopback address
+  std::uint16_t port = 0;  // the port it listens on (a same-origin Origin names it)
+  std::string token;       // empty: no token
+};
+
+// 403 or 401 when `req` may not use /admin/* under `access`, nullopt when it may.
+std::optional<route> refuse_admin(const http::request<http::string_body>& req,
+                                  const admin_access& access);
+// "localhost", "127.0.0.1", "[::1]", each with or without ":PORT".
+bool is_loopback_host(std::string_view host);
+// Equal contents, in a time that depends only on `expected`'s length.
+bool equal_in_constant_time(std::string_view given, std::string_view expected);
+
 route route_request(http::verb method, std::string_view target);
 // The route of a whole request: as above, but an HTTP/1.1 request without Host is a 400 (RFC 9112
-// section 3.2; the seed's Go server answers it so).
-route route_request(const http::request<http::string_body>& req);
+// section 3.2; the seed's Go server answers it so), and /admin/* goes through refuse_admin().
+route route_request(const http::request<http::string_body>& req, const admin_access& access = {});
 
 // Reading a request: the server keeps one flat_buffer of request_header_limit bytes per
 // connection and a fresh parser, set up by limit_request_parser(), per request; a client cannot

@@ -18,10 +18,23 @@ void server_metrics::answered(int status) noexcept {
     case 405:
       not_allowed_.fetch_add(1, std::memory_order_relaxed);
       break;
+    case 401:
+      unauthorized_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case 403:
+      forbidden_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case 408:
+      request_timeout_.fetch_add(1, std::memory_order_relaxed);
+      break;
     default:
       rejected_.fetch_add(1, std::memory_order_relaxed);  // 503 or 429
       break;
   }
+}
+
+void server_metrics::closed(close_reason why) noexcept {
+  closed_[static_cast<std::size_t>(why)].fetch_add(1, std::memory_order_relaxed);
 }
 
 void server_metrics::observe_service(duration d) noexcept {
@@ -47,6 +60,14 @@ metrics_snapshot server_metrics::snapshot() const noexcept {
   s.not_found = not_found_.load();
   s.not_allowed = not_allowed_.load();
   s.abandoned = abandoned_.load();
+  s.unauthorized = unauthorized_.load();
+  s.forbidden = forbidden_.load();
+  s.request_timeout = request_timeout_.load();
+  s.header_timeouts = closed_[static_cast<std::size_t>(close_reason::header_timeout)].load();
+  s.idle_timeouts = closed_[static_cast<std::size_t>(close_reason::idle_timeout)].load();
+  s.write_timeouts = closed_[static_cast<std::size_t>(close_reason::write_timeout)].load();
+  s.evicted = closed_[static_cast<std::size_t>(close_reason::evicted)].load();
+  s.refused = closed_[static_cast<std::size_t>(close_reason::refused)].load();
   s.pauses = pauses_.load();
   s.last_delay_ns = last_delay_ns.load();
   for (std::size_t i = 0; i < service_counts_.size(); ++i) s.service_counts[i] = service_counts_[i];
@@ -69,6 +90,20 @@ std::string prometheus_text(const metrics_snapshot& s) {
   out += fmt::format("backoff_requests_total{{status=\"400\"}} {}\n", s.bad_request);
   out += fmt::format("backoff_requests_total{{status=\"404\"}} {}\n", s.not_found);
   out += fmt::format("backoff_requests_total{{status=\"405\"}} {}\n", s.not_allowed);
+  out += fmt::format("backoff_requests_total{{status=\"401\"}} {}\n", s.unauthorized);
+  out += fmt::format("backoff_requests_total{{status=\"403\"}} {}\n", s.forbidden);
+  out += fmt::format("backoff_requests_total{{status=\"408\"}} {}\n", s.request_timeout);
+  counter("backoff_closed_connections_total",
+          "Connections the server closed: header, idle or write timeout, an idle one evicted for "
+          "a new one at --max-connections, a new one refused there.");
+  out += fmt::format("backoff_closed_connections_total{{reason=\"header_timeout\"}} {}\n",
+                     s.header_timeouts);
+  out += fmt::format("backoff_closed_connections_total{{reason=\"idle_timeout\"}} {}\n",
+                     s.idle_timeouts);
+  out += fmt::format("backoff_closed_connections_total{{reason=\"write_timeout\"}} {}\n",
+                     s.write_timeouts);
+  out += fmt::format("backoff_closed_connections_total{{reason=\"evicted\"}} {}\n", s.evicted);
+  out += fmt::format("backoff_closed_connections_total{{reason=\"refused\"}} {}\n", s.refused);
   counter("backoff_abandoned_requests_total",
           "Requests dropped because the client disconnected (--cancel-on-disconnect).");
   out += fmt::format("backoff_abandoned_requests_total {}\n", s.abandoned);

@@ -27,6 +27,13 @@ struct metrics_snapshot {
   std::int64_t connections = 0;  // open client connections
   bool paused = false;
   std::uint64_t ok = 0, rejected = 0, bad_request = 0, not_found = 0, not_allowed = 0;
+  std::uint64_t unauthorized = 0, forbidden = 0, request_timeout = 0;  // 401, 403, 408
+  // Connections the server closed: a request's header too slow (--header-timeout), a kept-alive
+  // connection idle too long (--idle-timeout), an answer the client did not read (the header
+  // timeout again), an idle one closed to make room for a new one at --max-connections, and new
+  // ones refused there.
+  std::uint64_t header_timeouts = 0, idle_timeouts = 0, write_timeouts = 0, evicted = 0,
+                refused = 0;
   std::uint64_t abandoned =
       0;  // requests dropped because their client left (--cancel-on-disconnect)
   std::uint64_t pauses = 0;
@@ -42,6 +49,8 @@ class server_metrics {
   void observe_service(duration d) noexcept;
   void paused(bool on) noexcept;
   void abandoned() noexcept { abandoned_.fetch_add(1, std::memory_order_relaxed); }
+  enum class close_reason { header_timeout, idle_timeout, write_timeout, evicted, refused };
+  void closed(close_reason why) noexcept;
 
   std::atomic<std::int64_t> concurrency{0};
   std::atomic<std::int64_t> connections{0};
@@ -53,7 +62,8 @@ class server_metrics {
  private:
   std::atomic<bool> paused_{false};
   std::atomic<std::uint64_t> ok_{0}, rejected_{0}, bad_request_{0}, not_found_{0}, not_allowed_{0},
-      abandoned_{0}, pauses_{0};
+      abandoned_{0}, pauses_{0}, unauthorized_{0}, forbidden_{0}, request_timeout_{0};
+  std::array<std::atomic<std::uint64_t>, 5> closed_{};
   std::array<std::atomic<std::uint64_t>, service_buckets_s.size() + 1> service_counts_{};
   std::atomic<std::int64_t> service_sum_ns_{0};
 };

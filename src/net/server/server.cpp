@@ -1,8 +1,12 @@
 #include "server.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -104,6 +108,32 @@ std::optional<asio::const_buffer> send_at_once(socket_type& socket, asio::const_
   return bytes + sent;
 }
 
+// What the worker knows of one connection, for its timeouts and for stop. The session sets the
+// deadline while it waits for its client (reading a request, writing an answer) and clears it
+// otherwise; the worker's sweep closes the connection once the deadline has passed.
+struct session_entry {
+  enum class phase {
+    idle,     // waiting for a request, no byte of it yet: may make room for a new connection
+    reading,  // a request has begun
+    writing,  // an answer the client has not taken yet
+    busy,     // a request in service (or held by a pause): no deadline
+  };
+  explicit session_entry(socket_type& s) : socket(&s) {}
+  socket_type* socket;
+  phase now = phase::idle;
+  steady::time_point deadline = steady::time_point::max();
+  std::optional<server_metrics::close_reason> closing;  // set when the worker closes it
+
+  void enter(phase p, duration timeout) {
+    now = p;
+    deadline = steady::now() + timeout;
+  }
+  void enter_busy() {
+    now = phase::busy;
+    deadline = steady::time_point::max();
+  }
+};
+
 // Reads one request into `parser`, leaving any bytes after it in `buffer` for the next one.
 //
 // It waits for readiness before each read instead of reading first as http::async_read does:
@@ -113,16 +143,26 @@ std::optional<asio::const_buffer> send_at_once(socket_type& socket, asio::const_
 // (EPOLL_CTL_MOD), which reports data that arrived before it. The socket is non-blocking, so a
 // read after a spurious wake-up returns would_block and the loop waits again.
 // The error codes are the ones http::async_read gives (end_of_stream, partial_message,
-// buffer_overflow for a header larger than the buffer, the parser's own).
+// buffer_overflow for a header larger than the buffer, the parser's own), and operation_aborted
+// when the worker closed the connection (entry.closing says why).
+// Timeouts: until a byte of the request arrives the connection is idle (`idle_timeout` after an
+// answer, the header timeout on a new connection: the caller arms it); from the first byte the
+// whole request has `header_timeout`.
 task<beast::error_code> read_request(socket_type& socket, beast::flat_buffer& buffer,
-                                     http::request_parser<http::string_body>& parser) {
+                                     http::request_parser<http::string_body>& parser,
+                                     session_entry& entry, duration header_timeout) {
   for (;;) {
     if (const beast::error_code parsed = parse_buffered(buffer, parser);
         parsed != http::error::need_more) {
+      entry.enter_busy();
       co_return parsed;
+    }
+    if (entry.now != session_entry::phase::reading && (buffer.size() > 0 || parser.got_some())) {
+      entry.enter(session_entry::phase::reading, header_timeout);
     }
     const auto [wait_error] =
         co_await socket.async_wait(tcp::socket::wait_read, as_tuple_on_worker);
+    if (entry.closing) co_return asio::error::operation_aborted;
     if (wait_error) co_return wait_error;
     beast::error_code ec;
     const std::size_t n = socket.read_some(buffer.prepare(beast::read_size(buffer, 65536)), ec);
@@ -174,9 +214,59 @@ struct worker {
   asio::io_context context{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   acceptor_type acceptor{context.get_executor()};
   timer_type gate{context.get_executor()};  // expires at "never" while paused; cancelled to resume
+  timer_type sweeper{context.get_executor()};  // closes connections past their deadline
+  const admin_access* admin = nullptr;         // set before start
   bool paused = false;
   bool stopping = false;
-  std::list<socket_type*> sessions;  // to close them on stop
+  std::list<session_entry> sessions;  // oldest first: for timeouts, room, and stop
+
+  // Ends a connection's session: its pending wait completes with operation_aborted, and the
+  // session sees why in `closing` (counted once, even if a last answer then times out too).
+  void close_session(session_entry& e, server_metrics::close_reason why) {
+    if (!e.closing) {
+      e.closing = why;
+      metrics.closed(why);
+    }
+    e.deadline = steady::time_point::max();
+    beast::error_code ignored;
+    e.socket->cancel(ignored);
+  }
+
+  static server_metrics::close_reason timeout_reason(session_entry::phase p) {
+    switch (p) {
+      case session_entry::phase::idle:
+        return server_metrics::close_reason::idle_timeout;
+      case session_entry::phase::writing:
+        return server_metrics::close_reason::write_timeout;
+      default:
+        return server_metrics::close_reason::header_timeout;
+    }
+  }
+
+  // Every `period`, the connections whose deadline has passed (a sweep rather than a timer per
+  // connection: no coroutine frame or timer operation per request on the hot path).
+  task<> sweep(duration period) {
+    for (;;) {
+      sweeper.expires_after(period);
+      const auto [ec] = co_await sweeper.async_wait(as_tuple_on_worker);
+      if (ec || stopping) co_return;
+      const auto now = steady::now();
+      for (session_entry& e : sessions) {
+        if (e.deadline <= now) close_session(e, timeout_reason(e.now));
+      }
+    }
+  }
+
+  // At --max-connections: closes the oldest connection of this thread that waits for a request
+  // with no byte of it yet (nginx reuses such connections too); false when there is none.
+  bool evict_an_idle_connection() {
+    const auto it = std::find_if(sessions.begin(), sessions.end(), [](const session_entry& e) {
+      return e.now == session_entry::phase::idle && !e.closing;
+    });
+    if (it == sessions.end()) return false;
+    close_session(*it, server_metrics::close_reason::evicted);
+    return true;
+  }
 
   void set_paused(bool on) {
     paused = on;
@@ -260,15 +350,27 @@ struct worker {
       }
       case route_kind::bad_request:
         return make_response(http::status::bad_request, r.error + "\n", version, keep_alive);
+      case route_kind::forbidden:
+        return make_response(http::status::forbidden, r.error + "\n", version, keep_alive);
+      case route_kind::unauthorized: {
+        response res =
+            make_response(http::status::unauthorized, r.error + "\n", version, keep_alive);
+        res.set(http::field::www_authenticate, "Bearer realm=\"backoff admin\"");
+        return res;
+      }
     }
     return response{};
   }
 
-  task<> answer_malformed_request(socket_type& stream, beast::error_code read_error) {
-    auto res = make_response(http::status::bad_request,
-                             "bad request: " + read_error.message() + "\n", 11, false);
-    metrics.answered(400);
+  // 400 for a request that does not parse, 408 for one whose header came too slowly; then the
+  // connection is closed.
+  task<> answer_and_close(socket_type& stream, session_entry& entry, http::status status,
+                          std::string body) {
+    auto res = make_response(status, std::move(body), 11, false);
+    metrics.answered(static_cast<int>(status));
+    entry.enter(session_entry::phase::writing, options.header_timeout);
     const auto [write_error, written] = co_await http::async_write(stream, res, as_tuple_on_worker);
+    entry.enter_busy();  // close_gently has its own limit
     if (!write_error) co_await close_gently(stream);
   }
 
@@ -276,20 +378,30 @@ struct worker {
   // cost a coroutine frame per request, and the server's CPU per request is tuned
   // (docs/PERFORMANCE.md). The helpers it calls on that path do not suspend.
   task<> session(socket_type stream, server& owner) {
-    const auto me = sessions.insert(sessions.end(), &stream);
+    const auto me = sessions.emplace(sessions.end(), stream);
+    session_entry& entry = *me;
     metrics.connections.fetch_add(1);
     beast::flat_buffer buffer(header_limit);
     beast::error_code ignored;
     stream.non_blocking(true, ignored);  // read_request reads without blocking the thread
+    entry.enter(session_entry::phase::idle, options.header_timeout);  // its first request
     for (;;) {
       request_parser parser;
       limit_request_parser(parser);
-      const beast::error_code read_error = co_await read_request(stream, buffer, parser);
+      const beast::error_code read_error =
+          co_await read_request(stream, buffer, parser, entry, options.header_timeout);
       if (read_error || stopping) {
-        // A request that does not parse gets 400 and the connection is closed; a client that
-        // went away needs no answer.
-        if (is_malformed_request(read_error) && !stopping) {
-          co_await answer_malformed_request(stream, read_error);
+        // A request that does not parse gets 400 and the connection is closed, one too slow 408;
+        // a client that went away, or an idle connection closed, needs no answer.
+        if (stopping) break;
+        if (entry.closing) {
+          if (entry.closing == server_metrics::close_reason::header_timeout) {
+            co_await answer_and_close(stream, entry, http::status::request_timeout,
+                                      "request header timeout\n");
+          }
+        } else if (is_malformed_request(read_error)) {
+          co_await answer_and_close(stream, entry, http::status::bad_request,
+                                    "bad request: " + read_error.message() + "\n");
         }
         break;
       }
@@ -299,7 +411,8 @@ struct worker {
       // A HEAD answer has the GET answer's header, Content-Length included, and no body: a body
       // would be read as the start of the next answer on a keep-alive connection.
       const bool head = req.method() == http::verb::head;
-      std::optional<response> res = answer_at_once(route_request(req), owner, version, keep_alive);
+      std::optional<response> res =
+          answer_at_once(route_request(req, *admin), owner, version, keep_alive);
       if (!res) {
         if (!co_await serve_api(stream)) break;  // the client left or the server stops: no answer
         if (version == 11 && keep_alive && !head) {
@@ -310,16 +423,21 @@ struct worker {
           metrics.answered(200);
           const auto rest = send_at_once(stream, asio::buffer(ok_keep_alive_response()));
           if (!rest) break;
-          if (rest->size() == 0) continue;
-          const auto [rest_error, written] =
-              co_await asio::async_write(stream, *rest, as_tuple_on_worker);
-          if (rest_error) break;
+          if (rest->size() > 0) {
+            // A client that does not read its answers holds the connection no longer than this.
+            entry.enter(session_entry::phase::writing, options.header_timeout);
+            const auto [rest_error, written] =
+                co_await asio::async_write(stream, *rest, as_tuple_on_worker);
+            if (rest_error || entry.closing) break;
+          }
+          entry.enter(session_entry::phase::idle, options.idle_timeout);
           continue;
         }
         res = make_response(http::status::ok, "OK", version, keep_alive);
       }
       metrics.answered(static_cast<int>(res->result_int()));
       beast::error_code write_error;
+      entry.enter(session_entry::phase::writing, options.header_timeout);
       if (head) {
         http::serializer<false, http::string_body> header_only{*res};
         std::tie(write_error, std::ignore) =
@@ -328,7 +446,8 @@ struct worker {
         std::tie(write_error, std::ignore) =
             co_await http::async_write(stream, *res, as_tuple_on_worker);
       }
-      if (write_error || !res->keep_alive()) break;
+      if (write_error || entry.closing || !res->keep_alive()) break;
+      entry.enter(session_entry::phase::idle, options.idle_timeout);
     }
     stream.shutdown(tcp::socket::shutdown_send, ignored);
     sessions.erase(me);
@@ -351,9 +470,10 @@ struct worker {
         continue;
       }
       waits = policy.start();
-      if (metrics.connections.load() >= options.max_connections) {
+      if (metrics.connections.load() >= options.max_connections && !evict_an_idle_connection()) {
         beast::error_code ignored;
         socket.close(ignored);  // over the limit: memory stays bounded, the client retries
+        metrics.closed(server_metrics::close_reason::refused);
         continue;
       }
       beast::error_code ignored;
@@ -367,7 +487,8 @@ struct worker {
     beast::error_code ignored;
     acceptor.close(ignored);
     gate.cancel();
-    for (socket_type* s : sessions) s->close(ignored);
+    sweeper.cancel();
+    for (session_entry& e : sessions) e.socket->close(ignored);
   }
 };
 
@@ -394,38 +515,104 @@ struct server::impl {
   bool stopped = false;
   std::unique_ptr<asio::steady_timer> auto_resume;  // on worker 0
   std::unique_ptr<timer_type> ticker;               // the per-second line, on worker 0
+  admin_access admin;                               // who may use /admin/*
 
   void for_each_worker(auto f) {
     for (auto& w : workers) asio::post(w->context, [w = w.get(), f] { f(*w); });
   }
 };
 
+namespace {
+
+// Opens, binds and listens; throws std::system_error naming the address (every step: an
+// exception of Boost's own type would escape callers that catch std::system_error).
+void listen_on(acceptor_type& acceptor, const tcp::endpoint& endpoint, bool reuse_port) {
+  const auto where = [&] {
+    const std::string host = endpoint.address().to_string();
+    return endpoint.address().is_v6() ? fmt::format("[{}]:{}", host, endpoint.port())
+                                      : fmt::format("{}:{}", host, endpoint.port());
+  };
+  beast::error_code ec;
+  acceptor.open(endpoint.protocol(), ec);
+  // SO_REUSEADDR lets a restarted server bind while old connections are in TIME_WAIT; on Linux
+  // it does not let two listeners share a port (SO_REUSEPORT does, when both ask for it).
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec && reuse_port) {
+    const int one = 1;
+    if (::setsockopt(acceptor.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+      ec.assign(errno, boost::system::system_category());
+    }
+  }
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw std::system_error(ec, "cannot listen on " + where());
+}
+
+}  // namespace
+
+std::int64_t default_max_connections(unsigned threads) {
+  rlimit limit{};
+  std::int64_t soft = 1024;  // Linux's usual soft limit, if it cannot be read
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    soft = limit.rlim_cur == RLIM_INFINITY
+               ? 1'000'000
+               : static_cast<std::int64_t>(std::min<rlim_t>(limit.rlim_cur, 1'000'000));
+  }
+  const std::int64_t reserve = std::min<std::int64_t>(64 + 4 * std::int64_t{threads}, soft / 2);
+  return std::max<std::int64_t>(1, soft - reserve);
+}
+
+bool is_loopback_address(std::string_view host) {
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(std::string(host), ec);
+  return !ec && address.is_loopback();
+}
+
 server::server(const server_options& options) : impl_(std::make_unique<impl>()) {
   impl_->options = options;
-  impl_->metrics.reject_status = options.reject_status;
   const unsigned threads = std::max(1U, options.threads);
+  if (impl_->options.max_connections <= 0) {
+    impl_->options.max_connections = default_max_connections(threads);
+  }
+  impl_->metrics.reject_status = options.reject_status;
   beast::error_code ec;
   const auto address = asio::ip::make_address(options.host, ec);
   if (ec) {
     throw std::system_error(ec, "bad --host '" + options.host + "'");
   }
-  std::uint16_t port = options.port;
-  for (unsigned i = 0; i < threads; ++i) {
+  // One listening socket, and one acceptor per thread over a duplicate of its descriptor: each
+  // thread's io_context waits on it, the kernel hands each connection to one of them. Binding
+  // once is what makes a busy port an error (SO_REUSEPORT on every thread's socket let a second
+  // server bind it too and take half the connections). --reuse-port asks for that sharing.
+  auto first = std::make_unique<worker>(impl_->options, impl_->metrics);
+  listen_on(first->acceptor, tcp::endpoint(address, options.port), options.reuse_port);
+  const tcp::endpoint bound = first->acceptor.local_endpoint(ec);
+  if (ec) throw std::system_error(ec, "cannot read the listening address");
+  impl_->workers.push_back(std::move(first));
+  for (unsigned i = 1; i < threads; ++i) {
     auto w = std::make_unique<worker>(impl_->options, impl_->metrics);
-    const tcp::endpoint endpoint(address, port);
-    w->acceptor.open(endpoint.protocol());
-    w->acceptor.set_option(asio::socket_base::reuse_address(true));
-    const int one = 1;
-    ::setsockopt(w->acceptor.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
-    w->acceptor.bind(endpoint, ec);
-    if (ec) {
-      throw std::system_error(ec, fmt::format("cannot listen on {}:{}", options.host, port));
+    if (options.reuse_port) {
+      listen_on(w->acceptor, bound, true);
+    } else {
+      const int fd = ::fcntl(impl_->workers[0]->acceptor.native_handle(), F_DUPFD_CLOEXEC, 0);
+      if (fd < 0) {
+        throw std::system_error(errno, std::system_category(),
+                                "cannot share the listening socket among threads");
+      }
+      w->acceptor.assign(bound.protocol(), fd, ec);
+      if (ec) {
+        ::close(fd);
+        throw std::system_error(ec, "cannot share the listening socket among threads");
+      }
     }
-    w->acceptor.listen(asio::socket_base::max_listen_connections);
-    port = w->acceptor.local_endpoint().port();  // the others join the first one's port
     impl_->workers.push_back(std::move(w));
   }
+  const std::uint16_t port = bound.port();
   impl_->port = port;
+  impl_->admin.loopback = address.is_loopback();
+  impl_->admin.port = port;
+  impl_->admin.token = options.admin_token;
+  for (auto& w : impl_->workers) w->admin = &impl_->admin;
   impl_->auto_resume = std::make_unique<asio::steady_timer>(impl_->workers[0]->context);
   impl_->ticker = std::make_unique<timer_type>(impl_->workers[0]->context.get_executor());
 }
@@ -443,8 +630,14 @@ const server_metrics& server::metrics() const noexcept {
 }
 
 void server::start() {
+  // Deadlines are checked every eighth of the shorter timeout (at least 10 ms, at most 1 s): a
+  // connection is closed between its timeout and an eighth (or a second) later.
+  const duration shorter = std::min(impl_->options.header_timeout, impl_->options.idle_timeout);
+  const duration sweep_period =
+      std::clamp<duration>(shorter / 8, std::chrono::milliseconds(10), std::chrono::seconds(1));
   for (auto& w : impl_->workers) {
     asio::co_spawn(w->context, w->accept_loop(*this), asio::detached);
+    asio::co_spawn(w->context, w->sweep(sweep_period), asio::detached);
   }
   if (impl_->options.log_every_second) {
     asio::co_spawn(impl_->workers[0]->context,

@@ -12,8 +12,16 @@
 // Three layers (STYLE.md): the pure handler (handler.hpp: routes and responses), the per-connection
 // loop (read a request, serve it, write the answer, again while keep-alive), and the accept loop
 // (backs off on accept errors with the library's own exponential policy instead of spinning).
-// Each thread has its own io_context and its own acceptor on the same port (SO_REUSEPORT), so
-// threads share nothing but the atomic counters in server_metrics.
+// Each thread has its own io_context and its own acceptor over one listening socket (a dup() of
+// its descriptor), so threads share nothing but the atomic counters in server_metrics, and a
+// second server on a busy port fails to bind instead of silently taking half the traffic.
+// With reuse_port (--reuse-port) each thread binds its own socket with SO_REUSEPORT instead,
+// and other processes that ask for it too share the port.
+//
+// Connections: reading a request's header has header_timeout (from its first byte, or from the
+// accept), a kept-alive connection waiting for its next request idle_timeout; neither applies to
+// a request in service (a paused server holds requests on purpose). At max_connections, a new
+// connection takes the place of the oldest idle one of its thread (none: it is closed at once).
 //
 // Pause: /api requests that arrive are read but not started, and the ones in service make no
 // progress, until the resume; then the checks that fell due run first, then the held requests
@@ -42,14 +50,28 @@ struct server_options {
       0;                    // > 0: answer reject_status once this many /api requests are in service
   int reject_status = 503;  // or 429
   duration retry_after = std::chrono::seconds(1);
-  bool cancel_on_disconnect = false;     // a request whose client left stops counting
-  std::int64_t max_connections = 50000;  // more are closed at once: memory stays bounded
-  bool log_every_second = false;         // the seed's "concurrency: N, last delay: D" on stderr
+  bool cancel_on_disconnect = false;  // a request whose client left stops counting
+  // More are closed at once: memory and descriptors stay bounded. 0: default_max_connections().
+  std::int64_t max_connections = 0;
+  duration header_timeout = std::chrono::seconds(60);  // nginx's client_header_timeout
+  duration idle_timeout = std::chrono::seconds(75);    // nginx's keepalive_timeout
+  bool reuse_port = false;        // SO_REUSEPORT: one socket per thread, shareable with others
+  std::string admin_token;        // non-empty: /admin/* needs "Authorization: Bearer TOKEN"
+  bool log_every_second = false;  // the seed's "concurrency: N, last delay: D" on stderr
 };
+
+// The connections a server with `threads` threads can hold within the soft RLIMIT_NOFILE: the
+// limit minus a reserve of 64 + 4 per thread (at most half the limit) for the listening sockets,
+// the threads' event loops, stdio, and a connection accepted past the limit to be closed.
+std::int64_t default_max_connections(unsigned threads);
+
+// True when `host` is a loopback address (127.0.0.0/8, ::1): who can reach /admin/* (handler.hpp).
+bool is_loopback_address(std::string_view host);
 
 class server {
  public:
-  // Binds the port; throws std::system_error naming the address on failure.
+  // Binds the port; throws std::system_error naming the address on failure (a port in use, unless
+  // both this and the other listener ask for reuse_port).
   explicit server(const server_options& options);
   server(const server&) = delete;
   server& operator=(const server&) = delete;
