@@ -94,6 +94,19 @@ net::response answer(const net::route& r, unsigned version, bool keep_alive) {
       backoff::fuzz::check_message(error, prefix);
       return net::make_response(http::status::bad_request, r.error + "\n", version, keep_alive);
     }
+    case net::route_kind::forbidden:
+      // /admin/* from a foreign Host or Origin (the fuzzer's requests reach a loopback server).
+      check(!r.error.empty() && r.error.find('\n') == std::string::npos,
+            "a 403 without a one-line reason");
+      return net::make_response(http::status::forbidden, r.error + "\n", version, keep_alive);
+    case net::route_kind::unauthorized: {
+      check(!r.error.empty() && r.error.find('\n') == std::string::npos,
+            "a 401 without a one-line reason");
+      auto res =
+          net::make_response(http::status::unauthorized, r.error + "\n", version, keep_alive);
+      res.set(http::field::www_authenticate, "Bearer");
+      return res;
+    }
   }
   backoff::fuzz::fail("a route of no known kind");
 }

@@ -1,7 +1,7 @@
 // The request handler of `backoff serve`, without I/O: what a request asks for, and the responses
 // the server sends. The connection loop (server.cpp) reads a request, asks route_request() what it
 // is, does the waiting an /api request needs, and writes the response built here. Unit tests drive
-// this layer directly (tests/net/handler_test.cpp).
+// this layer directly (tests/net/server_test.cpp, Handler.*).
 //
 //   const route r = route_request(req.method(), req.target());
 //   switch (r.kind) { case route_kind::api: ... serve with the seed's delay ...
