@@ -46,4 +46,18 @@ std::string seconds_text(duration d) {
   return fmt::format("{}", to_seconds(d));
 }
 
+std::string read_at_most(std::istream& in, std::size_t limit, bool& too_large) {
+  std::string text;
+  too_large = false;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > limit) {
+      too_large = true;
+      break;
+    }
+  }
+  return text;
+}
+
 }  // namespace backoff::cli

@@ -1,6 +1,9 @@
-// Small text helpers shared by the subcommands' human-readable output.
+// Small text helpers shared by the subcommands: human-readable output, and reading a file of
+// bounded size.
 #pragma once
 
+#include <cstddef>
+#include <istream>
 #include <string>
 #include <string_view>
 
@@ -20,5 +23,10 @@ bool flush_stdout(std::string_view who, std::string_view note = {});
 
 // Seconds as the shortest decimal that reads back as the same double (CSV and JSON fields).
 std::string seconds_text(duration d);
+
+// Reads `in` to its end, but never more than `limit` bytes: a scenario or a script is a few KiB,
+// and /dev/zero (or a runaway pipe) would otherwise fill memory. Sets `too_large` (and returns
+// what was read) when there was more; a read error leaves `in.bad()`.
+std::string read_at_most(std::istream& in, std::size_t limit, bool& too_large);
 
 }  // namespace backoff::cli

@@ -11,6 +11,7 @@
 
 #include "backoff/error.hpp"
 #include "commands.hpp"
+#include "output.hpp"
 #include "report/gnuplot.hpp"
 #include "report/output_files.hpp"
 #include "sim/run/runner.hpp"
@@ -66,14 +67,9 @@ namespace {
 constexpr std::size_t max_scenario_bytes = std::size_t{16} << 20;
 
 std::string read_bounded(std::istream& in, const std::string& name) {
-  std::string text;
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > max_scenario_bytes) {
-      throw sim::scenario_error(name + ": larger than 16 MiB: not a scenario file");
-    }
-  }
+  bool too_large = false;
+  std::string text = read_at_most(in, max_scenario_bytes, too_large);
+  if (too_large) throw sim::scenario_error(name + ": larger than 16 MiB: not a scenario file");
   if (in.bad()) throw sim::scenario_error(name + ": cannot read");
   return text;
 }

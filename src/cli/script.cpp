@@ -15,6 +15,7 @@
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
 #include "commands.hpp"
+#include "output.hpp"
 #include "retry_flags.hpp"
 #include "tool/script/interpreter.hpp"
 #include "tool/script/parser.hpp"
@@ -64,12 +65,15 @@ int run_script_command(const script_flags& f) {
   }
   std::ifstream in(f.file, std::ios::binary);
   if (!in) return fail("cannot read '" + f.file + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
+  // A script is a few KiB; /dev/zero or a runaway pipe must not fill memory.
+  constexpr std::size_t max_script_bytes = std::size_t{16} << 20;
+  bool too_large = false;
+  const std::string text = read_at_most(in, max_script_bytes, too_large);
+  if (too_large) return fail("cannot read '" + f.file + "': larger than 16 MiB: not a script");
   if (in.bad()) return fail("cannot read '" + f.file + "': " + std::strerror(errno));
   tool::script::script parsed;
   try {
-    parsed = tool::script::parse(text.str(), f.file);
+    parsed = tool::script::parse(text, f.file);
   } catch (const parse_error& e) {
     std::cerr << e.what() << '\n';
     return exit_tool_error;

@@ -260,6 +260,8 @@ std::vector<bad_input> cli_cases() {
   }
   c.push_back(
       cli("SweepMergeWithoutValue", {"sweep", "--merge"}, 2, "--merge: 1 required TEXT missing"));
+  c.push_back(cli("SweepMergeADevice", {"sweep", "--merge", "/dev/zero"}, 2,
+                  "/dev/zero: not a shard file or a folder of shards"));
   c.push_back(cli("SweepShardNotNumbers",
                   {"sweep", "outage-tipping", "--shard", "a/b", "--out", "x"}, 2,
                   "--shard: expected I/N such as 2/8, got 'a/b'"));
@@ -415,6 +417,8 @@ std::vector<bad_input> cli_cases() {
                         {"script", "--grace", "1x", "@FILE@"}, 125,
                         "--grace: bad duration \"1x\""));
   c.push_back(cli("ScriptIsAFolder", {"script", "@DIR@"}, 125, "cannot read '@DIR@'"));
+  c.push_back(cli("ScriptIsDevZero", {"script", "/dev/zero"}, 125,
+                  "cannot read '/dev/zero': larger than 16 MiB: not a script"));
 
   // --- ftsh parse errors: FILE:LINE ------------------------------------------------------------
   c.push_back(ftsh("FtshAndAnd", "true\necho a && echo b\n", 2, "'&&' is not supported"));

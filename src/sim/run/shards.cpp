@@ -121,6 +121,8 @@ std::vector<std::filesystem::path> shard_files(const std::vector<std::filesystem
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::is_regular_file(in, ec)) {
       files.push_back(in);
+    } else if (fs::exists(in, ec)) {
+      throw scenario_error(in.string() + ": not a shard file or a folder of shards");
     } else {
       throw scenario_error(in.string() + ": no such file or folder");
     }
