@@ -1,7 +1,8 @@
 // `backoff forall [-j N] [OPTIONS] ITEM... -- COMMAND ... {} ...`: the Fault Tolerant Shell's
 // forall as a command. Runs the command for every item in parallel (at most N at once, each under
-// the try options); the first item that fails for good stops the others (TERM, grace, KILL to their
-// process groups) and its status is the exit status.
+// the try options; never more than the descriptor limit, `ulimit -n`, allows: the rest wait their
+// turn); the first item that fails for good stops the others (TERM, grace, KILL to their process
+// groups) and its status is the exit status.
 #include <iostream>
 #include <memory>
 
@@ -19,7 +20,8 @@ void setup_forall(CLI::App& app, int& status, const command_tail& tail) {
       "Run a command for every item in parallel; the first failure stops the rest "
       "(ITEM... -- COMMAND ... {} ...)");
   add_retry_flags(*sub, *flags);
-  sub->add_option("-j,--jobs", *jobs, "Items running at once (0: all)")
+  sub->add_option("-j,--jobs", *jobs,
+                  "Items running at once (0: all); never more than the descriptor limit allows")
       ->check(whole_number())
       ->capture_default_str();
   sub->add_option("items", *items, "The items, e.g. host names")->required();

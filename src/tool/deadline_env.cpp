@@ -1,10 +1,13 @@
 #include "deadline_env.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <string_view>
 
@@ -46,10 +49,21 @@ inherited_deadline read_inherited_deadline(const char* deadline, const char* own
     const auto [pid_end, pid_ec] = std::from_chars(o.data(), o.data() + o.size(), pid);
     const bool well_formed =
         pid_ec == std::errc{} && pid > 0 && pid_end != o.data() + o.size() && *pid_end == ':';
-    if (!well_formed || process_identity(pid) != o) {
+    const std::string identity = well_formed ? process_identity(pid) : std::string();
+    // An identity that cannot be read is not proof that the owner has ended (/proc unmounted, no
+    // descriptor left): kill(pid, 0), which needs neither, says whether the pid is gone. A pid
+    // that is there but cannot be checked keeps the deadline (the tighter choice), said in a note.
+    const bool pid_gone = well_formed && identity.empty() &&
+                          ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    if (!well_formed || pid_gone || (!identity.empty() && identity != o)) {
       out.note = "BACKOFF_DEADLINE ignored: the backoff run that set it (" +
                  escape_controls(o.substr(0, 40)) + ") has ended";
       return out;
+    }
+    if (identity.empty()) {
+      out.note = "BACKOFF_DEADLINE_OWNER (" + escape_controls(o.substr(0, 40)) +
+                 ") could not be checked (/proc/" + std::to_string(pid) +
+                 "/stat unreadable): the deadline is honoured";
     }
   }
   const double left_s = unix_s - unix_now_s();
@@ -69,7 +83,16 @@ void export_deadline(std::vector<std::string>& environment, std::optional<durati
   const double at = unix_now_s() + to_seconds(*deadline - steady_now());
   set_variable(environment, "BACKOFF_DEADLINE",
                std::to_string(static_cast<long long>(std::floor(at))));
-  static const std::string self = process_identity(static_cast<long>(::getpid()));
+  // Read once, but only once it could be read: a failure (no descriptor left at the first
+  // attempt) must not leave every later attempt without an owner.
+  static std::mutex mutex;
+  static std::string cached;
+  std::string self;
+  {
+    const std::lock_guard lock(mutex);
+    if (cached.empty()) cached = process_identity(static_cast<long>(::getpid()));
+    self = cached;
+  }
   if (self.empty()) {
     unset_variable(environment, "BACKOFF_DEADLINE_OWNER");
   } else {

@@ -6,7 +6,8 @@
 // nested `backoff try` honours the deadline only while its owner lives: a daemon started by an
 // attempt outlives the run, and must not inherit a deadline that ended with it. A deadline
 // without an owner (set by hand: `BACKOFF_DEADLINE=$(date -d 17:00 +%s) backoff try ...`) is
-// honoured as given. Whatever is ignored, and why, is said in `note`.
+// honoured as given, and so is one whose owner's pid is there but cannot be checked (/proc not
+// readable). Whatever is ignored or unchecked, and why, is said in `note`.
 //
 //   const auto inherited = read_inherited_deadline(std::getenv("BACKOFF_DEADLINE"),
 //                                                  std::getenv("BACKOFF_DEADLINE_OWNER"));
@@ -24,7 +25,7 @@ namespace backoff::tool {
 
 struct inherited_deadline {
   std::optional<duration> deadline;  // steady time; none when absent or ignored
-  std::string note;                  // why a deadline that was there is ignored; empty otherwise
+  std::string note;  // why a deadline that was there is ignored (or unchecked); empty otherwise
 };
 
 inherited_deadline read_inherited_deadline(const char* deadline, const char* owner);

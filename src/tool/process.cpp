@@ -13,10 +13,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <stop_token>
 #include <system_error>
 #include <thread>
+
+#include "descriptors.hpp"
 
 extern char** environ;
 
@@ -71,6 +74,19 @@ bool has_exited(int pidfd) {
   }
 }
 
+// The same for our own child without a pidfd: it cannot be reaped behind our back, so its pid
+// stays its own until we reap it.
+bool child_has_exited(pid_t pid) {
+  for (;;) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0) {
+      return info.si_pid != 0;
+    }
+    if (errno == ECHILD) return true;
+    if (errno != EINTR) throw_errno("waitid");
+  }
+}
+
 // The leader's status, read without reaping it: while it is an unreaped zombie its pid, and so
 // its process group id, cannot be reused, which makes signalling the group safe.
 siginfo_t peek_status(pid_t pid) {
@@ -88,43 +104,83 @@ void reap(pid_t pid) {
   }
 }
 
-struct running_child {
-  pid_t pid;
-  int pidfd;
-  bool own_group;
+// Our child, the leader of its process group (unless !own_group), watched through a pidfd. When
+// no descriptor was left for the pidfd after the child had started (EMFILE, ENFILE), the child is
+// not killed: it is watched by polling waitid() every few milliseconds, and the pidfd is asked for
+// again on every poll.
+class running_child {
+ public:
+  running_child(pid_t pid, int pidfd, bool own_group) noexcept
+      : pid_(pid), pidfd_(pidfd), own_group_(own_group) {}
+  running_child(const running_child&) = delete;
+  running_child& operator=(const running_child&) = delete;
+  ~running_child() {
+    if (pidfd_ >= 0) ::close(pidfd_);
+  }
+
+  pid_t pid() const noexcept { return pid_; }
+  int pidfd() const noexcept { return pidfd_; }
+  bool own_group() const noexcept { return own_group_; }
+
+  // In the degraded mode: one more try for a pidfd.
+  void retry_pidfd() noexcept {
+    if (pidfd_ < 0) pidfd_ = open_pidfd(pid_);
+  }
+
+  bool exited() const { return pidfd_ >= 0 ? has_exited(pidfd_) : child_has_exited(pid_); }
 
   // ESRCH and EPERM are expected here (the group emptied meanwhile, or a member changed its
   // credentials), and there is nothing better to do than carry on: the wait below notices.
   void send(int signal) const {
-    if (own_group) {
-      ::kill(-pid, signal);
-      if (signal != SIGKILL && signal != SIGCONT) ::kill(-pid, SIGCONT);  // stopped ones too
+    if (own_group_) {
+      ::kill(-pid_, signal);
+      if (signal != SIGKILL && signal != SIGCONT) ::kill(-pid_, SIGCONT);  // stopped ones too
     }
-    signal_pidfd(pidfd, signal);  // the leader, even if it left the group
+    // The leader, even if it left the group. Without a pidfd, kill() is as safe: the pid of an
+    // unreaped child cannot be reused.
+    if (pidfd_ >= 0) {
+      signal_pidfd(pidfd_, signal);
+    } else {
+      ::kill(pid_, signal);
+    }
   }
-  bool anything_alive() const { return !has_exited(pidfd) || (own_group && group_alive(pid)); }
+
+  // Whether anything of it is left: the leader first (known without /proc), then the group.
+  group_state state() const {
+    if (!exited()) return group_state::alive;
+    return own_group_ ? inspect_group(pid_) : group_state::gone;
+  }
+
+ private:
+  pid_t pid_;
+  int pidfd_;
+  bool own_group_;
 };
 
-// Waits up to `limit` for everything to end; true if it did.
-bool wait_until_gone(const running_child& child, duration limit) {
+// Waits up to `limit` for everything to end: `gone` if it did, else what was last seen (`alive`,
+// or `unknown` when the group could not be inspected).
+group_state wait_until_gone(const running_child& child, duration limit) {
   const duration until = saturating_add(steady_now(), limit);
   for (;;) {
-    if (!child.anything_alive()) return true;
+    const group_state seen = child.state();
+    if (seen == group_state::gone) return seen;
     const duration left = until - steady_now();
-    if (left.count() <= 0) return false;
+    if (left.count() <= 0) return seen;
     std::this_thread::sleep_for(std::min<duration>(left, 5ms));
   }
 }
 
 // TERM (or the scope's signal), grace, then KILL, repeated every second until nothing of the group
 // is left: a process in uninterruptible sleep can take a while to die (ftsh's "strong" mode).
+// A group that cannot be inspected (no descriptor for /proc) is not taken for alive: it gets its
+// grace and a KILL, which nothing can ignore, and then nothing is waited for that cannot be seen.
 void stop_everything(const running_child& child, int first_signal, duration grace) {
   child.send(first_signal);
-  if (wait_until_gone(child, grace)) return;
+  if (wait_until_gone(child, grace) == group_state::gone) return;
   // After 60 s of SIGKILLs the process is stuck in the kernel; waiting longer helps no one.
   for (int round = 0; round < 60; ++round) {
     child.send(SIGKILL);
-    if (wait_until_gone(child, 1s)) return;
+    if (wait_until_gone(child, 1s) != group_state::alive) return;
   }
 }
 
@@ -174,11 +230,13 @@ int spawn_child(const launch_spec& spec, pid_t& pid) {
   return error;
 }
 
-// Without a pidfd the child could not be watched: it is killed rather than left running.
+// A pidfd for the new child; -1 (the degraded mode, see running_child) when no descriptor is
+// left. Any other failure is not expected: the child is killed rather than left unwatched.
 int pidfd_of_new_child(pid_t pid) {
   const int pidfd = open_pidfd(pid);
   if (pidfd < 0) {
     const int error = errno;
+    if (error == EMFILE || error == ENFILE) return -1;
     ::kill(pid, SIGKILL);
     reap(pid);
     throw std::system_error(error, std::generic_category(), "pidfd_open");
@@ -186,15 +244,11 @@ int pidfd_of_new_child(pid_t pid) {
   return pidfd;
 }
 
-// The descriptor that a cancellation pokes to end the wait for the child.
-int open_wake_eventfd(const running_child& child) {
+// The descriptor that a cancellation pokes to end the wait for the child, opened before the child
+// is started: when none is left, nothing has been started (start_shortage).
+int open_wake_eventfd() {
   const int wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0) {
-    const int error = errno;  // before kill and waitid can change it
-    child.send(SIGKILL);
-    reap(child.pid);
-    throw std::system_error(error, std::generic_category(), "eventfd");
-  }
+  if (wake < 0) throw_start_error(errno, "eventfd");
   return wake;
 }
 
@@ -202,27 +256,31 @@ enum class attempt_stop { exited, timed_out, cancelled };
 
 // Waits until the child ends by itself, its time is up, or its scope is cancelled (which pokes
 // `wake`).
-attempt_stop wait_for_attempt(const running_child& child, int wake, const attempt_limits& limits,
+attempt_stop wait_for_attempt(running_child& child, int wake, const attempt_limits& limits,
                               const cancel_scope& scope) {
   for (;;) {
-    timespec timeout{};
-    timespec* timeout_ptr = nullptr;
+    child.retry_pidfd();
+    // Without a pidfd (degraded mode) the child is polled every 5 ms: poll() skips the -1.
+    const bool polling = child.pidfd() < 0;
+    std::optional<duration> wait;
     if (limits.kill_at) {
       const duration left = *limits.kill_at - steady_now();
       if (left.count() <= 0) return attempt_stop::timed_out;
-      timeout = to_timespec(left);
-      timeout_ptr = &timeout;
+      wait = left;
     }
-    pollfd fds[2] = {{child.pidfd, POLLIN, 0}, {wake, POLLIN, 0}};
-    const int n = ::ppoll(fds, 2, timeout_ptr, nullptr);
+    if (polling) wait = std::min<duration>(wait.value_or(5ms), 5ms);
+    timespec timeout{};
+    if (wait) timeout = to_timespec(*wait);
+    pollfd fds[2] = {{child.pidfd(), POLLIN, 0}, {wake, POLLIN, 0}};
+    const int n = ::ppoll(fds, 2, wait ? &timeout : nullptr, nullptr);
     if (n < 0) {
       if (errno == EINTR) continue;
       const int error = errno;  // before kill and waitid can change it
       child.send(SIGKILL);
-      reap(child.pid);
+      reap(child.pid());
       throw std::system_error(error, std::generic_category(), "ppoll");
     }
-    if (fds[0].revents != 0) return attempt_stop::exited;
+    if (fds[0].revents != 0 || (polling && child.exited())) return attempt_stop::exited;
     if (fds[1].revents != 0 || scope.cancelled()) return attempt_stop::cancelled;
   }
 }
@@ -232,7 +290,7 @@ attempt_stop wait_for_attempt(const running_child& child, int wake, const attemp
 attempt_result ended_by_itself(const running_child& child, duration grace,
                                const success_test& succeeded) {
   attempt_result result;
-  const siginfo_t info = peek_status(child.pid);
+  const siginfo_t info = peek_status(child.pid());
   if (info.si_code == CLD_EXITED) {
     result.ended = attempt_end::exited;
     result.exit_code = info.si_status;
@@ -242,7 +300,8 @@ attempt_result ended_by_itself(const running_child& child, duration grace,
     result.signal = info.si_status;
     result.status = status_signal_base + info.si_status;
   }
-  if (child.own_group && !succeeded(result) && group_alive(child.pid)) {
+  // A group that cannot be inspected may still hold a process: it is stopped like a live one.
+  if (child.own_group() && !succeeded(result) && inspect_group(child.pid()) != group_state::gone) {
     stop_everything(child, SIGTERM, grace);
   }
   return result;
@@ -254,8 +313,8 @@ attempt_result stopped_by_us(const running_child& child, attempt_stop why, durat
   attempt_result result;
   const int first = why == attempt_stop::cancelled ? scope.signal() : SIGTERM;
   stop_everything(child, first, grace);
-  if (has_exited(child.pidfd)) {
-    const siginfo_t info = peek_status(child.pid);
+  if (child.exited()) {
+    const siginfo_t info = peek_status(child.pid());
     if (info.si_code == CLD_EXITED) {
       result.exit_code = info.si_status;
     } else {
@@ -269,6 +328,54 @@ attempt_result stopped_by_us(const running_child& child, attempt_stop why, durat
     result.ended = attempt_end::cancelled;
     result.status = status_signal_base + scope.signal();
   }
+  return result;
+}
+
+attempt_result cancelled_before_start(const cancel_scope& scope, duration started) {
+  attempt_result result;
+  result.ended = attempt_end::cancelled;
+  result.status = status_signal_base + scope.signal();
+  result.elapsed = steady_now() - started;
+  return result;
+}
+
+attempt_result timed_out_before_start(duration started) {
+  attempt_result result;
+  result.ended = attempt_end::timed_out;
+  result.status = status_timed_out;
+  result.elapsed = steady_now() - started;
+  return result;
+}
+
+// One try at starting the command, and if it started, the whole attempt. Throws start_shortage
+// when it could not start for want of a descriptor or a process: then nothing was started.
+attempt_result start_and_watch(const launch_spec& spec, const attempt_limits& limits,
+                               const cancel_scope& scope, const success_test& succeeded,
+                               duration started) {
+  if (scope.cancelled()) return cancelled_before_start(scope, started);
+  if (limits.kill_at && steady_now() >= *limits.kill_at) return timed_out_before_start(started);
+
+  const int wake = open_wake_eventfd();
+  const fd_guard wake_owner(wake);
+  pid_t pid = -1;
+  const int spawn_error = spawn_child(spec, pid);
+  if (spawn_error != 0) {
+    if (is_shortage(spawn_error)) throw_start_error(spawn_error, "posix_spawn");
+    return start_failure(spawn_error, spec.argv[0], started);
+  }
+  running_child child(pid, pidfd_of_new_child(pid), spec.own_group);
+  const auto poke = [wake]() noexcept {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(wake, &one, sizeof one);
+  };
+  const std::stop_callback on_cancel(scope.token(), poke);
+
+  const attempt_stop why = wait_for_attempt(child, wake, limits, scope);
+  attempt_result result = why == attempt_stop::exited
+                              ? ended_by_itself(child, limits.grace, succeeded)
+                              : stopped_by_us(child, why, limits.grace, scope);
+  if (child.exited()) reap(pid);  // else stuck in the kernel: leave it rather than hang
+  result.elapsed = steady_now() - started;
   return result;
 }
 
@@ -324,20 +431,46 @@ void unset_variable(std::vector<std::string>& environment, std::string_view name
   });
 }
 
-bool group_alive(pid_t pgid) {
-  if (::kill(-pgid, 0) != 0 && errno == ESRCH) return false;
+group_state inspect_group(pid_t pgid) {
+  // No descriptor needed for the common answer: no process of the group is left at all.
+  if (::kill(-pgid, 0) != 0) {
+    if (errno == ESRCH) return group_state::gone;
+    if (errno != EPERM) return group_state::unknown;  // EPERM: there is one, not ours to signal
+  }
   // kill() also finds zombies, which only their parent (often init) can remove: look at states.
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return true;
-  bool alive = false;
-  while (const dirent* entry = ::readdir(proc)) {
+  // One /proc descriptor for the whole process, kept open, and one /proc/N/stat at a time, under
+  // a lock: the tool's reserve covers them, however many attempts run (descriptors.hpp).
+  static std::mutex mutex;
+  static DIR* proc = nullptr;
+  const std::lock_guard lock(mutex);
+  if (proc == nullptr) {
+    proc = ::opendir("/proc");
+    if (proc == nullptr) return group_state::unknown;  // not a fact about the group
+  } else {
+    ::rewinddir(proc);
+  }
+  // A process whose state could not be read for want of a descriptor or memory might be in the
+  // group. One that is not ours to read (EACCES under hidepid) or has just gone is skipped.
+  bool unreadable = false;
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(proc);
+    if (entry == nullptr) {
+      if (errno != 0) unreadable = true;  // the listing itself was cut short
+      break;
+    }
     if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
-    const std::string path = std::string("/proc/") + entry->d_name + "/stat";
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
+    const std::string path = std::string(entry->d_name) + "/stat";
+    const int fd = ::openat(::dirfd(proc), path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (is_shortage(errno)) unreadable = true;
+      continue;
+    }
     char buf[512];
     const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    const int read_error = errno;
     ::close(fd);
+    if (n < 0 && is_shortage(read_error)) unreadable = true;
     if (n <= 0) continue;
     buf[n] = '\0';
     // "pid (comm) S ppid pgrp ...": comm may contain anything, so parse after its last ')'.
@@ -347,48 +480,28 @@ bool group_alive(pid_t pgid) {
     long ppid = 0;
     long pgrp = 0;
     if (std::sscanf(close_paren + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) continue;
-    if (pgrp == pgid && state != 'Z' && state != 'X') {
-      alive = true;
-      break;
-    }
+    if (pgrp == pgid && state != 'Z' && state != 'X') return group_state::alive;
   }
-  ::closedir(proc);
-  return alive;
+  return unreadable ? group_state::unknown : group_state::gone;
 }
 
 attempt_result run_attempt(const launch_spec& spec, const attempt_limits& limits,
                            const cancel_scope& scope, const success_test& succeeded) {
   if (spec.argv.empty()) throw std::invalid_argument("run_attempt: empty command");
   const duration started = steady_now();
-  if (scope.cancelled()) {
-    attempt_result result;
-    result.ended = attempt_end::cancelled;
-    result.status = status_signal_base + scope.signal();
-    return result;
+  for (;;) {
+    attempt_slot slot;
+    try {
+      return start_and_watch(spec, limits, scope, succeeded, started);
+    } catch (const start_shortage& e) {
+      // Nothing was started. Inside a caller's slot (run_item), the caller decides.
+      if (!slot.outermost()) throw;
+      if (slot.wait_after_shortage(scope, limits.kill_at)) continue;
+      if (scope.cancelled()) return cancelled_before_start(scope, started);
+      if (limits.kill_at && steady_now() >= *limits.kill_at) return timed_out_before_start(started);
+      throw_gave_up(e, spec.argv[0]);
+    }
   }
-
-  pid_t pid = -1;
-  const int spawn_error = spawn_child(spec, pid);
-  if (spawn_error != 0) return start_failure(spawn_error, spec.argv[0], started);
-  const int pidfd = pidfd_of_new_child(pid);
-  const fd_guard pidfd_owner(pidfd);
-  const running_child child{pid, pidfd, spec.own_group};
-
-  const int wake = open_wake_eventfd(child);
-  const fd_guard wake_owner(wake);
-  const auto poke = [wake]() noexcept {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t n = ::write(wake, &one, sizeof one);
-  };
-  const std::stop_callback on_cancel(scope.token(), poke);
-
-  const attempt_stop why = wait_for_attempt(child, wake, limits, scope);
-  attempt_result result = why == attempt_stop::exited
-                              ? ended_by_itself(child, limits.grace, succeeded)
-                              : stopped_by_us(child, why, limits.grace, scope);
-  if (has_exited(pidfd)) reap(pid);  // else stuck in the kernel: leave it rather than hang
-  result.elapsed = steady_now() - started;
-  return result;
 }
 
 }  // namespace backoff::tool

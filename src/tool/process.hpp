@@ -12,7 +12,8 @@
 //   if (r.ended == attempt_end::timed_out) ...      // r.status == 124
 //
 // Linux only: pidfd_open and /proc. A failure to start (no such program, not executable) is a
-// result, not an exception, since the tool reports it as 127 or 126.
+// result, not an exception, since the tool reports it as 127 or 126; a shortage of descriptors or
+// processes is neither (run_attempt).
 #pragma once
 
 #include <sys/types.h>
@@ -94,7 +95,12 @@ inline bool exited_zero(const attempt_result& r) {
   return r.status == 0;
 }
 
-// Runs one attempt to the end (see the header comment). After an attempt that ended by itself and
+// Runs one attempt to the end (see the header comment). When it cannot start for want of a
+// descriptor or a process (EMFILE, ENFILE, EAGAIN, ENOMEM; descriptors.hpp), it waits until
+// another attempt of this process ends and tries again; when none is running, it throws
+// start_shortage with a message that says so. The wait ends at limits.kill_at (status 124, nothing
+// run) or when the scope is cancelled. A child that started but got no pidfd is watched by polling
+// rather than killed. After an attempt that ended by itself and
 // that `succeeded` judges a failure, the rest of its group is stopped too (TERM, grace, KILL), so
 // that a failed attempt's leftovers never overlap the next attempt; after a success the group is
 // left alone (a command may start a daemon on purpose).
@@ -107,7 +113,10 @@ inline duration saturating_add(duration a, duration b) noexcept {
   return b > duration::max() - a ? duration::max() : a + b;
 }
 
-// True while a process of group `pgid` other than zombies is alive.
-bool group_alive(pid_t pgid);
+// Whether a process of group `pgid` other than a zombie is alive. `unknown` when that could not be
+// found out (no descriptor left to read /proc, /proc not mounted): an error is not a fact, and the
+// caller decides what is safe for both answers.
+enum class group_state : std::uint8_t { gone, alive, unknown };
+group_state inspect_group(pid_t pgid);
 
 }  // namespace backoff::tool

@@ -9,9 +9,11 @@
 #include <cmath>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "deadline_env.hpp"
+#include "descriptors.hpp"
 
 namespace backoff::tool {
 namespace {
@@ -86,6 +88,40 @@ struct run_context {
   line_writer log;
 };
 
+// Opens what one attempt needs (its stdout spool, its stdin reader) and runs it. Throws
+// start_shortage, with nothing started, when a descriptor or a process is missing.
+attempt_result start_attempt(run_context& ctx, launch_spec& spec, const attempt_limits& limits,
+                             const cancel_scope& scope, const classify_function& classify) {
+  const command_options& options = ctx.options;
+  spec.descriptors.clear();
+  std::optional<spool> held_stdout;
+  if (options.stdout_on_success) {
+    held_stdout.emplace(spool::create());
+    spec.descriptors.emplace_back(1, held_stdout->fd());
+  }
+  int stdin_fd = -1;
+  if (options.stdin_replay) {
+    stdin_fd = options.stdin_replay->open_reader();
+    spec.descriptors.emplace_back(0, stdin_fd);
+  }
+  attempt_result r;
+  try {
+    r = run_attempt(spec, limits, scope, [&](const attempt_result& done) {
+      return classify(done).kind == verdict_kind::success;
+    });
+  } catch (...) {
+    if (stdin_fd >= 0) ::close(stdin_fd);
+    throw;
+  }
+  if (stdin_fd >= 0) ::close(stdin_fd);
+  if (held_stdout) {
+    const bool succeeded = classify(r).kind == verdict_kind::success;
+    const std::lock_guard lock(ctx.log.output_mutex());
+    held_stdout->copy_to(succeeded ? STDOUT_FILENO : STDERR_FILENO);
+  }
+  return r;
+}
+
 // Runs the command for one item under the retry loop.
 item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
                       const cancel_scope& scope, random_ref rng) {
@@ -110,41 +146,42 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
     } else {
       unset_variable(spec.environment, "BACKOFF_MAX_ATTEMPTS");  // an outer run's limit
     }
-    attempt_limits limits;
-    limits.grace = options.grace;
-    limits.kill_at = info.deadline;
-    if (options.timeout) {
-      const duration own = saturating_add(steady_now(), *options.timeout);
-      limits.kill_at = limits.kill_at ? std::min(*limits.kill_at, own) : own;
-    }
     if (info.deadline) export_deadline(spec.environment, info.deadline);
-    spec.descriptors.clear();
-    std::optional<spool> held_stdout;
-    if (options.stdout_on_success) {
-      held_stdout.emplace(spool::create());
-      spec.descriptors.emplace_back(1, held_stdout->fd());
+    // A start that finds no descriptor (or process) left waits for another attempt to end and
+    // tries again; the per-attempt timeout counts from the start that works.
+    for (;;) {
+      attempt_slot slot;  // run_attempt's own slot is this one
+      attempt_limits limits;
+      limits.grace = options.grace;
+      limits.kill_at = info.deadline;
+      if (options.timeout) {
+        const duration own = saturating_add(steady_now(), *options.timeout);
+        limits.kill_at = limits.kill_at ? std::min(*limits.kill_at, own) : own;
+      }
+      try {
+        return start_attempt(ctx, spec, limits, scope, classify);
+      } catch (const start_shortage& e) {
+        if (options.verbose) {
+          ctx.log.write(fmt::format("{}attempt {} waits for another command to end: {}", prefix,
+                                    info.number, e.what()));
+        }
+        const duration waited_from = steady_now();
+        if (slot.wait_after_shortage(scope, info.deadline)) continue;
+        attempt_result r;
+        r.elapsed = steady_now() - waited_from;
+        if (scope.cancelled()) {
+          r.ended = attempt_end::cancelled;
+          r.status = status_signal_base + scope.signal();
+          return r;
+        }
+        if (info.deadline && steady_now() >= *info.deadline) {
+          r.ended = attempt_end::timed_out;
+          r.status = status_timed_out;
+          return r;
+        }
+        throw_gave_up(e, spec.argv[0]);
+      }
     }
-    int stdin_fd = -1;
-    if (options.stdin_replay) {
-      stdin_fd = options.stdin_replay->open_reader();
-      spec.descriptors.emplace_back(0, stdin_fd);
-    }
-    attempt_result r;
-    try {
-      r = run_attempt(spec, limits, scope, [&](const attempt_result& done) {
-        return classify(done).kind == verdict_kind::success;
-      });
-    } catch (...) {
-      if (stdin_fd >= 0) ::close(stdin_fd);
-      throw;
-    }
-    if (stdin_fd >= 0) ::close(stdin_fd);
-    if (held_stdout) {
-      const bool succeeded = classify(r).kind == verdict_kind::success;
-      const std::lock_guard lock(ctx.log.output_mutex());
-      held_stdout->copy_to(succeeded ? STDOUT_FILENO : STDERR_FILENO);
-    }
-    return r;
   };
 
   const auto observe = [&](const attempt_record& record) {
@@ -307,10 +344,30 @@ run_summary run_forall(const command_options& options, const std::vector<std::st
       }
     }
   };
-  const std::size_t threads = jobs == 0 ? items.size() : std::min(jobs, items.size());
+  // As many at once as asked (-j 0: all) and as the descriptor limit allows; the rest wait their
+  // turn. Said once: always when -j asked for more, with -v when it asked for all.
+  const std::size_t wanted = jobs == 0 ? items.size() : std::min(jobs, items.size());
+  const std::size_t per_attempt =
+      descriptors_per_attempt(options.stdout_on_success, options.stdin_replay != nullptr);
+  const descriptor_budget budget = current_descriptor_budget();
+  const std::size_t threads = std::min(wanted, budget.commands_at_once(per_attempt));
+  if (threads < wanted && (jobs != 0 || options.verbose)) {
+    ctx.log.write(fmt::format(
+        "backoff: forall: {} items at once, not {}: the descriptor limit (ulimit -n {}, {} open) "
+        "allows {} commands of {} descriptors each; the other items wait their turn",
+        threads, wanted, budget.limit, budget.open, threads, per_attempt));
+  }
   {
     std::vector<std::jthread> pool;
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+    for (std::size_t t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back(worker);
+      } catch (const std::system_error& e) {  // no thread left (ulimit -u, memory): fewer workers
+        ctx.log.write(
+            fmt::format("backoff: forall: {} items at once, not {}: {}", t, threads, e.what()));
+        break;
+      }
+    }
     worker();
   }
   if (error) std::rethrow_exception(error);

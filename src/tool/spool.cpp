@@ -9,6 +9,8 @@
 #include <string>
 #include <system_error>
 
+#include "descriptors.hpp"
+
 namespace backoff::tool {
 namespace {
 
@@ -43,7 +45,8 @@ spool spool::create() {
   if (fd < 0) {
     std::string path = dir + "/backoff-spool-XXXXXX";
     fd = ::mkostemp(path.data(), O_CLOEXEC);
-    if (fd < 0) throw_errno("cannot create a spool file in " + dir);
+    // Out of descriptors: start_shortage, which the tool waits out rather than fails on.
+    if (fd < 0) throw_start_error(errno, "cannot create a spool file in " + dir);
     ::unlink(path.c_str());
   }
   return spool(fd);
@@ -83,7 +86,7 @@ int spool::open_reader() const {
   // though the file has no name.
   const std::string path = "/proc/self/fd/" + std::to_string(fd_);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("cannot reopen the spool file");
+  if (fd < 0) throw_start_error(errno, "cannot reopen the spool file");
   return fd;
 }
 

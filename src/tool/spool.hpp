@@ -18,7 +18,8 @@ namespace backoff::tool {
 
 class spool {
  public:
-  // Throws std::system_error (with the directory in the message) when no file can be made.
+  // Throws std::system_error (with the directory in the message) when no file can be made;
+  // start_shortage (descriptors.hpp) when no descriptor is left.
   static spool create();
 
   spool(spool&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
@@ -33,6 +34,7 @@ class spool {
   std::uint64_t fill_from(int source);
   // A new read-only descriptor on the same data, positioned at its start (close-on-exec; the
   // caller closes it). Each attempt gets its own, so no attempt sees another's read position.
+  // start_shortage when no descriptor is left.
   int open_reader() const;
   // Writes the whole content, from the start, to `target`; returns the byte count.
   std::uint64_t copy_to(int target) const;

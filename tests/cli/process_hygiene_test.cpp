@@ -20,6 +20,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -383,6 +384,44 @@ TEST(HygieneSignals, AFailingForallItemLeavesNoSiblingProcess) {
   EXPECT_TRUE(r.finished && r.exited) << r.err;
   EXPECT_EQ(r.status, 4) << r.err;
   EXPECT_EQ(line_count(dir / "ready"), 3U) << "the three siblings were running";
+  const auto left = strays_after(prefix, 2s);
+  EXPECT_TRUE(left.empty()) << left.size() << " processes left";
+  kill_all(left);
+}
+
+// The same under `ulimit -n 64`, with more families than the limit lets run at once: forall caps
+// how many run (the rest wait their turn), a failure stops those running, and their groups are
+// inspected and cleaned up with the descriptors the tool keeps in reserve. Before: status 125
+// ("pidfd_open: Too many open files") after a 65 s stall, since a /proc that could not be opened
+// was taken for a live group.
+TEST(HygieneSignals, AFailingForallItemUnderALowDescriptorLimitLeavesNoProcess) {
+  const hygiene_scratch s;
+  const std::string prefix = mark_prefix("forall-fds");
+  const fs::path dir = s.sub("items");
+  const std::string d = shell_quote(dir.string());
+  const std::string script =
+      "cd " + d +
+      " || exit 99; "
+      "if [ {} = bad ]; then while [ $(cat ready 2>/dev/null | wc -l) -lt 5 ]; do sleep 0.01; "
+      "done; exit 4; fi; "
+      "sleep 1000 & (trap '' TERM; exec sleep 1000) & sh -c 'sleep 1000 & wait' & "
+      "echo {} >> ready; wait";
+  std::vector<std::string> args{"forall", "--times", "1", "--grace", "200ms", "bad"};
+  for (int i = 1; i <= 40; ++i) args.push_back(std::to_string(i));
+  args = cat(args, {"--", "env", "HYGIENE_MARK=" + prefix + "{}", "sh", "-c", script});
+  rlimit saved{};
+  ::getrlimit(RLIMIT_NOFILE, &saved);
+  rlimit lowered = saved;
+  lowered.rlim_cur = 64;
+  ::setrlimit(RLIMIT_NOFILE, &lowered);
+  auto probe = start(args);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  const probe_result r = probe->wait(60s);
+  EXPECT_TRUE(r.finished && r.exited) << r.err;
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_LT(r.elapsed_s, 30) << r.err;
+  EXPECT_GE(line_count(dir / "ready"), 5U);
+  EXPECT_LT(line_count(dir / "ready"), 40U) << "the limit let every item run at once";
   const auto left = strays_after(prefix, 2s);
   EXPECT_TRUE(left.empty()) << left.size() << " processes left";
   kill_all(left);

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -1469,6 +1470,139 @@ TEST(Forall, IntWithJobsOneLeavesTheLaterItemsUnstarted) {
   EXPECT_EQ(report["items"][1]["started"], false);
   EXPECT_EQ(report["items"][2]["started"], false);
   kill_recorded(s / "started");
+}
+
+// --- Descriptor limits -------------------------------------------------------------------------
+// Before round 6, forall started every item at once whatever `ulimit -n` allowed: at 1024, 550
+// items failed with 125 ("pidfd_open: Too many open files") after starting and killing ~500
+// commands; at 64 the same after a 65 s stall (a /proc that could not be opened was taken for a
+// live process group).
+
+// `backoff ARGS...` started with a soft limit of `limit` descriptors, as under `ulimit -n`.
+std::unique_ptr<process_probe> start_with_descriptor_limit(rlim_t limit,
+                                                           const std::vector<std::string>& args) {
+  rlimit saved{};
+  ::getrlimit(RLIMIT_NOFILE, &saved);
+  rlimit lowered = saved;
+  lowered.rlim_cur = limit;
+  ::setrlimit(RLIMIT_NOFILE, &lowered);
+  auto probe = std::make_unique<process_probe>(args);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  return probe;
+}
+
+std::vector<std::string> numbered_items(int count) {
+  std::vector<std::string> items;
+  for (int i = 1; i <= count; ++i) items.push_back(std::to_string(i));
+  return items;
+}
+
+std::size_t files_starting_with(const fs::path& dir, const std::string& prefix) {
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
+  }
+  return n;
+}
+
+TEST(ForallDescriptors, AllAtOnceStaysWithinALowDescriptorLimitAndRunsEveryItem) {
+  const try_scratch s;
+  const auto args = cat(cat({"forall", "--times", "1"}, numbered_items(100)),
+                        cat({"--"}, s.sh("sleep 0.2; touch ran.{}")));
+  auto probe = start_with_descriptor_limit(64, args);
+  const probe_result r = probe->wait(120s);
+  EXPECT_TRUE(r.finished && r.exited) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "-j 0 without -v: the cap is not worth a line";
+  EXPECT_EQ(files_starting_with(s.dir(), "ran."), 100U);
+  EXPECT_LT(r.elapsed_s, 60) << "100 items of 0.2 s; before, 65 s and status 125";
+}
+
+TEST(ForallDescriptors, JobsAboveTheDescriptorLimitAreCappedAndSaidOnce) {
+  const try_scratch s;
+  const auto args =
+      cat(cat({"forall", "-j", "60", "--times", "1"}, numbered_items(60)),
+          cat({"--"},
+              s.sh("mkdir running.{}; ls -d running.* 2>/dev/null | wc -l >> counts; sleep 0.2; "
+                   "rmdir running.{}")));
+  auto probe = start_with_descriptor_limit(64, args);
+  const probe_result r = probe->wait(120s);
+  EXPECT_TRUE(r.finished && r.exited) << r.err;
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto lines = lines_of(r.err);
+  ASSERT_EQ(lines.size(), 1U) << r.err;
+  const std::regex said(R"(backoff: forall: (\d+) items at once, not 60: the descriptor limit )"
+                        R"(\(ulimit -n 64, \d+ open\) allows \d+ commands of 2 descriptors each; )"
+                        R"(the other items wait their turn)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(lines[0], m, said)) << lines[0];
+  const std::size_t at_once = std::stoul(m[1].str());
+  EXPECT_LT(at_once, 32U);
+  EXPECT_GE(at_once, 1U);
+  const auto counts = read_pids(s / "counts");
+  ASSERT_EQ(counts.size(), 60U);
+  for (const pid_t c : counts) EXPECT_LE(static_cast<std::size_t>(c), at_once);
+}
+
+TEST(ForallDescriptors, VerboseSaysWhenAllAtOnceIsCapped) {
+  auto probe = start_with_descriptor_limit(
+      64, cat(cat({"forall", "-v", "--times", "1"}, numbered_items(40)), {"--", "true"}));
+  const probe_result r = probe->wait(120s);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "items at once, not 40: the descriptor limit (ulimit -n 64"))
+      << r.err;
+}
+
+TEST(ForallDescriptors, StdoutOnSuccessUnderALowDescriptorLimitPassesEveryItemsOutput) {
+  auto probe = start_with_descriptor_limit(
+      64, cat(cat({"forall", "--stdout-on-success", "--times", "1"}, numbered_items(100)),
+              {"--", "sh", "-c", "sleep 0.1; echo {}"}));
+  const probe_result r = probe->wait(120s);
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto out = lines_of(r.out);
+  ASSERT_EQ(out.size(), 100U) << r.err;
+  std::set<std::string> seen(out.begin(), out.end());
+  EXPECT_EQ(seen.size(), 100U);
+}
+
+// A failing item under a low limit stops its running siblings at once and gives its status
+// (before: 125 after a 65 s stall).
+TEST(ForallDescriptors, AFailureUnderALowDescriptorLimitStopsTheOthersQuickly) {
+  const try_scratch s;
+  const auto args =
+      cat(cat({"forall", "--times", "1", "--grace", "200ms", "bad"}, numbered_items(60)),
+          cat({"--"}, s.sh("if [ {} = bad ]; then sleep 0.3; exit 4; fi; "
+                           "echo $$ >> started; exec sleep 30")));
+  auto probe = start_with_descriptor_limit(64, args);
+  const probe_result r = probe->wait(120s);
+  EXPECT_TRUE(r.finished && r.exited) << r.err;
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_LT(r.elapsed_s, 20) << r.err;
+  for (const pid_t p : read_pids(s / "started")) EXPECT_TRUE(wait_until_gone(p)) << p;
+  kill_recorded(s / "started");
+}
+
+// At a limit that leaves the tool its own descriptors but none for a command, with nothing else
+// running to free one: one line that says so, status 125, and the command never starts (before:
+// it was started, then killed when its pidfd could not be had).
+TEST(ForallDescriptors, NoDescriptorLeftForACommandIsOneLineAnd125AndStartsNothing) {
+  bool seen = false;
+  for (rlim_t limit = 4; limit <= 12 && !seen; ++limit) {
+    const try_scratch s;
+    auto probe =
+        start_with_descriptor_limit(limit, cat({"try", "--times", "3", "--"}, s.sh("touch ran")));
+    const probe_result r = probe->wait(60s);
+    if (!contains(r.err, "cannot start")) continue;
+    seen = true;
+    EXPECT_EQ(r.status, 125) << r.err;
+    const auto lines = lines_of(r.err);
+    ASSERT_EQ(lines.size(), 1U) << r.err;
+    EXPECT_EQ(lines[0].rfind("backoff try: cannot start 'sh': ", 0), 0U) << lines[0];
+    EXPECT_TRUE(contains(lines[0], "ulimit -n " + std::to_string(limit))) << lines[0];
+    EXPECT_TRUE(contains(lines[0], "no other command was running to free one")) << lines[0];
+    EXPECT_FALSE(s.has("ran")) << "the command ran at ulimit -n " << limit;
+  }
+  EXPECT_TRUE(seen) << "no limit from 4 to 12 left the tool running but the command unstarted";
 }
 
 }  // namespace
