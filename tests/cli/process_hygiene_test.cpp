@@ -409,14 +409,8 @@ TEST(HygieneSignals, AFailingForallItemUnderALowDescriptorLimitLeavesNoProcess) 
   std::vector<std::string> args{"forall", "--times", "1", "--grace", "200ms", "bad"};
   for (int i = 1; i <= 40; ++i) args.push_back(std::to_string(i));
   args = cat(args, {"--", "env", "HYGIENE_MARK=" + prefix + "{}", "sh", "-c", script});
-  rlimit saved{};
-  ::getrlimit(RLIMIT_NOFILE, &saved);
-  rlimit lowered = saved;
-  lowered.rlim_cur = 64;
-  ::setrlimit(RLIMIT_NOFILE, &lowered);
-  auto probe = start(args);
-  ::setrlimit(RLIMIT_NOFILE, &saved);
-  const probe_result r = probe->wait(60s);
+  process_probe probe(args, std::nullopt, {}, rlim_t{64});  // `ulimit -n 64` for the tool only
+  const probe_result r = probe.wait(60s);
   EXPECT_TRUE(r.finished && r.exited) << r.err;
   EXPECT_EQ(r.status, 4) << r.err;
   EXPECT_LT(r.elapsed_s, 30) << r.err;

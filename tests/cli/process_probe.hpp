@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -143,10 +144,13 @@ inline bool wait_for_text(const std::filesystem::path& file, const std::string& 
 class process_probe {
  public:
   // `args`: after the path of `backoff`; `stdin_text`: none for /dev/null; `env`: NAME=value
-  // entries added to the cleaned environment.
+  // entries added to the cleaned environment; `descriptor_limit`: the tool's soft RLIMIT_NOFILE
+  // (`ulimit -n`), set in this process only around the spawn, so that the probe's own files are
+  // not counted against it.
   explicit process_probe(const std::vector<std::string>& args,
                          const std::optional<std::string>& stdin_text = std::nullopt,
-                         const std::vector<std::string>& extra_env = {}) {
+                         const std::vector<std::string>& extra_env = {},
+                         std::optional<rlim_t> descriptor_limit = std::nullopt) {
     static std::atomic<int> counter{0};  // tests start probes from several threads
     dir_ = std::filesystem::temp_directory_path() /
            ("backoff-probe-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
@@ -201,8 +205,16 @@ class process_probe {
         &attributes,
         static_cast<short>(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP));
     started_ = std::chrono::steady_clock::now();
+    rlimit saved{};
+    ::getrlimit(RLIMIT_NOFILE, &saved);
+    if (descriptor_limit) {
+      rlimit lowered = saved;
+      lowered.rlim_cur = *descriptor_limit;
+      ::setrlimit(RLIMIT_NOFILE, &lowered);
+    }
     const int error =
         ::posix_spawn(&pid_, argv_p[0], &actions, &attributes, argv_p.data(), env_p.data());
+    if (descriptor_limit) ::setrlimit(RLIMIT_NOFILE, &saved);
     ::posix_spawn_file_actions_destroy(&actions);
     ::posix_spawnattr_destroy(&attributes);
     if (error != 0) {
