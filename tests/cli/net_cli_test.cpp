@@ -33,7 +33,7 @@ std::string listening_port(const std::string& err) {
 }
 
 // A connected loopback socket, or -1.
-int connect_to(const std::string& port) {
+int connect_to_port(const std::string& port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   sockaddr_in a{};
@@ -51,7 +51,7 @@ int connect_to(const std::string& port) {
 // came back until the server closed it, or what came within `limit`.
 std::string http_exchange(const std::string& port, const std::string& request,
                           std::chrono::milliseconds limit = 10s) {
-  const int fd = connect_to(port);
+  const int fd = connect_to_port(port);
   if (fd < 0) return "(no connection)";
   (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::string answer;
@@ -313,7 +313,7 @@ TEST(Serve, IdleConnectionsPastTheDescriptorLimitLeaveApiReachable) {
   EXPECT_NE(server.err().find("at most 188 connections"), std::string::npos) << server.err();
   std::vector<int> idle;
   for (int i = 0; i < 300; ++i) {
-    const int fd = connect_to(port);
+    const int fd = connect_to_port(port);
     if (fd >= 0) idle.push_back(fd);
   }
   EXPECT_EQ(idle.size(), 300u);

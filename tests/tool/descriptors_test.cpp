@@ -58,14 +58,14 @@ class descriptor_squeeze {
   std::vector<int> filler_;
 };
 
-launch_spec shell(const std::string& script) {
+launch_spec sh_script(const std::string& script) {
   launch_spec spec;
   spec.argv = {"sh", "-c", script};
   spec.environment = current_environment();
   return spec;
 }
 
-attempt_result run(const launch_spec& spec, std::optional<backoff::duration> timeout = {}) {
+attempt_result run_briefly(const launch_spec& spec, std::optional<backoff::duration> timeout = {}) {
   attempt_limits limits;
   if (timeout) limits.kill_at = steady_now() + *timeout;
   limits.grace = 200ms;
@@ -73,7 +73,7 @@ attempt_result run(const launch_spec& spec, std::optional<backoff::duration> tim
   return run_attempt(spec, limits, scope);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
+double seconds_from(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -109,7 +109,7 @@ TEST(DescriptorShortage, NothingRunningToWaitForIsAClearErrorAndStartsNothing) {
   {
     const descriptor_squeeze squeeze(0);
     try {
-      run(shell("touch '" + marker.string() + "'"));
+      run_briefly(sh_script("touch '" + marker.string() + "'"));
     } catch (const std::runtime_error& e) {
       message = e.what();
     }
@@ -125,19 +125,19 @@ TEST(DescriptorShortage, NothingRunningToWaitForIsAClearErrorAndStartsNothing) {
 TEST(DescriptorShortage, AChildWithoutAPidfdIsWatchedNotKilled) {
   const descriptor_squeeze squeeze(1);
   const auto start = std::chrono::steady_clock::now();
-  const attempt_result r = run(shell("sleep 0.2; exit 3"));
+  const attempt_result r = run_briefly(sh_script("sleep 0.2; exit 3"));
   EXPECT_EQ(r.ended, attempt_end::exited);
   EXPECT_EQ(r.status, 3);
-  EXPECT_GE(seconds_since(start), 0.19);
+  EXPECT_GE(seconds_from(start), 0.19);
 }
 
 TEST(DescriptorShortage, AChildWithoutAPidfdIsStillStoppedAtItsTimeout) {
   const descriptor_squeeze squeeze(1);
   const auto start = std::chrono::steady_clock::now();
-  const attempt_result r = run(shell("sleep 30"), 300ms);
+  const attempt_result r = run_briefly(sh_script("sleep 30"), 300ms);
   EXPECT_EQ(r.ended, attempt_end::timed_out);
   EXPECT_EQ(r.status, status_timed_out);
-  EXPECT_LT(seconds_since(start), 10.0);
+  EXPECT_LT(seconds_from(start), 10.0);
 }
 
 // Two descriptors left: one attempt runs; a second cannot get its eventfd and waits for the first
@@ -147,17 +147,18 @@ TEST(DescriptorShortage, AnAttemptWaitsForAnotherToEndAndThenRuns) {
   const fs::path started = s / "started";
   const descriptor_squeeze squeeze(2);
   attempt_result first;
-  std::thread other(
-      [&] { first = run(shell("touch '" + started.string() + "'; sleep 0.4; exit 5")); });
+  std::thread other([&] {
+    first = run_briefly(sh_script("touch '" + started.string() + "'; sleep 0.4; exit 5"));
+  });
   for (int i = 0; i < 1000 && !fs::exists(started); ++i) std::this_thread::sleep_for(5ms);
   const auto start = std::chrono::steady_clock::now();
   attempt_result second;
   try {
-    second = run(shell("exit 7"));
+    second = run_briefly(sh_script("exit 7"));
   } catch (const std::exception& e) {
     ADD_FAILURE() << e.what();
   }
-  const double waited = seconds_since(start);
+  const double waited = seconds_from(start);
   other.join();
   EXPECT_EQ(first.status, 5);
   EXPECT_EQ(second.status, 7);
