@@ -404,7 +404,7 @@ TEST(Serve, AnEmptyOrUnreadableTokenFileIsOneLineWithStatus2) {
 
 // Under `ulimit -n 32`, most of 60 clients cannot open a socket: EMFILE was counted as the
 // server's errors. Now they are local errors, said once.
-TEST(Load, RunningOutOfDescriptorsIsALocalErrorNotTheServers) {
+TEST(LoadExhausted, RunningOutOfDescriptorsIsALocalErrorNotTheServers) {
   served server({"--base-delay", "5ms", "-q"});
   shell_probe load("ulimit -n 32 && exec " + backoff_path() + " load --url " + server.url() +
                    " --clients 60 --lambda 20ms --duration 1s --report-every 500ms");

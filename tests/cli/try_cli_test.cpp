@@ -1578,7 +1578,7 @@ TEST(ForallDescriptors, AFailureUnderALowDescriptorLimitStopsTheOthersQuickly) {
 // At a limit that leaves the tool its own descriptors but none for a command, with nothing else
 // running to free one: one line that says so, status 125, and the command never starts (before:
 // it was started, then killed when its pidfd could not be had).
-TEST(ForallDescriptors, NoDescriptorLeftForACommandIsOneLineAnd125AndStartsNothing) {
+TEST(ForallDescriptorsExhausted, NoDescriptorLeftForACommandIsOneLineAnd125AndStartsNothing) {
   bool seen = false;
   for (rlim_t limit = 4; limit <= 32 && !seen; ++limit) {
     const try_scratch s;

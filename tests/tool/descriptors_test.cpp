@@ -102,7 +102,7 @@ TEST(DescriptorBudget, EachAttemptNeedsItsPidfdAndEventfdAndItsSpools) {
 
 // Before: the child was started, then killed when pidfd_open failed, and the error was
 // "pidfd_open: Too many open files". Now nothing starts, and the message says why.
-TEST(DescriptorShortage, NothingRunningToWaitForIsAClearErrorAndStartsNothing) {
+TEST(DescriptorShortageExhausted, NothingRunningToWaitForIsAClearErrorAndStartsNothing) {
   const backoff::test::test_scratch s("descriptors");
   const fs::path marker = s / "ran";
   std::string message;
@@ -122,7 +122,7 @@ TEST(DescriptorShortage, NothingRunningToWaitForIsAClearErrorAndStartsNothing) {
 
 // One descriptor left: the eventfd takes it, the pidfd cannot be had. Before: the child was
 // killed. Now it is watched by polling and its status is its own.
-TEST(DescriptorShortage, AChildWithoutAPidfdIsWatchedNotKilled) {
+TEST(DescriptorShortageExhausted, AChildWithoutAPidfdIsWatchedNotKilled) {
   const descriptor_squeeze squeeze(1);
   const auto start = std::chrono::steady_clock::now();
   const attempt_result r = run_briefly(sh_script("sleep 0.2; exit 3"));
@@ -131,7 +131,7 @@ TEST(DescriptorShortage, AChildWithoutAPidfdIsWatchedNotKilled) {
   EXPECT_GE(seconds_from(start), 0.19);
 }
 
-TEST(DescriptorShortage, AChildWithoutAPidfdIsStillStoppedAtItsTimeout) {
+TEST(DescriptorShortageExhausted, AChildWithoutAPidfdIsStillStoppedAtItsTimeout) {
   const descriptor_squeeze squeeze(1);
   const auto start = std::chrono::steady_clock::now();
   const attempt_result r = run_briefly(sh_script("sleep 30"), 300ms);
@@ -142,7 +142,7 @@ TEST(DescriptorShortage, AChildWithoutAPidfdIsStillStoppedAtItsTimeout) {
 
 // Two descriptors left: one attempt runs; a second cannot get its eventfd and waits for the first
 // to end, then runs. Before: the second attempt failed.
-TEST(DescriptorShortage, AnAttemptWaitsForAnotherToEndAndThenRuns) {
+TEST(DescriptorShortageExhausted, AnAttemptWaitsForAnotherToEndAndThenRuns) {
   const backoff::test::test_scratch s("descriptors");
   const fs::path started = s / "started";
   const descriptor_squeeze squeeze(2);
