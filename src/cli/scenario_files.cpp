@@ -19,9 +19,10 @@
 namespace backoff::cli {
 namespace {
 
-// Async-signal-safe only. During a run the first signal is a request the run polls (its partial
-// outputs are written); a second one means the user will not wait for them. Outside a run
-// (parsing, checking, merging, drawing) nothing is half done: exit at once.
+// Async-signal-safe only; installed only while the runs' deferral lives (stop_signals). The first
+// signal is a request the run polls (its partial outputs are written); a second one means the
+// user will not wait for them. A signal in the instant after the last deferral ended, before the
+// default action is back, exits as that action would.
 extern "C" void on_stop_signal(int signo) {
   if (sim::interrupt_signal() != 0 || !sim::interrupts_deferred()) {
     static constexpr char line[] = "backoff: interrupted\n";
@@ -47,18 +48,34 @@ int interrupted_after_writing(int signo) {
   return 128 + signo;
 }
 
-stop_signals::stop_signals() {
+namespace {
+
+// The dispositions before the runs, put back after them.
+struct sigaction before_int {};
+struct sigaction before_term {};
+
+void install_stop_handler() {
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &action, &old_int_);
-  ::sigaction(SIGTERM, &action, &old_term_);
+  ::sigaction(SIGINT, &action, &before_int);
+  ::sigaction(SIGTERM, &action, &before_term);
+}
+
+void restore_dispositions() {
+  ::sigaction(SIGINT, &before_int, nullptr);
+  ::sigaction(SIGTERM, &before_term, nullptr);
+}
+
+}  // namespace
+
+stop_signals::stop_signals() {
+  sim::on_deferral(install_stop_handler, restore_dispositions);
 }
 
 stop_signals::~stop_signals() {
-  ::sigaction(SIGINT, &old_int_, nullptr);
-  ::sigaction(SIGTERM, &old_term_, nullptr);
+  sim::on_deferral(nullptr, nullptr);
 }
 
 namespace {

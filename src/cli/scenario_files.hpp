@@ -35,19 +35,18 @@ int simulation_status(const char* who, const std::function<int()>& body);
 // stderr and gives the status, 128 + signo.
 int interrupted_after_writing(int signo);
 
-// Installs the SIGINT and SIGTERM handlers for its lifetime and puts the previous ones back.
-// While the runner defers interrupts (sim::interrupt_deferral: from the first run to the last
-// output written) a signal stops the run; at any other time it ends the process at once.
+// While it lives, the runner's interrupt deferral (sim::interrupt_deferral: from the first run to
+// the last output written) installs the SIGINT and SIGTERM handler, and puts the previous
+// dispositions back when it ends: a signal then stops the run, its partial outputs written. At
+// any other time (reading, checking, drawing) the default action ends the process at once: no
+// handler of ours runs, so none can be held up (a handler cannot run while a sanitizer defers it
+// inside a blocking call, e.g. open() of a FIFO nobody writes).
 class stop_signals {
  public:
   stop_signals();
   ~stop_signals();
   stop_signals(const stop_signals&) = delete;
   stop_signals& operator=(const stop_signals&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
 };
 
 }  // namespace backoff::cli

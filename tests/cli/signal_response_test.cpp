@@ -62,8 +62,9 @@ TEST(SignalResponse, SimReadingAScenario) {
   const fs::path fifo = scratch / "scenario.fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   process_probe p({"sim", fifo.string()});
-  ASSERT_TRUE(wait_until(p, true, [] { return true; }));
-  std::this_thread::sleep_for(100ms);  // in open(): no writer
+  // Before the runs there is no handler: whenever it lands, the signal's default action ends
+  // the process (before, the handler held it: sim hung in open(), which has no writer).
+  std::this_thread::sleep_for(300ms);
   const auto [r, s] = signal_and_time(p, SIGTERM, "sim, reading the scenario");
   ASSERT_TRUE(r.finished) << "still running a minute after SIGTERM";
   EXPECT_EQ(r.status, 143) << r.err;
@@ -71,8 +72,8 @@ TEST(SignalResponse, SimReadingAScenario) {
 }
 
 // Before: SIGTERM waited for the check of every point, then stopped the first runs and wrote
-// their partial outputs. The handler is installed as the check begins, which takes over a second
-// here (138,000 points): the signal lands in it.
+// their partial outputs. Reading and checking 138,004 points takes over a second: after 0.2 s of
+// CPU time the signal lands in one or the other.
 TEST(SignalResponse, SweepCheckingALargeGrid) {
   const backoff::test::test_scratch scratch("signals");
   const fs::path out = scratch / "out";
@@ -80,7 +81,8 @@ TEST(SignalResponse, SweepCheckingALargeGrid) {
                    "sweep.workload.rate_per_s={start=1, stop=70, step=0.002}", "--set",
                    "sweep.server.servers=[1, 2, 3, 4]", "--set", "run.duration=1s", "--no-progress",
                    "--out", out.string()});
-  ASSERT_TRUE(wait_until(p, true, [] { return true; }));
+  const long start = cpu_ticks(p.pid());
+  ASSERT_TRUE(wait_until(p, false, [&] { return cpu_ticks(p.pid()) >= start + 20; }));
   const auto [r, s] = signal_and_time(p, SIGTERM, "sweep, checking 138,004 points");
   ASSERT_TRUE(r.finished);
   EXPECT_EQ(r.status, 143) << r.err;

@@ -12,6 +12,8 @@ namespace {
 // Lock-free, so that storing from a signal handler is async-signal-safe.
 std::atomic<int> interrupt_requested{0};
 std::atomic<int> deferrals{0};
+std::atomic<void (*)()> deferral_begins{nullptr};
+std::atomic<void (*)()> deferral_ends{nullptr};
 static_assert(std::atomic<int>::is_always_lock_free);
 
 std::string stop_message(report::stop_reason why, int signo) {
@@ -47,11 +49,20 @@ void clear_interrupt() noexcept {
 }
 
 interrupt_deferral::interrupt_deferral() noexcept {
-  deferrals.fetch_add(1);
+  if (deferrals.fetch_add(1) == 0) {
+    if (void (*begin)() = deferral_begins.load(); begin != nullptr) begin();
+  }
 }
 
 interrupt_deferral::~interrupt_deferral() {
-  deferrals.fetch_sub(1);
+  if (deferrals.fetch_sub(1) == 1) {
+    if (void (*end)() = deferral_ends.load(); end != nullptr) end();
+  }
+}
+
+void on_deferral(void (*begin)(), void (*end)()) noexcept {
+  deferral_begins.store(begin);
+  deferral_ends.store(end);
 }
 
 bool interrupts_deferred() noexcept {

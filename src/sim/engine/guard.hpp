@@ -42,10 +42,12 @@ int interrupt_signal() noexcept;
 // Forgets a request (for tests, and a program that goes on after an interrupted run).
 void clear_interrupt() noexcept;
 
-// While one lives (on any thread), a SIGINT or SIGTERM is a request the run polls, so that the
-// outputs it has are written, marked partial; while none does (parsing, checking, merging,
-// drawing: nothing to save), the CLI's handler exits at once. The runner holds one from the
-// first run to the last output written.
+// While one lives, a SIGINT or SIGTERM is a request the run polls, so that the outputs it has are
+// written, marked partial; while none does (parsing, checking, merging, drawing: nothing to
+// save), the signal's default action ends the process at once. The runner holds one from the
+// first run to the last output written (on the thread that calls run_scenario). The CLI installs
+// its handler through on_deferral(): `begin` runs as the first deferral starts, `end` as the last
+// one ends.
 class interrupt_deferral {
  public:
   interrupt_deferral() noexcept;
@@ -55,6 +57,8 @@ class interrupt_deferral {
 };
 // Async-signal-safe.
 bool interrupts_deferred() noexcept;
+// Sets the hooks of interrupt_deferral (nullptr: none).
+void on_deferral(void (*begin)(), void (*end)()) noexcept;
 
 // The process's resident set in bytes (/proc/self/statm), 0 where it cannot be read.
 std::uint64_t resident_bytes() noexcept;
