@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Thin wrapper around the CMake presets in CMakePresets.json.
 #   make build               configure (once) and build the default preset -> build/bin/backoff
 #   make test [PRESET=...]   configure, build and run ctest for a preset (default: default)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counts heap allocations made by the benchmark process, so that "zero allocations" is measured
 // rather than claimed: each benchmark reports allocations per iteration as a counter.
 //

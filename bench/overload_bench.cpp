@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Overload control on the hot path (target: at most 10 ns and zero allocations per iteration
 // uncontended), and the same objects shared by two threads (->Threads(2)):
 //   - the AIMD window: try_send + on_success of one request;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Delay computation per jitter kind (target: at most 5 ns and zero allocations per delay), and
 // the retry loop's overhead when the first call succeeds (target: at most 20 ns).
 //   make bench            or   build/bin/backoff_bench --benchmark_filter=NextDelay

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Who saturates first, `backoff serve` or wrk? Server pinned to core 0 (one thread), wrk to core 1,
 # 64 keep-alive connections on loopback, `--base-delay 0`. For each run prints the rate and each
 # side's CPU: per request (task-clock / requests) and in cores (task-clock / run time). The side

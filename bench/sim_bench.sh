@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Simulator throughput and memory (docs/PERFORMANCE.md): events per second from summary.json's
 # run.events_per_s, peak memory from /usr/bin/time. Usage: bench/sim_bench.sh [path/to/backoff]
 set -euo pipefail

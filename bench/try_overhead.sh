@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What `backoff try` costs around a command that succeeds at once: `backoff try -- true` against
 # plain `true` and Debian's `retry -t 1 true` (package `retry`, installed if missing and allowed),
 # each run RUNS times (default 1000) from this shell; prints milliseconds per run.

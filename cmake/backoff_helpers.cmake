@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helper functions to declare test and benchmark executables consistently.
 include_guard(GLOBAL)
 

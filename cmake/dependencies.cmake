@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Every find_package() of the project lives here. Nothing is downloaded: all dependencies come from
 # the system (scripts/install-deps.sh installs them on Debian 12). CONFIG mode is used wherever the
 # package ships a CMake config file; Threads has none and uses CMake's FindThreads module.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes duration text: parse_duration and format_duration (src/core/duration.cpp), and the
 // Retry-After reader parse_retry_after / parse_http_date (src/core/http.cpp).
 // Asserts: parse_duration returns a duration >= 0 or throws parse_error (nothing else) with one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every fuzzer asserts about errors, and how it fails: a property that does not hold prints
 // what it expected and the input's text, then aborts, which libFuzzer reports as a crash and
 // saves the input (scripts/fuzz.sh moves it to fuzz/regressions/<target>/ for review).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the request side of `backoff serve` without sockets: the bytes a client sends on one
 // connection go through the server's own read step (src/net/server/handler.cpp: a flat_buffer of
 // request_header_limit bytes, a Beast request_parser set up by limit_request_parser, then

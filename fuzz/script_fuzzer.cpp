@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the Fault Tolerant Shell parser, backoff::tool::script::parse
 // (src/tool/script/parser.cpp), with the input as a script's text.
 // Asserts: parse returns or throws backoff::parse_error (nothing else) whose message is one line

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fuzzes the spec parsers: parse_policy, parse_window, parse_budget and parse_throttle
 // (src/core/spec.cpp, aimd_window.cpp, retry_budget.cpp, throttle.cpp), each fed the whole input.
 // Asserts, for each: it returns or throws backoff::parse_error and nothing else; the error is one

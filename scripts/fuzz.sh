@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer fuzzers (the `fuzz` CMake preset: clang, ASan + UBSan) and runs each:
 # first every input in fuzz/regressions/<target>/ (all must pass), then fuzzing for
 # SECONDS_PER_TARGET seconds from a scratch copy of fuzz/corpus/<target>/ (the committed corpus

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs, with apt, the Debian 12 packages that backoff needs to build, test and plot.
 # Idempotent: asks apt only for what is missing, so a second run does nothing and needs no network.
 # Usage: scripts/install-deps.sh [extra-package ...]   (run as root, or with sudo available)

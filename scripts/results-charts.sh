@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the charts that docs/RESULTS.md shows, from the built-in scenarios at full scale:
 #   scripts/results-charts.sh [build/bin/backoff]
 # Runs each scenario with --plot into a temporary folder and copies the chosen charts (PNG) to

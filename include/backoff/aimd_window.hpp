@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AIMD window: how many requests a client keeps outstanding at once, grown on successes and
 // cut on errors like TCP's congestion window, so that one client with many requests finds and
 // stays just below the rate a server sustains (seed 003, "Improve on exponential backoff").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry loop for Boost.Asio C++20 coroutines: the same decisions as backoff::retry (both are
 // driven by retry_controller), but the wait is an Asio timer, so a thread serves thousands of
 // retrying operations at once.

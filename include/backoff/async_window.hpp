@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AIMD window (aimd_window.hpp, seed 003) for Asio coroutines: many concurrent operations of
 // one client take turns through one window, so that together they find and stay just below the
 // rate a server sustains, where per-operation exponential backoff would let them swamp it. Each

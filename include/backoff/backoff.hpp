@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The whole public library in one include. Start with policy.hpp (delays), retry.hpp (the loop)
 // and spec.hpp (policies as text); presets.hpp lists the named policies.
 #pragma once

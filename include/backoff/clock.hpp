@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Clocks for the code that waits. Policies never read a clock; the loops that drive them do, and
 // take the clock as an injection point so that tests and the simulator control time.
 //

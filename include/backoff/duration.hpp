@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Durations as the library, the CLI and scenario files write them: "250ms", "1h30m", "1.5s".
 // All time in backoff is std::chrono::nanoseconds; these functions convert to and from text.
 //

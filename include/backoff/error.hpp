@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one exception type of the library: bad text (a duration, a policy spec, a Retry-After
 // header) or a policy whose parameters contradict each other. Its message is one line that names
 // the bad part, ready to print as is:

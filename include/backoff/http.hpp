@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP conventions for retries: which statuses to retry, and the Retry-After header.
 //
 //   auto after = backoff::parse_retry_after(response["Retry-After"],

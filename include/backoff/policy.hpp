@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Backoff policies: how long to wait before each retry. A policy is an immutable value (the
 // configuration); start() gives the small per-operation state that draws the delays. One policy
 // can serve any number of operations, threads or simulated clients at once.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Named policies, each exactly as its source defines it (SPEC 1.3). A preset is an ordinary
 // backoff_policy; parse_policy("gcp-iot(max=32s)") starts from the preset and overrides keys.
 //

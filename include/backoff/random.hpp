@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Randomness with a specified output. The generator is xoshiro256** (Blackman & Vigna 2018), whose
 // output is defined bit for bit, like std::mt19937_64's, but which draws in about 1 ns from 32
 // bytes of state (mt19937_64: about 5 ns here, from 2.5 KB), so a simulation can give each of a

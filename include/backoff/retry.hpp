@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry loop: call an operation until it succeeds, fails permanently, runs out of attempts or
 // time, or is cancelled; wait between attempts as a backoff policy says.
 //

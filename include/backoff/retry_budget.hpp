@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Retry budgets: a cap on retries shared by every operation of a client, so that when a server
 // fails, the clients' retries do not multiply its load. A backoff policy spaces the retries of
 // one operation; a budget decides whether the client, as a whole, may retry at all.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Policies written as text, for the command line and scenario files:
 //
 //   auto p = backoff::parse_policy("exponential(initial=50ms, factor=2, max=30s, jitter=full)");

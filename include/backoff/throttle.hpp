@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client-side throttles: a client that sees its server overloaded sends less, before the server
 // has to refuse. Two kinds, as their sources define them:
 //

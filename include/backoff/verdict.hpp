@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The classification of one attempt: did it succeed, may it be retried, or is it permanent? A
 // retryable verdict may carry the server's Retry-After, which raises the next delay to at least
 // that value. Classifiers turn a call's result into a verdict; http.hpp has the HTTP one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one Asio wait of the async retry loop, compiled once here rather than in every caller.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The async window's bookkeeping: which lane each turn of the aimd_window goes to.
 //
 // The window's queue is a stack of failed requests (its top is the front) and the never-sent

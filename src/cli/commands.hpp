@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommands of the `backoff` executable. Each lives in its own file with an options
 // struct, a setup function that declares its flags on a CLI11 app, and a run function that does
 // the work and returns the exit status; main.cpp only wires them together.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff delays`: prints the delay before each retry for a policy (SPEC 6.1), so a schedule can
 // be seen, compared and plotted before it is used. --plot PREFIX also draws it with gnuplot
 // (PREFIX.png/.svg and PREFIX-log.png/.svg), after printing as usual.

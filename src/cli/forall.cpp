@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff forall [-j N] [OPTIONS] ITEM... -- COMMAND ... {} ...`: the Fault Tolerant Shell's
 // forall as a command. Runs the command for every item in parallel (at most N at once, each under
 // the try options; never more than the descriptor limit, `ulimit -n`, allows: the rest wait their

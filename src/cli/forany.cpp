@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff forany [--shuffle] [OPTIONS] ITEM... -- COMMAND ... {} ...`: the Fault Tolerant Shell's
 // forany as a command. Tries the items one after another (each under the try options) and stops at
 // the first that succeeds; `{}` in the command and BACKOFF_ITEM carry the item.

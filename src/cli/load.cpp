@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff load`: seed 004's client as a load generator. N virtual clients (closed loop: think
 // Exp(--lambda), one request in flight each) or Poisson arrivals (--rate), a per-request timeout,
 // and retries with any library strategy (--policy, -exponential-backoff, --aimd, --budget). Prints

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `backoff` command: wires the subcommands (one file each) into one CLI11 app, and turns
 // command-line mistakes into one line on stderr and exit status 2.
 #include <CLI/CLI.hpp>

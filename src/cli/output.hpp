@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small text helpers shared by the subcommands: human-readable output, and reading a file of
 // bounded size.
 #pragma once

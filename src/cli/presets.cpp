@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff presets`: every named policy side by side, one column per preset, one row per retry,
 // followed by each preset's formula, source and canonical spec.
 #include "backoff/presets.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The options `backoff try`, `forany` and `forall` share (the try options, applied per item for
 // the fan-out forms), declared once on each subcommand and turned into tool::command_options, and
 // the run that the three subcommands have in common: watch signals, run, report, exit status.

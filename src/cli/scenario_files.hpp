@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `backoff sim` and `backoff sweep` share: where they find a scenario (a TOML file, or the
 // name of a built-in one, scenarios/*.toml compiled in), their --memory-limit, and how Ctrl-C
 // stops them (the first SIGINT/SIGTERM stops the run at its next poll, which writes partial

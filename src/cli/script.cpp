@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff script FILE`: runs a Fault Tolerant Shell script (docs/SCRIPTS.md): simple commands,
 // `try [for] N times | for DURATION [or ...] [every DURATION] ... [catch ...] end`, forany, forall,
 // for, success and failure, every command in its own process group under the tool's deadlines.

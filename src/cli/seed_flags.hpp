@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 004's Go programs take flags with one dash and camelCase (`./server -baseDelay 100ms`,
 // `./client -exponential-backoff -clients 1000`). For `backoff serve` and `backoff load` these are
 // rewritten to our spelling (`--base-delay`, `--exponential-backoff`) before CLI11 parses them, so

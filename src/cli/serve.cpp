@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff serve`: seed 004's server (GET /api answers 200 "OK" after a delay that grows with the
 // number of requests in service), with keep-alive and several threads, GET /metrics, a pause
 // (POST /admin/pause?for=10s, POST /admin/resume, or SIGSTOP/SIGCONT), 503/429 with Retry-After

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff sim`: runs scenarios (files, built-in names, or the whole built-in suite) and prints
 // the strategies side by side; with --out, writes summary.json, timeseries.csv and clients.csv
 // (SPEC 6.2), or for a sweep summary.json and sweep.csv; with --plot, charts and report.html.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff sweep`: runs a sweep scenario's grid (every point x strategy x replication) on all
 // cores and writes summary.json and sweep.csv (SPEC 2.4); `--shard I/N` runs one slice of it and
 // writes shard-I-of-N.json, and `--merge DIR...` joins the slices into the outputs the whole

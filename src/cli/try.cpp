@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff try [OPTIONS] -- COMMAND [ARGS...]`: runs COMMAND until it succeeds, with the library's
 // backoff between attempts, a deadline that is kept (no attempt starts after it, no wait runs into
 // it, the running attempt is stopped at it), per-attempt timeouts that stop the whole process

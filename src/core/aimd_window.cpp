@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AIMD window's cut, its configuration and its spec reader.
 #include "backoff/aimd_window.hpp"
 

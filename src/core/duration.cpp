@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Duration text: parsing with exact integer arithmetic (no floating point), so "1.1s" is
 // exactly 1'100'000'000 ns, and formatting that never loses a nanosecond.
 #include "backoff/duration.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP status classification and Retry-After / HTTP-date parsing (RFC 9110). Hand-written: none
 // of our dependencies parses HTTP dates (std::get_time depends on the locale).
 #include "backoff/http.hpp"

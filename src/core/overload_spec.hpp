@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal helpers shared by the window, budget and throttle spec readers (aimd_window.cpp,
 // retry_budget.cpp, throttle.cpp): the one-line error format of spec.cpp, number formatting for
 // canonical text, and a check that runs a config's validate() under the spec's name.

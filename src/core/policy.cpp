@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backoff_policy's named constructors and its validation.
 #include "backoff/policy.hpp"
 

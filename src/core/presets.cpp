@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The presets of SPEC 1.3. Each entry cites its source; where the source left a choice open, the
 // comment says how we read it (docs/POLICIES.md has the full discussion).
 #include "backoff/presets.hpp"

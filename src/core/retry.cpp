@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The real-world side of the retry loop: the steady clock, an interruptible sleep, a per-thread
 // generator, and outcome names.
 #include "backoff/retry.hpp"

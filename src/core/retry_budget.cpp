@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Retry budgets: configuration checks, canonical text and the spec reader.
 #include "backoff/retry_budget.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Policy specs: the call tokenizer shared by every spec kind, and the policy reader/writer.
 #include "backoff/spec.hpp"
 

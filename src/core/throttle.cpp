@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUBIC send-rate limiter (after aws-sdk-cpp's RetryTokenBucket), the throttle
 // configurations and the spec reader.
 #include "backoff/throttle.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 004's experiment for real, end to end (`backoff load --experiment outage`): a server on a
 // free loopback port in this process, the clients run once with fixed retries and once with
 // exponential backoff, the server paused for a while in each run and then resumed. The result has

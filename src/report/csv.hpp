@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one CSV writer (and its reader) of backoff (clients.csv, timeseries.csv, sweep.csv, `backoff
 // delays
 // --format csv`): RFC 4180 quoting, so a name holding a comma, a quote or a line break stays one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one place backoff starts gnuplot. Charts are drawn in a scratch folder inside the output
 // folder: the script names only files relative to it (chart-N.dat, chart-N.png), so no path or
 // name of the user's is ever part of gnuplot code, and finished files are renamed into place on

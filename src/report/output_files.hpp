@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How every output file of backoff reaches the disk: written to a temporary file in its folder
 // and renamed into place, so a reader (or a run killed half-way) never sees a half-written file;
 // never through a symbolic link; any failure one line naming the file and the reason.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Charts and the HTML report of a finished run (SPEC 2.3, issue 6): gnuplot draws every chart
 // that the run's data supports as PNG and SVG into the output folder, and report.html shows them
 // with the comparison table, the scenario's facts and its source, as one self-contained file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one simulated run of one strategy measured. Models report events as they happen
 // (operation started, attempt sent, success, error, timeout, server load, client window); the
 // recorder keeps per-bucket time series, a latency histogram and running totals, and streams one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The result of a run, as every output shows it: one strategy's totals, latency percentiles and
 // time series (strategy_summary), and a whole run of a scenario (scenario_result: plain, a sweep,
 // or a shard of a sweep, possibly stopped early). The simulator and the network harness both

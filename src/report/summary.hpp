@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The files and the table of a run (SPEC 2.3, 2.4, 6.2): summary.json, timeseries.csv,
 // clients.csv rows, sweep.csv, and the comparison table printed on stdout. The simulator
 // (`sim`, `sweep`) and the network harness (`load`) both write through here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one text-table printer (the comparison table of `sim`, `sweep` and `load`, `backoff delays`,
 // `backoff presets`): columns padded to their widest cell, two spaces apart, no trailing spaces.
 // Cells go through escape_controls, so a name with an escape sequence or a line break cannot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 004's service time (smira/exponential-backoff, server.go), the one formula that both the
 // simulator's concurrency_server and `backoff serve` use, so that a real run and a simulated one
 // can be compared (the outage experiment does):

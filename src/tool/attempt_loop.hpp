@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry loop of the retry tool: the library's retry_controller decides (attempts, backoff,
 // deadline), this loop carries the decisions out with real processes and real sleeps. `backoff
 // try` runs a command per attempt; a script's `try` block runs a whole group per attempt.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Who asks a running attempt to stop, and with which signal. The retry tool nests scopes: the whole
 // run (stopped by SIGINT/SIGTERM sent to `backoff`), a forall (stopped when a sibling fails), an
 // item inside it. Cancelling a scope cancels every scope below it; the signal travels down, so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The deadline a retry run hands the commands it starts, and what a nested run makes of it.
 //
 // The contract: a command gets BACKOFF_DEADLINE (Unix seconds, whole, rounded down) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry tool's share of the process's descriptors (RLIMIT_NOFILE) and processes: how many
 // commands may run at once, and what an attempt does when it still cannot get what it needs.
 //

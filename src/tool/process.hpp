@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One attempt of a command: run it in its own process group, wait for it, and stop it when its
 // time is up or its scope is cancelled (TERM to the whole group, a grace period, then KILL, until
 // no process of the group is left). This is where `backoff try` keeps its promise that no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff try`, `forany` and `forall` without the command line: run a command (once per item, for
 // the fan-out forms) under the retry loop, with the tool's I/O modes, logging and report.
 //

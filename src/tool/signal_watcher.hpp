@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ctrl-C and kill for the retry tool: while a watcher lives, SIGINT, SIGTERM, SIGHUP and SIGQUIT
 // sent to `backoff` cancel a scope (with that signal) instead of killing the tool, so it can stop
 // retrying, pass the signal on to the running attempt's process group and clean it up first (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Disk-backed buffers for the retry tool's I/O modes, so that neither replaying stdin nor holding
 // back an attempt's stdout is bounded by memory (minfrin/retry#29: a dump OOM-killed under
 // `retry`). A spool is an unlinked file in $TMPDIR (or /tmp): nothing is left behind, even after a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which exit statuses end the retrying: `--until success,75,100-110` or `--while 1-3`. Every item
 // of the list counts (Debian's `retry` 1.0.5 looks only at the first: `-u 3,4` retries on 4).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // async_retry on an io_context: the same decisions as the sync loop, real (short) timers,
 // cancellation by stop token and by cancellation slot, deadlines on a manual clock.
 #include "backoff/async_retry.hpp"

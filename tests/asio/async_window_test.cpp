@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // async_window on an io_context: turns handed out in the window's queue order and kept for lanes
 // that are not yet waiting, cancellation of a waiting acquire, lanes that leave in every state,
 // a randomized run checked against the window after every step, and many operations against a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The browser test of issue 6: opens report.html files in headless Chromium (Debian's `chromium`,
 # installed here only when missing, so only runs of this test pay for it), takes a screenshot of
 # each, and fails unless every chart image decoded. report.html marks the result on <body>:

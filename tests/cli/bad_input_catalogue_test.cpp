@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bad-input catalogue (issue 9): the one place that lists what `backoff` does with bad input,
 // one named case per input. Every CLI case runs the built tool as a user would and asserts
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every number the built-in suite prints with seed 1 stays what it was when the outputs moved
 // into the report layer (issue 17): the comparison tables byte for byte, and summary.json
 // (`--format json`) value for value, leaving out the two fields that measure this machine

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the built `backoff` executable as a user would and captures what it prints, so that CLI
 // tests assert on exit statuses, stdout and stderr. The path comes from the build
 // (BACKOFF_CLI_PATH).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff delays` and `backoff presets` as scripts use them: formats, determinism, exit statuses
 // and one-line errors (SPEC 6.1).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff delays --plot PREFIX` (issue 6, seed 004's two figures): the usual output, plus delay
 // vs retry number drawn linear and log as PNG and SVG; a bad prefix or a plot too large to draw
 // fails with one line.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names an attacker controls (a scenario's or a strategy's name in a scenario file, a shard file
 // handed to `sweep --merge`, the prefix of `delays --plot`) never become gnuplot code: each case
 // carries a payload that would create a marker file if gnuplot ran it, and the marker must not

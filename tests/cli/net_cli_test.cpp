@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff serve` and `backoff load` as users run them: the seed's walkthrough (its single-dash
 // flags included), the listening and report lines, graceful shutdown on SIGTERM, the output files,
 // and one clear line with exit 2 for bad flags.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 17's outputs as a user (or an attacker) meets them: every write error, stdout included,
 // is status 1 with one line naming the file and the reason; a full disk leaves no summary.json
 // vouching for half-written files; a symlink in --out is refused; files of an earlier run go;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process hygiene (issue 9): runs of the retry tool that time out, are signalled, or lose a
 // forall sibling leave no process behind. Every command under test starts a "family": a shell
 // with grandchildren (a plain background sleep, one that ignores SIGTERM, and a nested shell with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the built `backoff` as a background process that a test can talk to while it runs: give
 // it a standard input, send it a signal once its command has started, then wait for it with a
 // generous limit (a hung tool is killed, with everything it started, rather than hanging the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff script`: the Fault Tolerant Shell's language run for real, one script per case: the
 // statuses scripts end with, what ran and what did not (stdout), and parse errors that stop a
 // script before anything runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every long phase of the tool answers SIGTERM (and SIGINT) promptly: reading a scenario, checking
 // a large sweep, running it, printing delays, a script between attempts, forall with many items.
 // Each case puts the tool in its phase, signals it, and asserts that it is gone within a generous

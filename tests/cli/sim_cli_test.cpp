@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff sim` as scripts use it (SPEC 6.2): outputs, determinism, and one-line errors.
 #include <fcntl.h>
 #include <gtest/gtest.h>

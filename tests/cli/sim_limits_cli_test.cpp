@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff sim` and `backoff sweep` at their limits, as users meet them: a scenario too big for
 // --memory-limit is refused in one line before it runs; Ctrl-C (SIGINT) or SIGTERM stops a long
 // run, which writes its outputs marked partial and exits 130 or 143; whole runs are unchanged.

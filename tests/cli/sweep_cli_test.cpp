@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff sweep` as a cluster user runs it: shards on separate machines, merged into exactly the
 // outputs of one unsharded run; and every misuse is one line with exit status 2.
 #include <gtest/gtest.h>

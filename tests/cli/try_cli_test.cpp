@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff try`, `forany` and `forall` as a user runs them: real processes through `sh -c`, their
 // statuses passed through, attempts stopped with their whole process group, deadlines kept,
 // signals to the tool forwarded, and every misuse one line with exit status 125.

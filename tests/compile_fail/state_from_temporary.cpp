@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Must not compile (CTest compile_fail_*): a state or a controller made from a temporary policy
 // would refer to it after it is gone. BACKOFF_CASE picks the line; case 0 is the control that
 // compiles, so a failure here is the deleted overload and not a broken setup.

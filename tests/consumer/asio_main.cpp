@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program outside the backoff tree that retries in an Asio coroutine through backoff::asio.
 #include <backoff/async_retry.hpp>
 #include <backoff/spec.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program outside the backoff tree that uses the installed package, as a user would.
 #include <backoff/backoff.hpp>
 #include <chrono>

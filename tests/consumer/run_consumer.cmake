@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # cmake -P script run by the CTest test consumer_builds_against_installed_package.
 #
 # 1. installs the backoff build tree into <build>/consumer-prefix,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AIMD window (aimd_window.hpp): scripted sends, successes and errors with cwnd and ssthresh
 // asserted after each step (slow start, congestion avoidance, Tahoe and Reno cuts, a burst of
 // errors counted once, the floor at 1), the queue order (failed requests back at the front),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // parse_duration / format_duration (duration.hpp): the accepted forms, exactness, round trips,
 // and one clear error per kind of bad input.
 #include "backoff/duration.hpp"

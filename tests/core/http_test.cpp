@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP conventions (http.hpp): status classification and Retry-After, in its delay-seconds form
 // and the three HTTP-date forms of RFC 9110, all relative to a fixed time, `fixed_now`.
 #include "backoff/http.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The overload-control objects shared by threads (aimd_window, token_bucket_budget, ratio_budget,
 // adaptive_throttle, cubic_rate_limiter): several threads hammer one object while the test
 // checks what must hold whatever the interleaving: every request completes exactly once and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // backoff_policy / backoff_state (policy.hpp) and the random transforms (random.hpp): exact base
 // sequences, the cap, saturation, growth from the previous delay, each jitter's bounds and
 // distribution (fixed seeds, so every run draws the same numbers), and determinism.

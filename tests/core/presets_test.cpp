@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The presets of SPEC 1.3 (presets.hpp), each checked against the formula its source gives (as
 // cited in src/core/presets.cpp): exact values where the formula is deterministic, bounds per
 // retry over many runs where it is random, and means where the bounds alone would not tell two

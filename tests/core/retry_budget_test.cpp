@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Retry budgets (retry_budget.hpp): the gRPC token bucket's milli-token arithmetic step by step
 // (floor, ceiling, the strict "> max/2" threshold), the ratio budget's percentage, floor and
 // sliding window on a manual time line, the common retry_budget interface, and the spec reader.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry loop with the overload controls as gates (retry_gates): a budget that refuses a
 // retry, a throttle that refuses or paces an attempt. The same controller decides in the sync
 // loop here and in the async loop (tests/asio).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sync retry loop and its decision helper (retry.hpp), driven by recording_env: a manual
 // clock, sleeps that are recorded instead of waited, and a fixed seed. Nothing here sleeps.
 #include "backoff/retry.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Policies as text (spec.hpp): the SPEC examples, every preset name, canonical to_string()
 // round trips, the shared call tokenizer, and a table of bad specs, each of which must fail with
 // one line that names the bad part.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Client-side throttles (throttle.hpp): the SRE rejection probability exactly on scripted counts
 // and statistically with a fixed seed, its sliding window; the CUBIC send-rate limiter's
 // arithmetic step by step on a manual time line (measured rate, multiplicative decrease, cubic

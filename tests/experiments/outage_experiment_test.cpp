@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 8's end-to-end check: seed 004's experiment for real on loopback, scaled down to run in
 // well under a minute, shows both outcomes (fixed retries never let the paused server come back;
 // exponential backoff does), and the simulator's outage-recovery at the same parameters has the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The layering rules of STYLE.md and issue 17, checked on the link graph that the configure step
 # wrote (cmake/backoff_helpers.cmake, backoff_write_link_graph): the report layer depends on the
 # library at most; the simulator, the network harness and the retry tool never reach one another;

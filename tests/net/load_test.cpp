@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff load`'s client as a library: which failures are this machine's rather than the
 // server's (out of descriptors, buffers or local ports). The end-to-end case, under a low
 // `ulimit -n`, is in tests/cli/net_cli_test.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff serve`'s three layers: the service-time formula and the pure handler directly, then the
 // whole server in-process on a free loopback port, spoken to over real sockets (keep-alive,
 // malformed requests, --max-busy, pause and resume, --cancel-on-disconnect, shutdown).

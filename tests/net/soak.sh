@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Soak and fault run of `backoff serve` on loopback (issue 9): CLIENTS keep-alive connections from
 # `backoff load`, while a second client sends malformed requests, oversized headers, half requests
 # and requests it abandons at once; the service is paused and resumed in the middle. Passes when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Properties of policies and durations over arbitrary valid inputs (rapidcheck, through its
 // gtest integration): delays are never negative, the cap holds where it is documented to, the
 // jitter-free base never decreases, a seed fixes the sequence, and the text forms round-trip.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one CSV writer (RFC 4180 quoting) and the one text-table printer.
 #include <gtest/gtest.h>
 

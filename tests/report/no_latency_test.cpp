@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A run where no operation completed has no latency: summary.json says null, sweep.csv leaves the
 // fields empty and the comparison table shows `-`, never a 0 that reads as "instant". A mean over
 // replications is over the runs that have a latency, and says how many did (latency_runs).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The report layer's writing rules: files land whole or not at all, never through a symbolic
 // link, a write error names the file and the reason, and the manifest removes exactly what an
 // earlier run wrote and this one did not (nothing else).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AWS blog's "Exponential Backoff And Jitter" experiment (docs/models/aws-occ.md): the
 // orderings the blog reports, at reduced scale (20 replications instead of 100) and fixed seeds.
 // The margins leave room for the sampling error of 20 runs; the model is not tuned to them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seed 004 server: its lazy implementation (a timer for the oldest waiting request only)
 // must finish every request at the instant the plain per-tick rule of server.go does. The
 // reference below wakes every request at every tick and reads N there, exactly as the Go handler

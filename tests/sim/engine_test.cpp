@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine's contract: time order, ties broken by insertion order (across the heap and lanes
 // alike), run_until's bound, and no scheduling into the past.
 #include "sim/engine/engine.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 000's figure (Thain and Livny, HPDC 2003): jobs submitted in 5 minutes vs clients, for a
 // fixed retry, Aloha and Ethernet (docs/models/ethernet-clients.md). The bounds are the issue's
 // shape with wide margins, not the model's own numbers; the model is not tuned to them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's limits: sizes, the up-front memory estimate (which refuses without
 // allocating), the engine's guard (interrupts and the resident-set limit, polled every 2^16
 // events), and partial results that are marked as such. Whole runs are unchanged by all of it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 003's experiment: what exponential backoff and the AIMD window do to one client with 2000
 // operations against a server of 50 slots. The bounds are the seed's published figures with the
 // slack the issue allows; the model is not tuned to them (docs/models/one-client-burst.md).

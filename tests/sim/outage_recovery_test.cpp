@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 004's experiment: 1000 closed-loop clients, a server whose service time grows with its
 // concurrency, and a 10 s pause. Fixed retries keep it down for good; the seed's exponential
 // backoff lets it come back. The bounds are the seed's claims, not tuned figures

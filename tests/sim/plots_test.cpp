@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Charts and report.html (SPEC 2.3, issue 6): the charts the data supports are drawn as real PNG
 // and SVG files, report.html embeds every one of them and needs nothing outside itself, and a
 // missing or failing gnuplot is one clear error line, not a crash.

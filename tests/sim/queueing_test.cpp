@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation models mm1 and mmc (src/sim/models/queueing.{hpp,cpp}): the simulated mean wait in
 // queue must agree with queueing theory (M/M/1: Wq = rho / (mu - lambda); M/M/c: Erlang C)
 // within the run's own 95 % confidence interval (batch means), at several loads, with fixed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario files as users write them: every mistake is one line `file:line:col: message` (or
 // `--set key: message`), found before anything runs.
 #include "sim/scenario/scenario.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strategies are parsed once, when the scenario loads: the runner hands every model the very
 // client_strategy objects scenario::load built (a model that records what it was given shows
 // it), at every point and replication of a sweep, and the typed values are the parsed specs.

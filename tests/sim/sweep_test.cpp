@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweeps (SPEC 2.4, 6.2): [sweep] axes and replications as users write them, the grid they make,
 // outputs that do not depend on the thread count, and confidence intervals that are right.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 001's tick model (scenarios/tick-burst.toml, src/sim/models/tick_burst.cpp): the rules on
 // small cases whose outcome follows from them exactly, then the seed's published conclusions on
 // the built-in scenario with fixed seeds. The model is not tuned to those conclusions; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a built-in scenario (scenarios/*.toml, compiled in) as the simulator tests need it: by
 // name, with --set overrides and a seed, and no output files.
 //

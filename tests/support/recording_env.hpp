@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A retry_env for tests: time is a manual_clock, sleeping only records the delay and moves that
 // clock forward, and randomness comes from a generator with a fixed seed. A retry loop driven by
 // it runs instantly and deterministically, and the test can then assert the exact waits.

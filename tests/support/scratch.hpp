@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scratch files for tests: a folder per test under $TMPDIR that is removed however the test
 // ends (a failed ASSERT included), and small file helpers. Tests leave nothing behind in $TMPDIR;
 // `make test` checks it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Constants of the statistical bounds the jitter tests share.
 //
 //   EXPECT_NEAR(mean, width / 2, 4 * width / backoff::test::sqrt12 / std::sqrt(n));  // 4 SE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The retry tool's loop on a manual clock: attempts "take" the time the test says, sleeps are
 // recorded, so the deadline, `every` and the stopping rules are checked exactly and instantly.
 #include "tool/attempt_loop.hpp"

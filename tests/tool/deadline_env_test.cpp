@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The deadline contract between nested retry runs (tool/deadline_env.hpp): honoured while the run
 // that set it lives, or when set by hand; ignored, with a note, when its owner has ended or the
 // value is not a time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tool under a shortage of descriptors: the budget that caps forall, an attempt that cannot
 // start (it waits for another to end, or says why and starts nothing), a child without a pidfd
 // (watched, not killed), and a process group that cannot be inspected (unknown, not alive). Each

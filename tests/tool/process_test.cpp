@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One attempt with real processes (sh -c): statuses, start failures, the process group stopped on
 // timeout, cancellation and failure, and the disk spools. Commands sleep a fraction of a second at
 // most; time bounds are generous upper bounds for a loaded machine.

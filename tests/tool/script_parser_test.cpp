@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ftsh parser (script/parser.hpp): every construct of the language, the words quoting and
 // expansion produce, line numbers across continuations, and one clear "file:line: message" per
 // kind of mistake, including input no person would write (the parser is fuzzed).

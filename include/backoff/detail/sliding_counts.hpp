@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two event counts over a sliding window of time, shared by threads without a lock: the ratio
 // retry budget counts (requests, retries), the adaptive throttle (requests, accepts).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A lock for critical sections of a few dozen instructions that never block, allocate or call
 // out (the AIMD window's bookkeeping, the CUBIC rate's arithmetic). Uncontended, lock() is one
 // atomic exchange and unlock() one plain store, about half the cost of a std::mutex pair; a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff load` as a library: N virtual clients as Asio coroutines that call an HTTP server and
 // retry with the library's policies through async_retry, as seed 004's Go client does
 // (smira/exponential-backoff, client.go): each client thinks for an exponentially distributed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request handler of `backoff serve`, without I/O: what a request asks for, and the responses
 // the server sends. The connection loop (server.cpp) reads a request, asks route_request() what it
 // is, does the waiting an /api request needs, and writes the response built here. Unit tests drive

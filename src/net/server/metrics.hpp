@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What `backoff serve` counts, updated from every server thread without locks, and its
 // Prometheus text exposition for `GET /metrics`:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `backoff serve` as a library: seed 004's server on Boost.Beast and Asio C++20 coroutines, with
 // keep-alive, several threads, a pause that behaves like the seed's SIGSTOP, and graceful
 // shutdown by cancellation. Tests and `backoff load --experiment` run it in-process.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The service time of `backoff serve`: seed 004's server (smira/exponential-backoff, server.go),
 // whose latency is a function of how many requests it is working on: D(N) of
 // seed_models/service_time.hpp, the formula the simulator's concurrency_server uses too.

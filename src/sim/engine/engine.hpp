@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The discrete-event engine of the simulator: virtual time and a set of pending events, nothing
 // more. It knows nothing of clients, servers or policies; models (servers, workloads, outages,
 // client strategies) plug in by implementing `sim::model` and scheduling events to themselves or

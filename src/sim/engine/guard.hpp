@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stops a long simulated run from outside its event loop: on SIGINT or SIGTERM (the CLI's signal
 // handler calls request_interrupt) or when the process grows past a memory limit. The runner
 // makes each run's engine with its guard and hands the engine to the model; an engine made

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AWS Architecture Blog's "Exponential Backoff And Jitter" experiment (Marc Brooker, 2015;
 // its simulator is aws-samples/aws-arch-backoff-simulator, src/backoff_simulator.py): `clients`
 // clients each want one successful write to a single row under optimistic concurrency (SPEC 2.2).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seed 004 server (smira/exponential-backoff, server.go) as a simulator component: a server
 // with no queue and no capacity limit whose service time grows with its concurrency, and which
 // can be paused (the seed's SIGSTOP). docs/models/outage-recovery.md states the model.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 000 (Thain, "Exponential Backoff in Distributed Systems", and the figure it takes from
 // Thain and Livny, "The Ethernet Approach to Grid Computing", HPDC 2003): many clients submit
 // jobs to one scheduler whose bottleneck is a finite pool of file descriptors (SPEC 2.2, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a model plugs into the simulator. A model type (a server with its workload, such as seed
 // 003's one-client burst) reads and checks its scenario keys once, then runs one strategy at a
 // time on a fresh engine, reporting to a recorder. Adding a model is a new file that registers a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 003 ("Improve on exponential backoff"): one client creates `operations` requests at
 // `rate_per_s` against a server that serves at most `max_busy` at once (SPEC 2.2).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 004 ("Exponential Backoff or how not to crash a server"): closed-loop clients against a
 // server whose service time grows with its concurrency, through a pause of the server (SPEC 2.2,
 // docs/models/outage-recovery.md). The seed's Go project (smira/exponential-backoff, server.go

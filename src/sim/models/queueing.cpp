@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation models `mm1` and `mmc` (one model type, "queueing"; queueing.hpp has the theory and
 // the Wq estimator). An M/M/c FIFO queue in nanoseconds:
 //   - arrivals form a Poisson process of rate `workload.rate_per_s` (exponential inter-arrival

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation models `mm1` and `mmc` (model type "queueing"): an M/M/c FIFO queue whose mean wait
 // has a closed form, so the engine, the random streams and the statistics can be checked against
 // theory. Poisson arrivals at rate_per_s; c identical servers; exponential service with mean

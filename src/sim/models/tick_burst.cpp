@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 001 ("Exploring backoff"): the tick model (SPEC 2.2 `tick-burst`). Many clients send one
 // request each, 20 % of them in a spike near the start; a small service is drastically
 // overwhelmed and we watch how each retry strategy lets it recover.

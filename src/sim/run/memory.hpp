@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator's memory limit: sizes as users write them (`512MiB`, `4GiB`, `none`), the default
 // limit, and the up-front estimate that refuses a scenario before it allocates, naming the key
 // that drives it. The engine's guard (engine/guard.hpp) enforces the same limit during the run,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs scenarios: checks every key, runs each strategy on its own engine, and with `out` writes
 // the outputs of SPEC 2.3 / 6.2 (summary.json, timeseries.csv, clients.csv; a sweep's sweep.csv)
 // through the report layer (src/report), atomically, with summary.json last.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shards of a sweep: `backoff sweep --shard I/N` writes the runs of one slice with every number
 // exact (JSON doubles round-trip), and merge_shards() puts N of them back into the result of the
 // unsharded run, so that summary.json (but its wall time) and sweep.csv come out byte for byte

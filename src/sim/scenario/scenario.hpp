@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario files: the TOML that describes one simulated experiment (SPEC 6.2-6.4). This layer
 // reads and checks them; it knows the common keys (scenario, model, seed, [[strategy]]) and hands
 // the rest to the model through a config_reader, which marks each key it reads. Whatever no one

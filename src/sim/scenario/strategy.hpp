@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A scenario's [[strategy]] (SPEC 6.3), typed and checked once, when the scenario loads: the
 // library's own pieces, a backoff policy with max_attempts (a retry_policy), and an optional AIMD
 // window, retry budget and throttle. Runner, models, sweeps and charts use these values; nothing

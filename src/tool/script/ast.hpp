@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The syntax tree of a Fault Tolerant Shell script (`backoff script FILE`), as the parser builds it
 // and the interpreter walks it. The language is ftsh's core (Thain and Livny, "The Ethernet
 // Approach to Grid Computing", HPDC 2003; the ftsh Technical Manual, 2004):

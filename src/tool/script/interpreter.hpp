@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs a parsed Fault Tolerant Shell script (ast.hpp) with the retry tool's machinery: every
 // command is an attempt in its own process group (process.hpp), every `try` is the tool's retry
 // loop (attempt_loop.hpp) driven by the library's retry_controller, and deadlines nest (the

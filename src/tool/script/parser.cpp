@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ftsh lexer and parser. Both work one logical line at a time, so the first error reported is
 // the first one in the file, and open blocks live on an explicit stack instead of the call stack,
 // so hostile input (this parser is fuzzed) cannot exhaust it.

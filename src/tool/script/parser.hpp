@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads a Fault Tolerant Shell script (the language ast.hpp describes) into its syntax tree, so the
 // interpreter never sees text: quoting is resolved, try limits are durations and counts, and any
 // mistake stops the parse with one line naming the file and line, before a command has run.
