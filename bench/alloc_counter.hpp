@@ -19,9 +19,8 @@ std::size_t allocations() noexcept;
 // count is process-wide.
 inline void report_allocations(benchmark::State& state, std::size_t before) {
   if (state.thread_index() != 0) return;
-  state.counters["allocs_per_iter"] =
-      benchmark::Counter(static_cast<double>(allocations() - before) /
-                         static_cast<double>(state.iterations()));
+  state.counters["allocs_per_iter"] = benchmark::Counter(
+      static_cast<double>(allocations() - before) / static_cast<double>(state.iterations()));
 }
 
 }  // namespace backoff::bench

@@ -24,8 +24,8 @@
 namespace {
 
 using namespace std::chrono_literals;
-using backoff::bench::report_allocations;
 using backoff::duration;
+using backoff::bench::report_allocations;
 
 // Objects shared by the threads of one benchmark run. Google Benchmark starts every thread of
 // a run together and each run with Threads(n) re-enters; function statics give one object per

@@ -24,9 +24,9 @@
 namespace {
 
 using namespace std::chrono_literals;
-using backoff::test::sqrt12;
 using backoff::duration;
 using backoff::random_generator;
+using backoff::test::sqrt12;
 
 const backoff::backoff_policy& preset(std::string_view name) {
   const backoff::preset* p = backoff::find_preset(name);
