@@ -472,9 +472,10 @@ struct worker {
       }
       waits = policy.start();
       if (metrics.connections.load() >= options.max_connections && !evict_an_idle_connection()) {
+        // Counted before the close, so whoever sees the connection end also sees the count.
+        metrics.closed(server_metrics::close_reason::refused);
         beast::error_code ignored;
         socket.close(ignored);  // over the limit: memory stays bounded, the client retries
-        metrics.closed(server_metrics::close_reason::refused);
         continue;
       }
       beast::error_code ignored;
