@@ -23,6 +23,11 @@ if(BACKOFF_BUILD_CLI OR BACKOFF_BUILD_TESTS OR BACKOFF_BUILD_BENCH)
   find_package(Boost 1.81 CONFIG REQUIRED)
 endif()
 
+# The examples log with spdlog.
+if(BACKOFF_BUILD_EXAMPLES)
+  find_package(spdlog CONFIG REQUIRED)
+endif()
+
 if(BACKOFF_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
   find_package(rapidcheck CONFIG REQUIRED)

@@ -5,8 +5,10 @@
 # Usage: scripts/install-deps.sh [extra-package ...]   (run as root, or with sudo available)
 set -euo pipefail
 
+# pkgconf: Debian 12's pkg-config (the `pkg-config` package is a transitional one that pulls it
+# in); the test consumer_pkg_config compiles against the installed backoff.pc with it.
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkgconf git
   libboost1.81-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev

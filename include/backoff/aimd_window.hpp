@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "backoff/detail/spin_lock.hpp"
+#include "backoff/export.hpp"
 
 namespace backoff {
 
@@ -72,11 +73,11 @@ enum class aimd_variant : std::uint8_t {
   reno,   // after a cut, cwnd = ssthresh
 };
 
-std::string_view to_string(aimd_variant v) noexcept;
+BACKOFF_EXPORT std::string_view to_string(aimd_variant v) noexcept;
 
 // The window's configuration; the defaults are the seed's starting values with its first
 // factor (0.5) and TCP Tahoe, the variant its congestion-window figure shows.
-struct aimd_config {
+struct BACKOFF_EXPORT aimd_config {
   double initial = 20.0;     // cwnd at the start and after a Tahoe cut; at least 1
   double ssthresh = 1024.0;  // the starting slow-start threshold; positive
   double decrease = 0.5;     // ssthresh = cwnd * decrease on a cut; in (0, 1)
@@ -93,7 +94,7 @@ struct aimd_config {
 
 // Reads "aimd(initial=20, ssthresh=1024, decrease=0.9, variant=reno)"; every key is optional.
 // Throws parse_error with one line that quotes the spec and names the bad part.
-aimd_config parse_window(std::string_view text);
+BACKOFF_EXPORT aimd_config parse_window(std::string_view text);
 
 // A request's id: the window numbers requests from 0 in the order they are enqueued.
 using request_id = std::uint64_t;
@@ -116,7 +117,7 @@ class send_ticket {
       last_cut_in_flight_;  // the last cut an earlier send of it was in flight at; 0: none
 };
 
-class aimd_window {
+class BACKOFF_EXPORT aimd_window {
  public:
   // Everything at one moment, read under one lock (for reports and time series).
   struct state {

@@ -76,6 +76,7 @@
 #include <utility>
 
 #include "backoff/aimd_window.hpp"
+#include "backoff/asio_export.hpp"
 #include "backoff/async_retry.hpp"
 #include "backoff/retry.hpp"
 #include "backoff/verdict.hpp"
@@ -87,7 +88,7 @@ struct window_core;
 struct lane_state;
 }  // namespace detail
 
-class async_window {
+class BACKOFF_ASIO_EXPORT async_window {
  public:
   using executor_type = boost::asio::any_io_executor;
 
@@ -110,7 +111,7 @@ class async_window {
   };
 
   // One operation's place in the window. Move-only; destroying it gives up (see the header).
-  class lane {
+  class BACKOFF_ASIO_EXPORT lane {
    public:
     lane() = default;  // joined to nothing: acquire returns false
     lane(lane&& other) noexcept = default;
@@ -184,7 +185,7 @@ struct windowed_classifier {
 
 namespace detail {
 template <class Op>
-using async_op_result_t = std::decay_t<typename awaitable_value<async_op_awaitable_t<Op>>::type>;
+using async_op_result_t = std::decay_t<typename awaitable_value<op_return_t<Op>>::type>;
 }  // namespace detail
 
 // An operation for async_retry that paces `op` (called as op() or op(attempt), returning
@@ -202,15 +203,11 @@ class windowed_op {
   windowed_op(async_window::lane lane, Op op, Classify classify)
       : lane_(std::move(lane)), op_(std::move(op)), classify_(std::move(classify)) {}
 
-  boost::asio::awaitable<windowed_reply<reply_type>> operator()(std::uint32_t attempt) {
+  boost::asio::awaitable<windowed_reply<reply_type>> operator()(attempt_context attempt) {
     windowed_reply<reply_type> out;
     const bool turn = co_await lane_.acquire();  // not inside the `if`: see async_window.cpp
     if (!turn) co_return out;
-    if constexpr (detail::takes_attempt_v<Op>) {
-      out.reply.emplace(co_await op_(attempt));
-    } else {
-      out.reply.emplace(co_await op_());
-    }
+    out.reply.emplace(co_await detail::invoke_attempt(op_, attempt));
     out.why = classify_(*out.reply);
     switch (out.why.kind) {
       case verdict_kind::success:
@@ -246,7 +243,7 @@ struct windowed_retry_hook {
   OnRetry inner;
   void operator()(const retry_event<windowed_reply<R>>& e) {
     const R* reply = e.result != nullptr && e.result->reply ? &*e.result->reply : nullptr;
-    inner(retry_event<R>{e.attempt, e.delay, e.why, reply});
+    inner(retry_event<R>{e.attempt, e.delay, e.why, reply, e.reason, e.error});
   }
 };
 

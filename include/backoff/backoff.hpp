@@ -4,10 +4,13 @@
 #pragma once
 
 #include "backoff/aimd_window.hpp"
+#include "backoff/classify.hpp"
 #include "backoff/clock.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
+#include "backoff/hooks.hpp"
 #include "backoff/http.hpp"
+#include "backoff/outcome.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/presets.hpp"
 #include "backoff/random.hpp"

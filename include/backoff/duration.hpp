@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "backoff/export.hpp"
+
 namespace backoff {
 
 using duration = std::chrono::nanoseconds;
@@ -18,11 +20,11 @@ using duration = std::chrono::nanoseconds;
 // have a fraction ("1.5s"). "0" alone needs no unit. Throws parse_error naming the bad part for
 // anything else: negative values, a missing or unknown unit, a value beyond about 292 years, a
 // fraction finer than a nanosecond ("0.5ns").
-duration parse_duration(std::string_view text);
+BACKOFF_EXPORT duration parse_duration(std::string_view text);
 
 // The shortest exact form: "0s", "750ns", "12.5us", "250ms", "1.5s", "1h30m", "2d3h",
 // "1.000000001s". It never rounds, so parse_duration(format_duration(d)) == d for every d >= 0.
-std::string format_duration(duration d);
+BACKOFF_EXPORT std::string format_duration(duration d);
 
 // Seconds as a double, the unit of every `_s` field in outputs.
 constexpr double to_seconds(duration d) noexcept {

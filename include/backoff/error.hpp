@@ -12,9 +12,11 @@
 #include <string>
 #include <string_view>
 
+#include "backoff/export.hpp"
+
 namespace backoff {
 
-class parse_error : public std::invalid_argument {
+class BACKOFF_EXPORT parse_error : public std::invalid_argument {
  public:
   explicit parse_error(const std::string& message) : std::invalid_argument(message) {}
 };

@@ -14,20 +14,22 @@
 #include <string_view>
 
 #include "backoff/duration.hpp"
+#include "backoff/export.hpp"
 #include "backoff/verdict.hpp"
 
 namespace backoff {
 
-verdict classify_http_status(int status, std::optional<duration> retry_after = std::nullopt);
+BACKOFF_EXPORT verdict classify_http_status(int status,
+                                            std::optional<duration> retry_after = std::nullopt);
 
 // Retry-After (RFC 9110 section 10.2.3): either delay-seconds (digits only) or an HTTP-date in
 // any of its three forms (IMF-fixdate, RFC 850, asctime). A date in the past gives 0. Returns
 // nullopt for a value that is neither, as the RFC asks recipients to ignore invalid values.
 // Delays beyond about 292 years saturate.
-std::optional<duration> parse_retry_after(std::string_view value,
-                                          std::chrono::system_clock::time_point now);
+BACKOFF_EXPORT std::optional<duration> parse_retry_after(std::string_view value,
+                                                         std::chrono::system_clock::time_point now);
 
 // An HTTP-date (the three forms above), or nullopt. Seconds, so that any four-digit year fits.
-std::optional<std::chrono::sys_seconds> parse_http_date(std::string_view text);
+BACKOFF_EXPORT std::optional<std::chrono::sys_seconds> parse_http_date(std::string_view text);
 
 }  // namespace backoff

@@ -46,6 +46,7 @@
 #include <string>
 
 #include "backoff/duration.hpp"
+#include "backoff/export.hpp"
 #include "backoff/random.hpp"
 
 namespace backoff {
@@ -69,7 +70,7 @@ enum class growth : std::uint8_t { base, previous };
 
 class backoff_state;
 
-class backoff_policy {
+class BACKOFF_EXPORT backoff_policy {
  public:
   schedule_kind schedule = schedule_kind::exponential;
   duration initial = std::chrono::seconds{2};

@@ -12,6 +12,7 @@
 #include <span>
 #include <string_view>
 
+#include "backoff/export.hpp"
 #include "backoff/policy.hpp"
 
 namespace backoff {
@@ -24,9 +25,9 @@ struct preset {
 };
 
 // Every preset, in a fixed order (the order of SPEC 1.3).
-std::span<const preset> presets();
+BACKOFF_EXPORT std::span<const preset> presets();
 
 // nullptr when no preset has that name.
-const preset* find_preset(std::string_view name) noexcept;
+BACKOFF_EXPORT const preset* find_preset(std::string_view name) noexcept;
 
 }  // namespace backoff

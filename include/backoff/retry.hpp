@@ -2,14 +2,21 @@
 // The retry loop: call an operation until it succeeds, fails permanently, runs out of attempts or
 // time, or is cancelled; wait between attempts as a backoff policy says.
 //
-//   backoff::retry_policy policy{backoff::parse_policy("grpc"), /*max_attempts=*/5,
-//                                /*max_elapsed=*/30s};
 //   auto result = backoff::retry(
-//       [&] { return http_get(url); },                           // the operation
-//       policy,
-//       [](const reply& r) { return backoff::classify_http_status(r.status, r.retry_after); });
-//   if (result) use(*result.last);                                // succeeded
+//       [&] { return http_get(url); },                            // the operation
+//       backoff::retry_options{
+//           .policy = {.backoff = backoff::parse_policy("grpc"), .max_attempts = 5,
+//                      .max_elapsed = 30s},
+//           .classify = [](const reply& r) {
+//             return backoff::classify_http_status(r.status, r.retry_after);
+//           }});
+//   if (result) use(*result.last);                                 // succeeded
 //   else log(backoff::to_string(result.why), result.attempts);
+//
+// retry_options (below) holds everything by name: the policy and its stop conditions, the
+// classifier (classify.hpp: exceptions, expected-like results, error codes, HTTP statuses), the
+// hooks (hooks.hpp: logs, metrics), the gates (budget, throttle) and a per-attempt timeout.
+// The positional form retry(op, policy, classify, env, on_retry, gates) is a thin wrapper.
 //
 // Three questions, three pieces: whether to go on (max_attempts, max_elapsed), how long to wait
 // (the backoff_policy), whether it is worth it (the classifier's verdict). retry_controller makes
@@ -26,8 +33,10 @@
 // at once (deadline_exceeded) rather than call the server before it asked.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -35,8 +44,13 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <variant>
 
+#include "backoff/classify.hpp"
 #include "backoff/duration.hpp"
+#include "backoff/export.hpp"
+#include "backoff/hooks.hpp"
+#include "backoff/outcome.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
 #include "backoff/retry_budget.hpp"
@@ -44,23 +58,6 @@
 #include "backoff/verdict.hpp"
 
 namespace backoff {
-
-// Why a retry loop ended.
-enum class outcome : std::uint8_t {
-  succeeded,
-  attempts_exhausted,  // max_attempts reached
-  deadline_exceeded,   // max_elapsed reached
-  permanent,           // the classifier said the failure is not retryable
-  cancelled,           // the stop token was triggered
-  budget_exhausted,    // the retry budget refused the retry
-  throttled,           // the throttle refused the attempt locally
-};
-
-std::string_view to_string(outcome o) noexcept;
-
-constexpr bool is_exhausted(outcome o) noexcept {
-  return o == outcome::attempts_exhausted || o == outcome::deadline_exceeded;
-}
 
 // Immutable and shareable, like the backoff policy it holds.
 struct retry_policy {
@@ -261,9 +258,9 @@ class retry_controller {
 };
 
 namespace detail {
-duration steady_now();
-bool interruptible_sleep(duration d, std::stop_token stop);
-random_generator& thread_generator();
+BACKOFF_EXPORT duration steady_now();
+BACKOFF_EXPORT bool interruptible_sleep(duration d, std::stop_token stop);
+BACKOFF_EXPORT random_generator& thread_generator();
 
 // Draws from the generator of whichever thread draws, looked up at each draw: an env holding it
 // can be built on one thread and shared with others (the natural way to share a stop token).
@@ -290,52 +287,230 @@ struct retry_env {
   std::function<bool()> busy;
 };
 
-// What the on-retry hook is told before each wait.
-template <class R>
-struct retry_event {
-  std::uint32_t attempt;  // the attempt that just failed, from 1
-  duration delay;         // the wait before the next one
-  verdict why;            // its classification
-  const R* result;        // its result; nullptr when carrier sense deferred it
-};
-
 template <class R>
 struct retry_result {
   outcome why = outcome::succeeded;
-  std::uint32_t attempts = 0;  // attempts started, deferred ones included
-  std::uint32_t deferred = 0;  // attempts that carrier sense skipped
-  duration slept{0};           // total time spent waiting
-  std::optional<R> last;       // the last result the operation returned
+  std::uint32_t attempts = 0;   // attempts started, deferred ones included
+  std::uint32_t deferred = 0;   // attempts that carrier sense skipped
+  std::uint32_t timed_out = 0;  // attempts cancelled at their timeout (coroutine loop)
+  duration slept{0};            // total time spent waiting
+  std::optional<R> last;        // the last attempt's result; empty when it had none (it threw,
+                                // timed out or was deferred)
+  std::exception_ptr error;     // the last attempt's exception, when it threw one the loop retries
 
   explicit operator bool() const noexcept { return why == outcome::succeeded; }
 };
 
-// Classifies a bool (true: success) or passes a verdict through.
-struct default_classifier {
-  constexpr verdict operator()(bool ok) const noexcept {
-    return ok ? verdict::success() : verdict::retryable();
-  }
-  constexpr verdict operator()(const verdict& v) const noexcept { return v; }
+// What an operation may take instead of nothing or its attempt number.
+struct attempt_context {
+  std::uint32_t attempt;  // from 1
+  duration timeout;       // min(per-attempt timeout, time left before the deadline); 0: none
 };
 
+// The positional API's "no on_retry callable".
 struct no_retry_hook {
   template <class Event>
   constexpr void operator()(const Event&) const noexcept {}
 };
 
-const retry_env& system_env();
+// Everything a retry loop is told, by name. New features arrive as new members with defaults,
+// so a call written today keeps compiling:
+//
+//   backoff::retry_options options{
+//       .policy = {.backoff = backoff::parse_policy("grpc"), .max_attempts = 5, .max_elapsed =
+//       30s}, .classify = backoff::retry_on<std::system_error>{}, .hooks =
+//       backoff::metrics_hooks{&metrics}, .attempt_timeout = 2s};
+//   auto result = backoff::retry(op, options);
+//
+// (Class template argument deduction from designated initializers needs GCC 11 or Clang 17;
+// with an older Clang, name the types: retry_options<backoff::retry_on<E>, my_hooks>{...}.)
+template <class Classify = default_classifier, class Hooks = no_hooks>
+struct retry_options {
+  retry_policy policy;  // how long to wait, and when to stop (max_attempts, max_elapsed)
+  Classify classify{};  // what a result (or an exception) means: classify.hpp
+  Hooks hooks{};        // what the loop tells the world: hooks.hpp
+  retry_gates gates{};  // shared retry budget and throttle
+  // > 0: each attempt gets min(attempt_timeout, time left before the deadline), and none starts
+  // with no time left. The coroutine loop cancels an attempt at its time; the sync loop cannot
+  // cancel a call, so it tells an operation that takes an attempt_context (give it to your
+  // client's own timeout).
+  duration attempt_timeout{0};
+};
 
-// Runs `op` (callable as op() or op(attempt), attempt from 1) until the controller stops.
-// An exception from `op` or `classify` propagates at once: classify failures as values.
-template <class Op, class Classify = default_classifier, class OnRetry = no_retry_hook>
-auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
-           const retry_env& env = system_env(), OnRetry&& on_retry = {}, retry_gates gates = {}) {
-  constexpr bool takes_attempt = std::is_invocable_v<Op&, std::uint32_t>;
-  using R = std::decay_t<typename std::conditional_t<
-      takes_attempt, std::invoke_result<Op&, std::uint32_t>, std::invoke_result<Op&>>::type>;
-  static_assert(!std::is_void_v<R>, "the operation must return something to classify");
+BACKOFF_EXPORT const retry_env& system_env();
 
+namespace detail {
+
+template <class T>
+using stored_result_t = std::conditional_t<std::is_void_v<T>, std::monostate, std::decay_t<T>>;
+
+// How an operation is called: op(attempt_context), op(attempt) or op().
+enum class op_arity : std::uint8_t { context, number, none };
+template <class Op>
+constexpr op_arity arity_of() {
+  if constexpr (std::is_invocable_v<Op&, std::uint32_t>) {
+    return op_arity::number;
+  } else if constexpr (std::is_invocable_v<Op&, const attempt_context&>) {
+    return op_arity::context;
+  } else {
+    static_assert(std::is_invocable_v<Op&>,
+                  "the operation must be callable as op(), op(attempt) or op(attempt_context)");
+    return op_arity::none;
+  }
+}
+
+template <class Op>
+decltype(auto) invoke_attempt(Op& op, const attempt_context& c) {
+  constexpr op_arity how = arity_of<Op>();
+  if constexpr (how == op_arity::number) {
+    return op(c.attempt);
+  } else if constexpr (how == op_arity::context) {
+    return op(c);
+  } else {
+    return op();
+  }
+}
+
+template <class Op>
+using op_return_t = decltype(invoke_attempt(std::declval<Op&>(), std::declval<attempt_context>()));
+
+// The time an attempt may take: min(per-attempt timeout, time left before the deadline); 0 when
+// there is no per-attempt timeout (the deadline alone bounds when attempts start, not how long
+// they run: retry.hpp's header). Reads the clock only with both.
+template <class Now>
+duration attempt_time(const retry_controller& control, duration per_attempt, Now&& now) {
+  if (per_attempt.count() <= 0) return duration{0};
+  if (!control.has_deadline() || control.deadline() == duration::max()) return per_attempt;
+  // At least a nanosecond: a pacing wait may have taken the rest (0 would mean "none").
+  return std::clamp(control.deadline() - now(), duration{1}, per_attempt);
+}
+
+// With a per-attempt timeout, an attempt that would have no time left is not made: the loop
+// ends with deadline_exceeded at the deadline instead of starting a call it must cancel at once.
+template <class Now>
+bool no_time_left(const retry_controller& control, duration per_attempt, Now&& now) {
+  return per_attempt.count() > 0 && control.has_deadline() && control.attempts() > 0 &&
+         now() >= control.deadline();
+}
+
+// The bookkeeping both loops share: the result, the classifier's verdicts, the hooks.
+template <class R, class Classify, class Hooks>
+class loop_record {
+ public:
+  // Classify may be const (the options API) or not (the positional one). Hooks are called
+  // through a const reference: a member that is not const would silently never be called.
+  static_assert(
+      !requires(std::remove_const_t<Hooks> & h) { h.on_attempt(attempt_event{}); } ||
+          requires(const Hooks& h) { h.on_attempt(attempt_event{}); },
+      "hooks: on_attempt must be a const member function");
+  static_assert(
+      !requires(std::remove_const_t<Hooks> & h) {
+        h.on_retry(std::declval<const retry_event<R>&>());
+      } || requires(const Hooks& h) { h.on_retry(std::declval<const retry_event<R>&>()); },
+      "hooks: on_retry must be a const member function");
+  static_assert(
+      !requires(std::remove_const_t<Hooks> & h) { h.on_success(success_event{}); } ||
+          requires(const Hooks& h) { h.on_success(success_event{}); },
+      "hooks: on_success must be a const member function");
+  static_assert(
+      !requires(std::remove_const_t<Hooks> & h) { h.on_give_up(give_up_event{}); } ||
+          requires(const Hooks& h) { h.on_give_up(give_up_event{}); },
+      "hooks: on_give_up must be a const member function");
+
+  loop_record(retry_result<R>& out, Classify& classify, const Hooks& hooks)
+      : result(out), classify_(classify), hooks_(hooks) {}
+
+  retry_result<R>& result;
+
+  void attempt_started(const attempt_context& c) {
+    if constexpr (requires { hooks_.on_attempt(attempt_event{}); })
+      hooks_.on_attempt(attempt_event{c.attempt, c.timeout});
+  }
+
+  verdict returned(R&& value) {
+    if constexpr (exception_aware<Classify>) result.error = nullptr;
+    reason_ = retry_reason::failed;
+    result.last.emplace(std::move(value));
+    verdict v = classify_(*result.last);
+    if (v.retry_after) reason_ = retry_reason::retry_after;
+    return v;
+  }
+
+  // Inside a catch block: the verdict when the classifier retries the exception, else rethrows.
+  verdict threw() {
+    std::exception_ptr e = std::current_exception();
+    if constexpr (exception_aware<Classify>) {
+      if (const std::optional<verdict> v = classify_.on_exception(e)) {
+        result.last.reset();
+        result.error = std::move(e);
+        reason_ = retry_reason::exception;
+        return *v;
+      }
+    }
+    std::rethrow_exception(e);
+  }
+
+  verdict timed_out() {
+    result.last.reset();
+    result.error = nullptr;
+    ++result.timed_out;
+    reason_ = retry_reason::timed_out;
+    return verdict::retryable();
+  }
+
+  verdict deferred() {
+    ++result.deferred;
+    reason_ = retry_reason::deferred;
+    return verdict::retryable();
+  }
+
+  void retrying(std::uint32_t attempt, duration delay, const verdict& v) {
+    if constexpr (requires { hooks_.on_retry(std::declval<const retry_event<R>&>()); }) {
+      const bool has_value =
+          reason_ == retry_reason::failed || reason_ == retry_reason::retry_after;
+      hooks_.on_retry(retry_event<R>{attempt, delay, v, has_value ? &*result.last : nullptr,
+                                     reason_, result.error});
+    }
+  }
+
+  void finish(outcome why, std::uint32_t attempts) {
+    result.why = why;
+    result.attempts = attempts;
+    if (why == outcome::succeeded) {
+      if constexpr (requires { hooks_.on_success(success_event{}); })
+        hooks_.on_success(success_event{attempts, result.slept});
+    } else {
+      if constexpr (requires { hooks_.on_give_up(give_up_event{}); })
+        hooks_.on_give_up(give_up_event{why, attempts, result.slept, result.error});
+    }
+  }
+
+ private:
+  Classify& classify_;
+  const Hooks& hooks_;
+  retry_reason reason_ = retry_reason::failed;
+};
+
+// The positional API's on_retry callable, as a hook.
+template <class F>
+struct on_retry_callable {
+  F* f;
+  template <class R>
+  void on_retry(const retry_event<R>& e) const {
+    (*f)(e);
+  }
+};
+
+template <class F>
+concept ignored_hook = std::same_as<std::decay_t<F>, no_retry_hook>;
+
+// The sync loop. Both public forms call it with references, so neither copies the policy.
+template <class Op, class Classify, class Hooks>
+auto retry_loop(Op& op, const retry_policy& policy, Classify& classify, Hooks& hooks,
+                retry_gates gates, duration attempt_timeout, const retry_env& env) {
+  using R = stored_result_t<op_return_t<Op>>;
   retry_result<R> result;
+  loop_record<R, Classify, Hooks> record(result, classify, hooks);
   random_ref rng = env.random;
   const auto now = [&] { return env.now(); };
   retry_controller control(policy, retry_controller::start_time(policy, gates, now), gates);
@@ -344,45 +519,79 @@ auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
     result.slept += d;
     return true;
   };
-  for (;;) {
-    if (env.stop.stop_requested()) {
-      result.why = outcome::cancelled;
-      break;
-    }
-    const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
-    if (s.what == retry_controller::attempt_start::stop) {
-      result.why = s.stop;
-      break;
-    }
-    verdict v = verdict::retryable();
-    if (s.what == retry_controller::attempt_start::defer) {
-      ++result.deferred;
-    } else {
-      if (s.wait.count() > 0 && !wait(s.wait)) {
-        result.why = outcome::cancelled;
-        break;
-      }
-      if constexpr (takes_attempt) {
-        result.last.emplace(op(control.attempts()));
+  const auto loop = [&]() -> outcome {
+    for (;;) {
+      if (env.stop.stop_requested()) return outcome::cancelled;
+      if (no_time_left(control, attempt_timeout, now)) return outcome::deadline_exceeded;
+      const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
+      if (s.what == retry_controller::attempt_start::stop) return s.stop;
+      verdict v;
+      if (s.what == retry_controller::attempt_start::defer) {
+        v = record.deferred();
       } else {
-        result.last.emplace(op());
+        if (s.wait.count() > 0 && !wait(s.wait)) return outcome::cancelled;
+        const attempt_context context{control.attempts(),
+                                      attempt_time(control, attempt_timeout, now)};
+        record.attempt_started(context);
+        const auto attempt = [&] {
+          if constexpr (std::is_void_v<op_return_t<Op>>) {
+            invoke_attempt(op, context);
+            return record.returned(std::monostate{});
+          } else {
+            return record.returned(invoke_attempt(op, context));
+          }
+        };
+        if constexpr (exception_aware<Classify>) {
+          try {
+            v = attempt();
+          } catch (...) {
+            v = record.threw();
+          }
+        } else {
+          v = attempt();
+        }
       }
-      v = classify(*result.last);
+      const auto d = control.end_attempt(s, v, now, rng);
+      if (!d.retry) return d.stop;
+      record.retrying(control.attempts(), d.delay, v);
+      if (!wait(d.delay)) return outcome::cancelled;
     }
-    const auto d = control.end_attempt(s, v, now, rng);
-    if (!d.retry) {
-      result.why = d.stop;
-      break;
-    }
-    const bool deferred = s.what == retry_controller::attempt_start::defer;
-    on_retry(retry_event<R>{control.attempts(), d.delay, v, deferred ? nullptr : &*result.last});
-    if (!wait(d.delay)) {
-      result.why = outcome::cancelled;
-      break;
-    }
-  }
-  result.attempts = control.attempts();
+  };
+  const outcome why = loop();  // before reading the attempts it made
+  record.finish(why, control.attempts());
   return result;
+}
+
+}  // namespace detail
+
+// Runs `op` until the controller stops, as `options` say. `op` is callable as op(), op(attempt)
+// (from 1) or op(attempt_context), and may return void. An exception from `op` propagates at
+// once, unless the classifier retries it (retry_on<E...>). The env is the world: clock, sleep,
+// randomness, stop token, carrier sense.
+template <class Op, class Classify, class Hooks>
+auto retry(Op&& op, const retry_options<Classify, Hooks>& options,
+           const retry_env& env = system_env()) {
+  return detail::retry_loop(op, options.policy, options.classify, options.hooks, options.gates,
+                            options.attempt_timeout, env);
+}
+
+// The same with the default classifier and no hooks: retry(op, {.policy = p}).
+template <class Op>
+auto retry(Op&& op, const retry_options<>& options, const retry_env& env = system_env()) {
+  return retry<Op, default_classifier, no_hooks>(std::forward<Op>(op), options, env);
+}
+
+// The positional form (kept for existing callers): retry_options says the same by name.
+template <class Op, class Classify = default_classifier, class OnRetry = no_retry_hook>
+auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
+           const retry_env& env = system_env(), OnRetry&& on_retry = {}, retry_gates gates = {}) {
+  if constexpr (detail::ignored_hook<OnRetry>) {
+    const no_hooks hooks;
+    return detail::retry_loop(op, policy, classify, hooks, gates, duration{0}, env);
+  } else {
+    const detail::on_retry_callable<std::remove_reference_t<OnRetry>> hooks{&on_retry};
+    return detail::retry_loop(op, policy, classify, hooks, gates, duration{0}, env);
+  }
 }
 
 }  // namespace backoff

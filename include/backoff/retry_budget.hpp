@@ -52,13 +52,14 @@
 
 #include "backoff/detail/sliding_counts.hpp"
 #include "backoff/duration.hpp"
+#include "backoff/export.hpp"
 
 namespace backoff {
 
 // ---------------------------------------------------------------------------------------------
 // Token bucket (gRPC).
 
-struct token_bucket_config {
+struct BACKOFF_EXPORT token_bucket_config {
   std::uint32_t max_tokens = 10;  // gRPC's maxTokens: in (0, 1000]
   double token_ratio = 0.1;       // gRPC's tokenRatio: > 0, at most 3 decimals
 
@@ -129,7 +130,7 @@ class token_bucket_budget {
 // ---------------------------------------------------------------------------------------------
 // Ratio budget (Finagle).
 
-struct ratio_budget_config {
+struct BACKOFF_EXPORT ratio_budget_config {
   double percent = 20.0;                       // retries per 100 requests; [0, 1000], 3 decimals
   double min_per_s = 10.0;                     // the floor, in retries per second; [0, 1e6]
   duration window = std::chrono::seconds{10};  // (0, 1 day]
@@ -141,7 +142,7 @@ struct ratio_budget_config {
   friend bool operator==(const ratio_budget_config&, const ratio_budget_config&) = default;
 };
 
-class ratio_budget {
+class BACKOFF_EXPORT ratio_budget {
  public:
   struct counts {
     std::uint64_t requests = 0;
@@ -188,13 +189,13 @@ using budget_config = std::variant<token_bucket_config, ratio_budget_config>;
 // Reads "token-bucket(max=10, ratio=0.1)" or "ratio(percent=20, min_per_s=10, window=10s)";
 // every key is optional. Throws parse_error with one line that quotes the spec and names the
 // bad part.
-budget_config parse_budget(std::string_view text);
-std::string to_string(const budget_config& config);
+BACKOFF_EXPORT budget_config parse_budget(std::string_view text);
+BACKOFF_EXPORT std::string to_string(const budget_config& config);
 
 // One interface over both budgets for the retry loops and the simulator. A call that does not
 // concern the chosen budget does nothing: the token bucket ignores on_request and time, the
 // ratio budget ignores outcomes.
-class retry_budget {
+class BACKOFF_EXPORT retry_budget {
  public:
   explicit retry_budget(const budget_config& config);
 

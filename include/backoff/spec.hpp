@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backoff/export.hpp"
 #include "backoff/policy.hpp"
 
 namespace backoff {
@@ -38,19 +39,22 @@ struct spec_call {
 
 // Splits "name(key=value, ...)" into its parts; throws parse_error on malformed text or a
 // repeated key. `what` names the kind of spec in error messages ("policy", "window", ...).
-spec_call parse_spec_call(std::string_view text, std::string_view what);
+BACKOFF_EXPORT spec_call parse_spec_call(std::string_view text, std::string_view what);
 
 // Helpers for spec readers, each throwing parse_error that quotes `spec` and names the key.
-double spec_number(std::string_view spec, const spec_argument& arg, std::string_view what);
-duration spec_duration(std::string_view spec, const spec_argument& arg, std::string_view what);
-bool spec_bool(std::string_view spec, const spec_argument& arg, std::string_view what);
+BACKOFF_EXPORT double spec_number(std::string_view spec, const spec_argument& arg,
+                                  std::string_view what);
+BACKOFF_EXPORT duration spec_duration(std::string_view spec, const spec_argument& arg,
+                                      std::string_view what);
+BACKOFF_EXPORT bool spec_bool(std::string_view spec, const spec_argument& arg,
+                              std::string_view what);
 
-backoff_policy parse_policy(std::string_view text);
+BACKOFF_EXPORT backoff_policy parse_policy(std::string_view text);
 
 // Enum names as specs write them.
-std::string_view to_string(schedule_kind kind) noexcept;
-std::string_view to_string(jitter_kind kind) noexcept;
-std::string_view to_string(cap_mode mode) noexcept;
-std::string_view to_string(growth g) noexcept;
+BACKOFF_EXPORT std::string_view to_string(schedule_kind kind) noexcept;
+BACKOFF_EXPORT std::string_view to_string(jitter_kind kind) noexcept;
+BACKOFF_EXPORT std::string_view to_string(cap_mode mode) noexcept;
+BACKOFF_EXPORT std::string_view to_string(growth g) noexcept;
 
 }  // namespace backoff

@@ -72,6 +72,7 @@
 #include "backoff/detail/sliding_counts.hpp"
 #include "backoff/detail/spin_lock.hpp"
 #include "backoff/duration.hpp"
+#include "backoff/export.hpp"
 #include "backoff/random.hpp"
 
 namespace backoff {
@@ -79,7 +80,7 @@ namespace backoff {
 // ---------------------------------------------------------------------------------------------
 // Adaptive throttling (Google SRE).
 
-struct adaptive_throttle_config {
+struct BACKOFF_EXPORT adaptive_throttle_config {
   double k = 2.0;                             // accepts weigh k requests; (0, 1000]
   duration window = std::chrono::minutes{2};  // (0, 1d]
 
@@ -135,7 +136,7 @@ class adaptive_throttle {
 // ---------------------------------------------------------------------------------------------
 // Adaptive send rate (AWS SDK, CUBIC).
 
-struct cubic_rate_config {
+struct BACKOFF_EXPORT cubic_rate_config {
   double beta = 0.7;          // BETA: the multiplicative decrease; (0, 1)
   double scale = 0.4;         // SCALE_CONSTANT, CUBIC's C; > 0
   double smooth = 0.8;        // SMOOTH: weight of the newest rate measurement; [0, 1]
@@ -150,7 +151,7 @@ struct cubic_rate_config {
   friend bool operator==(const cubic_rate_config&, const cubic_rate_config&) = default;
 };
 
-class cubic_rate_limiter {
+class BACKOFF_EXPORT cubic_rate_limiter {
  public:
   // Everything at one moment, read under one lock (for tests, reports and time series).
   struct state {
@@ -205,8 +206,8 @@ using throttle_config = std::variant<adaptive_throttle_config, cubic_rate_config
 
 // Reads "sre(k=2, window=2m)" or "cubic(beta=0.7, ...)"; every key is optional. Throws
 // parse_error with one line that quotes the spec and names the bad part.
-throttle_config parse_throttle(std::string_view text);
-std::string to_string(const throttle_config& config);
+BACKOFF_EXPORT throttle_config parse_throttle(std::string_view text);
+BACKOFF_EXPORT std::string to_string(const throttle_config& config);
 
 // One interface over both throttles for the retry loops and the simulator:
 //
@@ -216,7 +217,7 @@ std::string to_string(const throttle_config& config);
 //   sleep(d.wait);                             // the rate limiter's pacing; 0 for sre
 //   auto reply = send();
 //   t.on_response(now(), reply.overloaded);
-class throttle {
+class BACKOFF_EXPORT throttle {
  public:
   struct decision {
     bool reject = false;  // do not send: refused locally

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// Classifiers: what an attempt's result, or the exception it threw, means for the retry loop.
+// A classifier is any callable that takes the operation's result and returns a verdict; these
+// are the ones a loop gets without writing one.
+//
+//   default_classifier          bool, verdict, void (std::monostate), std::optional, any
+//                               expected-like type (has_value()/error(): std::expected,
+//                               tl::expected, boost::outcome...), std::error_code and anything
+//                               convertible to it (boost::system::error_code)
+//   http_status_classifier      an HTTP status (int), or a response with result_int() and a
+//                               Retry-After field (a Boost.Beast response)
+//   retry_on<E...>              retries the exception types E..., lets every other propagate;
+//                               results go to default_classifier, or to the classifier given to
+//                               retry_on<E...>::with(c)
+//
+//   auto r = backoff::retry([&] { return read_config(path); },        // may throw io_error
+//                           {.policy = policy, .classify = backoff::retry_on<io_error>{}});
+//   if (!r) std::rethrow_exception(r.error);                          // the last io_error
+//
+// Error codes (classify_error_code): success when the code is 0; retryable when it is
+// equivalent to a condition that usually clears by itself (a refused, reset or aborted
+// connection, a timeout, EAGAIN, EINTR, an unreachable network or host, no buffer space, a
+// broken pipe, too many open files); permanent otherwise, operation_canceled included (someone
+// asked the work to stop). Asio's `eof` (the peer closed) is permanent too: whether a closed
+// connection may be retried is the protocol's call, so classify it yourself when it may.
+#pragma once
+
+#include <concepts>
+#include <exception>
+#include <optional>
+#include <string_view>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include "backoff/export.hpp"
+#include "backoff/http.hpp"
+#include "backoff/verdict.hpp"
+
+namespace backoff {
+
+BACKOFF_EXPORT verdict classify_error_code(const std::error_code& ec) noexcept;
+
+namespace detail {
+
+template <class T>
+concept expected_like = requires(const T& r) {
+  { r.has_value() } -> std::convertible_to<bool>;
+  r.error();
+};
+
+template <class T>
+concept optional_like = !expected_like<T> && requires(const T& r) {
+  { r.has_value() } -> std::convertible_to<bool>;
+  *r;
+};
+
+template <class T>
+concept error_code_like =
+    !std::same_as<T, bool> && std::is_convertible_v<const T&, std::error_code>;
+
+template <class T>
+concept http_response_like = requires(const T& r) {
+  { r.result_int() } -> std::convertible_to<unsigned>;
+  { r["Retry-After"] } -> std::convertible_to<std::string_view>;
+};
+
+}  // namespace detail
+
+// The classifier a loop uses when it is given none. A type it does not know fails to compile
+// with the candidates listed: write a classifier for it (any callable returning a verdict).
+struct default_classifier {
+  constexpr verdict operator()(bool ok) const noexcept {
+    return ok ? verdict::success() : verdict::retryable();
+  }
+  constexpr verdict operator()(const verdict& v) const noexcept { return v; }
+  // A number could be a count, a status or an exit code: say which with a classifier of your
+  // own or http_status_classifier, rather than have it taken for a bool.
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) verdict operator()(I) const = delete;
+  // What an operation returning void gives: it returned, so it succeeded.
+  constexpr verdict operator()(std::monostate) const noexcept { return verdict::success(); }
+
+  verdict operator()(const std::error_code& ec) const noexcept { return classify_error_code(ec); }
+  template <detail::error_code_like E>
+  requires(!std::same_as<E, std::error_code>) verdict operator()(const E& ec) const noexcept {
+    return classify_error_code(static_cast<std::error_code>(ec));
+  }
+
+  // An expected-like value: its error is classified when this classifier knows the error's
+  // type (an error_code inside: a refused connection retries, a bad argument does not), and is
+  // retryable otherwise.
+  template <detail::expected_like X>
+  verdict operator()(const X& r) const {
+    if (r.has_value()) return verdict::success();
+    using error_type = std::decay_t<decltype(r.error())>;
+    if constexpr (std::is_invocable_r_v<verdict, const default_classifier&, const error_type&> &&
+                  !detail::expected_like<error_type>) {
+      const verdict v = (*this)(r.error());
+      // An error that says "no error" is still a failure of this attempt.
+      return v.kind == verdict_kind::success ? verdict::retryable() : v;
+    } else {
+      return verdict::retryable();
+    }
+  }
+
+  // An empty optional is a retryable failure.
+  template <detail::optional_like O>
+  constexpr verdict operator()(const O& r) const noexcept(noexcept(r.has_value())) {
+    return r.has_value() ? verdict::success() : verdict::retryable();
+  }
+};
+
+// HTTP statuses as http.hpp's classify_http_status says (1xx-3xx succeed, 429 and 5xx retry,
+// other 4xx are permanent), with the response's Retry-After when it has one. The HTTP-date form
+// of Retry-After is read against the system clock, as the header means.
+struct http_status_classifier {
+  verdict operator()(int status) const { return classify_http_status(status); }
+  template <detail::http_response_like Response>
+  verdict operator()(const Response& r) const {
+    const std::string_view after = r["Retry-After"];
+    return classify_http_status(
+        static_cast<int>(r.result_int()),
+        after.empty() ? std::nullopt : parse_retry_after(after, std::chrono::system_clock::now()));
+  }
+};
+
+// Lets a loop catch exceptions: retries the types E... (and types derived from them) as
+// retryable failures and lets every other exception propagate from the loop. Results, when the
+// operation returns, go to `results`. When the loop gives up after an exception, its result's
+// `error` holds it.
+template <class Results, class... E>
+struct exception_classifier {
+  static_assert(sizeof...(E) > 0, "name at least one exception type to retry");
+  Results results{};
+
+  template <class R>
+  constexpr verdict operator()(
+      const R& r) const requires std::is_invocable_r_v<verdict, const Results&, const R&> {
+    return results(r);
+  }
+
+  // nullopt: not one of E..., let it propagate.
+  std::optional<verdict> on_exception(const std::exception_ptr& e) const {
+    if (matches<E...>(e)) return verdict::retryable();
+    return std::nullopt;
+  }
+
+  // retry_on<E...>::with(c): the same exceptions, with `c` for results.
+  template <class C>
+  static exception_classifier<std::decay_t<C>, E...> with(C&& c) {
+    return {std::forward<C>(c)};
+  }
+
+ private:
+  template <class First, class... Rest>
+  static bool matches(const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const First&) {
+      return true;
+    } catch (...) {
+      if constexpr (sizeof...(Rest) > 0) {
+        return matches<Rest...>(e);
+      } else {
+        return false;
+      }
+    }
+  }
+};
+
+template <class... E>
+using retry_on = exception_classifier<default_classifier, E...>;
+
+// Whether a classifier takes exceptions (then the loop catches around each attempt).
+template <class C>
+concept exception_aware = requires(const C& c, const std::exception_ptr& e) {
+  { c.on_exception(e) } -> std::same_as<std::optional<verdict>>;
+};
+
+}  // namespace backoff
