@@ -22,6 +22,7 @@
 #include "backoff/async_retry.hpp"
 #include "backoff/clock.hpp"
 #include "backoff/policy.hpp"
+#include "run_coroutine.hpp"
 
 namespace {
 
@@ -30,17 +31,7 @@ using namespace std::chrono_literals;
 using backoff::duration;
 using backoff::outcome;
 
-template <class T>
-T run_on_fresh_context(asio::awaitable<T> work) {
-  asio::io_context io;
-  std::optional<T> out;
-  asio::co_spawn(io, std::move(work), [&](std::exception_ptr e, T value) {
-    if (e) std::rethrow_exception(e);
-    out = std::move(value);
-  });
-  io.run();
-  return std::move(*out);
-}
+using backoff::testing::run_coroutine;
 
 // A world where attempts listed in `hang` never answer by themselves. The loop's sleeps are
 // told apart by the hooks: a sleep asked for during an attempt is its timeout timer, which
@@ -121,7 +112,7 @@ backoff::retry_policy one_second_apart(std::uint32_t max_attempts, duration max_
 TEST(AsyncRetryOptions, AnAttemptPastItsTimeoutIsCancelledAndRetried) {
   hanging_world w;
   w.hang = {1};
-  const auto r = run_on_fresh_context(backoff::async_retry(
+  const auto r = run_coroutine(backoff::async_retry(
       w.op(),
       backoff::retry_options{
           .policy = one_second_apart(5), .hooks = tracking_hooks{&w}, .attempt_timeout = 3s},
@@ -139,7 +130,7 @@ TEST(AsyncRetryOptions, AnAttemptPastItsTimeoutIsCancelledAndRetried) {
 TEST(AsyncRetryOptions, UnderADeadlineAnAttemptGetsOnlyTheTimeLeft) {
   hanging_world w;
   w.hang = {1, 2, 3};
-  const auto r = run_on_fresh_context(backoff::async_retry(
+  const auto r = run_coroutine(backoff::async_retry(
       w.op(),
       backoff::retry_options{
           .policy = one_second_apart(0, 6s), .hooks = tracking_hooks{&w}, .attempt_timeout = 4s},
@@ -157,7 +148,7 @@ TEST(AsyncRetryOptions, AStopDuringAnAttemptCancelsItAndEndsTheLoop) {
   hanging_world w;
   w.stop_during = {2};
   w.hang = {1};
-  const auto r = run_on_fresh_context(backoff::async_retry(
+  const auto r = run_coroutine(backoff::async_retry(
       w.op(),
       backoff::retry_options{
           .policy = one_second_apart(5), .hooks = tracking_hooks{&w}, .attempt_timeout = 3s},
@@ -169,7 +160,7 @@ TEST(AsyncRetryOptions, AStopDuringAnAttemptCancelsItAndEndsTheLoop) {
 
 TEST(AsyncRetryOptions, WithoutATimeoutTheAttemptRunsUnraced) {
   hanging_world w;
-  const auto r = run_on_fresh_context(backoff::async_retry(
+  const auto r = run_coroutine(backoff::async_retry(
       w.op(), backoff::retry_options{.policy = one_second_apart(5), .hooks = tracking_hooks{&w}},
       w.env()));
   EXPECT_EQ(r.why, outcome::succeeded);
@@ -184,7 +175,7 @@ struct flaky_error : std::runtime_error {
 TEST(AsyncRetryOptions, VoidOperationsAndRetriedExceptions) {
   hanging_world w;
   int calls = 0;
-  const auto r = run_on_fresh_context(backoff::async_retry(
+  const auto r = run_coroutine(backoff::async_retry(
       [&]() -> asio::awaitable<void> {
         if (++calls < 3) throw flaky_error("not yet");
         co_return;
@@ -200,7 +191,7 @@ TEST(AsyncRetryOptions, VoidOperationsAndRetriedExceptions) {
 
 TEST(AsyncRetryOptions, AnExceptionNotListedPropagates) {
   hanging_world w;
-  EXPECT_THROW(run_on_fresh_context(backoff::async_retry(
+  EXPECT_THROW(run_coroutine(backoff::async_retry(
                    []() -> asio::awaitable<bool> {
                      throw std::logic_error("bug");
                      co_return true;
@@ -213,7 +204,7 @@ TEST(AsyncRetryOptions, AnExceptionNotListedPropagates) {
 
 TEST(AsyncRetryOptions, GivingUpKeepsTheLastException) {
   hanging_world w;
-  const auto r = run_on_fresh_context(backoff::async_retry(
+  const auto r = run_coroutine(backoff::async_retry(
       []() -> asio::awaitable<int> {
         throw flaky_error("always");
         co_return 1;
@@ -241,7 +232,7 @@ TEST(BoostErrorCodes, AreClassifiedByTheDefaultClassifier) {
 TEST(BoostErrorCodes, DriveTheCoroutineLoop) {
   hanging_world w;
   int calls = 0;
-  const auto r = run_on_fresh_context(backoff::async_retry(
+  const auto r = run_coroutine(backoff::async_retry(
       [&]() -> asio::awaitable<boost::system::error_code> {
         co_return ++calls < 3 ? boost::system::error_code(asio::error::connection_refused)
                               : boost::system::error_code{};

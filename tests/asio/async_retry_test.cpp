@@ -23,6 +23,7 @@
 #include "backoff/http.hpp"
 #include "backoff/retry_budget.hpp"
 #include "backoff/spec.hpp"
+#include "run_coroutine.hpp"
 
 namespace {
 
@@ -31,18 +32,7 @@ using namespace std::chrono_literals;
 using backoff::duration;
 using backoff::verdict;
 
-// Runs a coroutine to completion on a fresh io_context and returns its value.
-template <class T>
-T run(asio::awaitable<T> work) {
-  asio::io_context io;
-  std::optional<T> out;
-  asio::co_spawn(io, std::move(work), [&](std::exception_ptr e, T value) {
-    if (e) std::rethrow_exception(e);
-    out = std::move(value);
-  });
-  io.run();
-  return std::move(*out);
-}
+using backoff::testing::run_coroutine;
 
 // An env whose clock is manual and whose sleep records the delay and advances the clock.
 struct recorded {
@@ -79,7 +69,8 @@ TEST(AsyncRetry, WaitsExactlyAsThePolicySaysAndStopsOnSuccess) {
                                      0s};
   scripted op{{verdict::retryable(), verdict::retryable(), verdict::retryable(),
                verdict::retryable(), verdict::success()}};
-  const auto r = run(backoff::async_retry(op, policy, backoff::default_classifier{}, world.env()));
+  const auto r =
+      run_coroutine(backoff::async_retry(op, policy, backoff::default_classifier{}, world.env()));
   EXPECT_EQ(r.why, backoff::outcome::succeeded);
   EXPECT_EQ(r.attempts, 5u);
   EXPECT_EQ(world.sleeps, (std::vector<duration>{1s, 2s, 4s, 5s}));
@@ -94,8 +85,8 @@ TEST(AsyncRetry, MakesTheSameDecisionsAsTheSyncLoop) {
                                     verdict::retryable(), verdict::retryable()};
 
   recorded async_world;
-  const auto a = run(backoff::async_retry(scripted{script}, policy, backoff::default_classifier{},
-                                          async_world.env()));
+  const auto a = run_coroutine(backoff::async_retry(
+      scripted{script}, policy, backoff::default_classifier{}, async_world.env()));
 
   backoff::manual_clock clock;
   std::vector<duration> sync_sleeps;
@@ -122,8 +113,8 @@ TEST(AsyncRetry, MakesTheSameDecisionsAsTheSyncLoop) {
 TEST(AsyncRetry, ClampsTheLastWaitToTheDeadline) {
   recorded world;
   const backoff::retry_policy policy{backoff::parse_policy("constant(initial=3s)"), 0, 7s};
-  const auto r = run(backoff::async_retry(scripted{{verdict::retryable()}}, policy,
-                                          backoff::default_classifier{}, world.env()));
+  const auto r = run_coroutine(backoff::async_retry(scripted{{verdict::retryable()}}, policy,
+                                                    backoff::default_classifier{}, world.env()));
   EXPECT_EQ(r.why, backoff::outcome::deadline_exceeded);
   EXPECT_EQ(world.sleeps, (std::vector<duration>{3s, 3s, 1s}));
   EXPECT_EQ(r.attempts, 4u);  // at 0, 3, 6 and 7 s: none after the deadline
@@ -134,7 +125,7 @@ TEST(AsyncRetry, PassesTheAttemptNumberAndReportsEachRetry) {
   const backoff::retry_policy policy{backoff::parse_policy("constant(initial=10ms)"), 3, 0s};
   std::vector<std::uint32_t> seen;
   std::vector<std::uint32_t> hooked;
-  const auto r = run(backoff::async_retry(
+  const auto r = run_coroutine(backoff::async_retry(
       [&](std::uint32_t attempt) -> asio::awaitable<int> {
         seen.push_back(attempt);
         co_return 503;
@@ -156,8 +147,8 @@ TEST(AsyncRetry, PassesTheAttemptNumberAndReportsEachRetry) {
 TEST(AsyncRetry, RetriesOnRealTimers) {
   const backoff::retry_policy policy{backoff::parse_policy("constant(initial=1ms)"), 10, 0s};
   int calls = 0;
-  const auto r =
-      run(backoff::async_retry([&]() -> asio::awaitable<bool> { co_return ++calls == 3; }, policy));
+  const auto r = run_coroutine(
+      backoff::async_retry([&]() -> asio::awaitable<bool> { co_return ++calls == 3; }, policy));
   EXPECT_EQ(r.why, backoff::outcome::succeeded);
   EXPECT_EQ(r.attempts, 3u);
   EXPECT_EQ(calls, 3);
@@ -213,9 +204,9 @@ TEST(AsyncRetry, ABudgetStopsItExactlyAsInTheSyncLoop) {
   recorded world;
   backoff::retry_budget budget{backoff::parse_budget("token-bucket(max=10, ratio=0.1)")};
   const backoff::retry_policy policy{backoff::parse_policy("constant(initial=100ms)"), 0, 0s};
-  const auto r = run(backoff::async_retry(scripted{{verdict::retryable()}}, policy,
-                                          backoff::default_classifier{}, world.env(),
-                                          backoff::no_retry_hook{}, {&budget, nullptr}));
+  const auto r = run_coroutine(backoff::async_retry(scripted{{verdict::retryable()}}, policy,
+                                                    backoff::default_classifier{}, world.env(),
+                                                    backoff::no_retry_hook{}, {&budget, nullptr}));
   EXPECT_EQ(r.why, backoff::outcome::budget_exhausted);
   EXPECT_EQ(r.attempts, 5u);  // as RetryGates.TokenBucketStopsRetryingWhenHalfTheTokensAreGone
   EXPECT_EQ(world.sleeps.size(), 4u);
@@ -253,10 +244,10 @@ TEST(AsyncRetry, StopBeforeStartMakesNoAttempt) {
   backoff::async_retry_env env;
   env.stop = stop.get_token();
   int calls = 0;
-  const auto r =
-      run(backoff::async_retry([&]() -> asio::awaitable<bool> { co_return (++calls, true); },
-                               backoff::retry_policy{backoff::parse_policy("grpc"), 0, 0s},
-                               backoff::default_classifier{}, env));
+  const auto r = run_coroutine(
+      backoff::async_retry([&]() -> asio::awaitable<bool> { co_return (++calls, true); },
+                           backoff::retry_policy{backoff::parse_policy("grpc"), 0, 0s},
+                           backoff::default_classifier{}, env));
   EXPECT_EQ(r.why, backoff::outcome::cancelled);
   EXPECT_EQ(calls, 0);
   EXPECT_EQ(r.attempts, 0u);
