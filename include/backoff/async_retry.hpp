@@ -118,8 +118,6 @@ auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env 
   for (;;) {
     if (env.stop.stop_requested() || co_await detail::coroutine_cancelled())
       co_return done(outcome::cancelled);
-    if (detail::no_time_left(control, options.attempt_timeout, now))
-      co_return done(outcome::deadline_exceeded);
     const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
     if (s.what == retry_controller::attempt_start::stop) co_return done(s.stop);
     verdict v;

@@ -330,10 +330,10 @@ struct retry_options {
   Classify classify{};  // what a result (or an exception) means: classify.hpp
   Hooks hooks{};        // what the loop tells the world: hooks.hpp
   retry_gates gates{};  // shared retry budget and throttle
-  // > 0: each attempt gets min(attempt_timeout, time left before the deadline), and none starts
-  // with no time left. The coroutine loop cancels an attempt at its time; the sync loop cannot
-  // cancel a call, so it tells an operation that takes an attempt_context (give it to your
-  // client's own timeout).
+  // > 0: each attempt gets min(attempt_timeout, time left before the deadline); the last one,
+  // made at the deadline (the rule in this header), gets attempt_timeout. The coroutine loop
+  // cancels an attempt at its time; the sync loop cannot cancel a call, so it tells an operation
+  // that takes an attempt_context (give it to your client's own timeout).
   duration attempt_timeout{0};
 };
 
@@ -376,21 +376,16 @@ using op_return_t = decltype(invoke_attempt(std::declval<Op&>(), std::declval<at
 
 // The time an attempt may take: min(per-attempt timeout, time left before the deadline); 0 when
 // there is no per-attempt timeout (the deadline alone bounds when attempts start, not how long
-// they run: retry.hpp's header). Reads the clock only with both.
+// they run: retry.hpp's header). The last attempt, made at the deadline by that rule, would get
+// no time at all: it gets the per-attempt timeout, as the retry tool's last attempt does. Reads
+// the clock only with both a timeout and a deadline.
 template <class Now>
 duration attempt_time(const retry_controller& control, duration per_attempt, Now&& now) {
   if (per_attempt.count() <= 0) return duration{0};
-  if (!control.has_deadline() || control.deadline() == duration::max()) return per_attempt;
+  if (!control.has_deadline() || control.at_deadline() || control.deadline() == duration::max())
+    return per_attempt;
   // At least a nanosecond: a pacing wait may have taken the rest (0 would mean "none").
   return std::clamp(control.deadline() - now(), duration{1}, per_attempt);
-}
-
-// With a per-attempt timeout, an attempt that would have no time left is not made: the loop
-// ends with deadline_exceeded at the deadline instead of starting a call it must cancel at once.
-template <class Now>
-bool no_time_left(const retry_controller& control, duration per_attempt, Now&& now) {
-  return per_attempt.count() > 0 && control.has_deadline() && control.attempts() > 0 &&
-         now() >= control.deadline();
 }
 
 // The bookkeeping both loops share: the result, the classifier's verdicts, the hooks.
@@ -522,7 +517,6 @@ auto retry_loop(Op& op, const retry_policy& policy, Classify& classify, Hooks& h
   const auto loop = [&]() -> outcome {
     for (;;) {
       if (env.stop.stop_requested()) return outcome::cancelled;
-      if (no_time_left(control, attempt_timeout, now)) return outcome::deadline_exceeded;
       const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
       if (s.what == retry_controller::attempt_start::stop) return s.stop;
       verdict v;

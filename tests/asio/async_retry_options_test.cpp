@@ -144,6 +144,22 @@ TEST(AsyncRetryOptions, UnderADeadlineAnAttemptGetsOnlyTheTimeLeft) {
   EXPECT_FALSE(r.last) << "the last attempt gave no result";
 }
 
+TEST(AsyncRetryOptions, TheLastAttemptAtTheDeadlineGetsItsWholeTimeout) {
+  hanging_world w;
+  w.hang = {1, 2, 3};
+  const auto r = run_coroutine(backoff::async_retry(
+      w.op(),
+      backoff::retry_options{
+          .policy = one_second_apart(0, 5s), .hooks = tracking_hooks{&w}, .attempt_timeout = 4s},
+      w.env()));
+  // Attempt 1 times out at 4 s; the 1 s wait reaches the deadline, where the rule makes one last
+  // attempt: with 0 s left it would be cancelled at once, so it gets its 4 s.
+  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+  EXPECT_EQ(r.attempts, 2u);
+  EXPECT_EQ(w.timeouts_asked, (std::vector<duration>{4s, 4s}));
+  EXPECT_EQ(w.clock.now().time_since_epoch(), 9s);
+}
+
 TEST(AsyncRetryOptions, AStopDuringAnAttemptCancelsItAndEndsTheLoop) {
   hanging_world w;
   w.stop_during = {2};

@@ -377,11 +377,12 @@ TEST(RetryOptions, EachAttemptIsToldMinOfItsTimeoutAndTheTimeLeft) {
       },
       backoff::retry_options{.policy = options_doubling(0, 7s), .attempt_timeout = 4s}, rec.env);
   // Attempts start at 0 s, 2 s (1 s + a 1 s wait) and 5 s (+1 s +2 s: 2 s left); the next wait is
-  // clamped to end at 7 s, where no time is left for another.
-  EXPECT_EQ(timeouts, (std::vector<duration>{4s, 4s, 2s}));
+  // clamped to end at 7 s, where the last attempt is made with its whole 4 s (it would otherwise
+  // have none), and ends at 8 s.
+  EXPECT_EQ(timeouts, (std::vector<duration>{4s, 4s, 2s, 4s}));
   EXPECT_EQ(r.why, outcome::deadline_exceeded);
-  EXPECT_EQ(r.attempts, 3u);
-  EXPECT_EQ(options_elapsed(rec), 7s);
+  EXPECT_EQ(r.attempts, 4u);
+  EXPECT_EQ(options_elapsed(rec), 8s);
 }
 
 TEST(RetryOptions, WithoutATimeoutOrDeadlineTheAttemptIsToldNone) {
