@@ -13,9 +13,12 @@
 //                               results go to default_classifier, or to the classifier given to
 //                               retry_on<E...>::with(c)
 //
-//   auto r = backoff::retry([&] { return read_config(path); },        // may throw io_error
-//                           {.policy = policy, .classify = backoff::retry_on<io_error>{}});
-//   if (!r) std::rethrow_exception(r.error);                          // the last io_error
+//   const backoff::default_classifier classify;
+//   classify(std::optional<int>{});                                   // retryable
+//   classify(make_error_code(std::errc::connection_refused));         // retryable
+//   classify(make_error_code(std::errc::permission_denied));          // permanent
+//   backoff::http_status_classifier{}(503);                           // retryable
+//   backoff::retry_on<std::ios_base::failure> on_io;  // in retry_options: .classify = on_io
 //
 // Error codes (classify_error_code): success when the code is 0; retryable when it is
 // equivalent to a condition that usually clears by itself (a refused, reset or aborted

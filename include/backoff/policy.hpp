@@ -8,7 +8,7 @@
 //   backoff::random_generator rng{seed};
 //   auto state = policy.start();                  // per operation; cheap to copy
 //   for (;;) {
-//     if (attempt() succeeded) break;
+//     if (attempt()) break;                       // succeeded
 //     sleep(state.next_delay(rng));               // 1st call: the wait before retry 1, ...
 //   }
 //

@@ -54,6 +54,7 @@
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
 #include "backoff/retry_budget.hpp"
+#include "backoff/spec.hpp"
 #include "backoff/throttle.hpp"
 #include "backoff/verdict.hpp"
 

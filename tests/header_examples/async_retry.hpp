@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the example in backoff/async_retry.hpp takes from its reader's program.
+// blocks: 1
+// scope: namespace
+#include <chrono>
+#include <optional>
+#include <string>
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+struct reply {
+  int status;
+  std::optional<backoff::duration> retry_after;
+};
+extern std::string url;
+asio::awaitable<reply> http_get_async(const std::string&);
+void log(std::string_view);

@@ -1,0 +1,6 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the example in backoff/error.hpp takes from its reader's program.
+// blocks: 1
+// scope: function
+#include <iostream>
+// with: spec
