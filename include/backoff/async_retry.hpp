@@ -118,6 +118,8 @@ auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env 
   for (;;) {
     if (env.stop.stop_requested() || co_await detail::coroutine_cancelled())
       co_return done(outcome::cancelled);
+    if (detail::too_little_time(control, options.min_attempt_time, now))
+      co_return done(outcome::deadline_exceeded);
     const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
     if (s.what == retry_controller::attempt_start::stop) co_return done(s.stop);
     verdict v;
@@ -173,6 +175,8 @@ auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env 
     }
     const auto d = control.end_attempt(s, v, now, rng);
     if (!d.retry) co_return done(d.stop);
+    if (detail::too_little_time(control, options.min_attempt_time, now, d.delay))
+      co_return done(outcome::deadline_exceeded);
     record.retrying(control.attempts(), d.delay, v);
     if (!co_await env.sleep(d.delay, env.stop)) co_return done(outcome::cancelled);
     result.slept += d.delay;

@@ -6,6 +6,7 @@
 #include "backoff/aimd_window.hpp"
 #include "backoff/classify.hpp"
 #include "backoff/clock.hpp"
+#include "backoff/deadline_headers.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "backoff/hooks.hpp"

@@ -336,6 +336,10 @@ struct retry_options {
   // cancels an attempt at its time; the sync loop cannot cancel a call, so it tells an operation
   // that takes an attempt_context (give it to your client's own timeout).
   duration attempt_timeout{0};
+  // > 0, with a deadline: no attempt starts with less than this left before it, and a failed
+  // attempt whose next wait would leave less ends the loop at once (deadline_exceeded) instead
+  // of waiting for an attempt that could not be useful.
+  duration min_attempt_time{0};
 };
 
 BACKOFF_EXPORT const retry_env& system_env();
@@ -387,6 +391,17 @@ duration attempt_time(const retry_controller& control, duration per_attempt, Now
     return per_attempt;
   // At least a nanosecond: a pacing wait may have taken the rest (0 would mean "none").
   return std::clamp(control.deadline() - now(), duration{1}, per_attempt);
+}
+
+// With a minimum useful time: whether `at` leaves less than it before the deadline (then the
+// loop ends instead of making, or waiting for, an attempt). Reads the clock only when set.
+template <class Now>
+bool too_little_time(const retry_controller& control, duration min_time, Now&& now,
+                     duration wait = duration{0}) {
+  if (min_time.count() <= 0 || !control.has_deadline() || control.deadline() == duration::max())
+    return false;
+  const duration left = control.deadline() - now();
+  return left < min_time || left - min_time < wait;
 }
 
 // The bookkeeping both loops share: the result, the classifier's verdicts, the hooks.
@@ -503,7 +518,8 @@ concept ignored_hook = std::same_as<std::decay_t<F>, no_retry_hook>;
 // The sync loop. Both public forms call it with references, so neither copies the policy.
 template <class Op, class Classify, class Hooks>
 auto retry_loop(Op& op, const retry_policy& policy, Classify& classify, Hooks& hooks,
-                retry_gates gates, duration attempt_timeout, const retry_env& env) {
+                retry_gates gates, duration attempt_timeout, duration min_attempt_time,
+                const retry_env& env) {
   using R = stored_result_t<op_return_t<Op>>;
   retry_result<R> result;
   loop_record<R, Classify, Hooks> record(result, classify, hooks);
@@ -518,6 +534,7 @@ auto retry_loop(Op& op, const retry_policy& policy, Classify& classify, Hooks& h
   const auto loop = [&]() -> outcome {
     for (;;) {
       if (env.stop.stop_requested()) return outcome::cancelled;
+      if (too_little_time(control, min_attempt_time, now)) return outcome::deadline_exceeded;
       const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
       if (s.what == retry_controller::attempt_start::stop) return s.stop;
       verdict v;
@@ -548,6 +565,8 @@ auto retry_loop(Op& op, const retry_policy& policy, Classify& classify, Hooks& h
       }
       const auto d = control.end_attempt(s, v, now, rng);
       if (!d.retry) return d.stop;
+      if (too_little_time(control, min_attempt_time, now, d.delay))
+        return outcome::deadline_exceeded;
       record.retrying(control.attempts(), d.delay, v);
       if (!wait(d.delay)) return outcome::cancelled;
     }
@@ -567,7 +586,7 @@ template <class Op, class Classify, class Hooks>
 auto retry(Op&& op, const retry_options<Classify, Hooks>& options,
            const retry_env& env = system_env()) {
   return detail::retry_loop(op, options.policy, options.classify, options.hooks, options.gates,
-                            options.attempt_timeout, env);
+                            options.attempt_timeout, options.min_attempt_time, env);
 }
 
 // The same with the default classifier and no hooks: retry(op, {.policy = p}).
@@ -582,10 +601,10 @@ auto retry(Op&& op, const retry_policy& policy, Classify&& classify = {},
            const retry_env& env = system_env(), OnRetry&& on_retry = {}, retry_gates gates = {}) {
   if constexpr (detail::ignored_hook<OnRetry>) {
     const no_hooks hooks;
-    return detail::retry_loop(op, policy, classify, hooks, gates, duration{0}, env);
+    return detail::retry_loop(op, policy, classify, hooks, gates, duration{0}, duration{0}, env);
   } else {
     const detail::on_retry_callable<std::remove_reference_t<OnRetry>> hooks{&on_retry};
-    return detail::retry_loop(op, policy, classify, hooks, gates, duration{0}, env);
+    return detail::retry_loop(op, policy, classify, hooks, gates, duration{0}, duration{0}, env);
   }
 }
 

@@ -160,6 +160,23 @@ TEST(AsyncRetryOptions, TheLastAttemptAtTheDeadlineGetsItsWholeTimeout) {
   EXPECT_EQ(w.clock.now().time_since_epoch(), 9s);
 }
 
+TEST(AsyncRetryOptions, AMinimumUsefulTimeSkipsTheAttemptAtTheDeadline) {
+  hanging_world w;
+  w.hang = {1, 2, 3};
+  const auto r =
+      run_coroutine(backoff::async_retry(w.op(),
+                                         backoff::retry_options{.policy = one_second_apart(0, 5s),
+                                                                .hooks = tracking_hooks{&w},
+                                                                .attempt_timeout = 4s,
+                                                                .min_attempt_time = 500ms},
+                                         w.env()));
+  // Attempt 1 times out at 4 s; the wait to the deadline would leave nothing: no second attempt.
+  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+  EXPECT_EQ(r.attempts, 1u);
+  EXPECT_TRUE(w.waits.empty());
+  EXPECT_EQ(w.clock.now().time_since_epoch(), 4s);
+}
+
 TEST(AsyncRetryOptions, AStopDuringAnAttemptCancelsItAndEndsTheLoop) {
   hanging_world w;
   w.stop_during = {2};

@@ -385,6 +385,40 @@ TEST(RetryOptions, EachAttemptIsToldMinOfItsTimeoutAndTheTimeLeft) {
   EXPECT_EQ(options_elapsed(rec), 8s);
 }
 
+TEST(RetryOptions, NoAttemptStartsWithLessThanTheMinimumUsefulTime) {
+  recording_env rec;
+  int calls = 0;
+  const auto r = backoff::retry(
+      [&] {
+        ++calls;
+        rec.clock.advance(1s);  // each attempt takes a second
+        return false;
+      },
+      backoff::retry_options{.policy = {backoff::backoff_policy::constant(1s), 0, 5s},
+                             .min_attempt_time = 1500ms},
+      rec.env);
+  // Attempt 1 at 0 s, attempt 2 at 2 s; after it (3 s) a 1 s wait would leave 1 s < 1.5 s: the
+  // loop ends there instead of waiting.
+  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(r.attempts, 2u);
+  EXPECT_EQ(rec.sleeps, (std::vector<duration>{1s}));
+  EXPECT_EQ(options_elapsed(rec), 3s);
+}
+
+TEST(RetryOptions, ADeadlineShorterThanTheMinimumUsefulTimeMakesNoAttempt) {
+  recording_env rec;
+  int calls = 0;
+  const auto r = backoff::retry(
+      [&] { return ++calls > 0; },
+      backoff::retry_options{.policy = {backoff::backoff_policy::constant(1s), 0, 1s},
+                             .min_attempt_time = 2s},
+      rec.env);
+  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(r.attempts, 0u);
+}
+
 TEST(RetryOptions, WithoutATimeoutOrDeadlineTheAttemptIsToldNone) {
   recording_env rec;
   std::vector<duration> timeouts;
