@@ -153,20 +153,10 @@ auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env 
         co_return verdict::retryable();
       };
       if constexpr (exception_aware<Classify>) {
-        std::exception_ptr thrown;
         try {
           v = co_await attempt();
         } catch (...) {
-          thrown = std::current_exception();
-        }
-        // Classified outside the handler: a coroutine may not co_await inside one, and
-        // threw() rethrows what the classifier does not retry.
-        if (thrown) {
-          try {
-            std::rethrow_exception(thrown);
-          } catch (...) {
-            v = record.threw();
-          }
+          v = record.threw();  // rethrows what the classifier does not retry
         }
       } else {
         v = co_await attempt();

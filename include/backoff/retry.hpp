@@ -318,9 +318,10 @@ struct no_retry_hook {
 // so a call written today keeps compiling:
 //
 //   backoff::retry_options options{
-//       .policy = {.backoff = backoff::parse_policy("grpc"), .max_attempts = 5, .max_elapsed =
-//       30s}, .classify = backoff::retry_on<std::system_error>{}, .hooks =
-//       backoff::metrics_hooks{&metrics}, .attempt_timeout = 2s};
+//       .policy = {.backoff = backoff::parse_policy("grpc"), .max_attempts = 5},
+//       .classify = backoff::retry_on<std::system_error>{},
+//       .hooks = backoff::metrics_hooks{&metrics},
+//       .attempt_timeout = 2s};
 //   auto result = backoff::retry(op, options);
 //
 // (Class template argument deduction from designated initializers needs GCC 11 or Clang 17;
@@ -393,8 +394,9 @@ duration attempt_time(const retry_controller& control, duration per_attempt, Now
   return std::clamp(control.deadline() - now(), duration{1}, per_attempt);
 }
 
-// With a minimum useful time: whether `at` leaves less than it before the deadline (then the
-// loop ends instead of making, or waiting for, an attempt). Reads the clock only when set.
+// With a minimum useful time: whether now, or after `wait`, less than it is left before the
+// deadline (then the loop ends instead of making, or waiting for, an attempt). Reads the clock
+// only when set.
 template <class Now>
 bool too_little_time(const retry_controller& control, duration min_time, Now&& now,
                      duration wait = duration{0}) {
