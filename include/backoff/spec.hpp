@@ -6,17 +6,20 @@
 //   std::string text = p.to_string();                        // canonical; parses back equal
 //
 // Grammar: NAME [ "(" [ KEY "=" VALUE { "," KEY "=" VALUE } ] ")" ], blanks allowed around
-// tokens. NAME is a schedule (constant, linear, exponential, fibonacci) or a preset (presets.hpp);
-// keys are shared across kinds: initial, factor, step, max, jitter, jitter_max, lo, hi, r, sigma,
-// sd, cap (before|after), grow (base|previous), jitter_first (true|false). `max=none` removes the
-// cap. A key that does not apply to the chosen schedule or jitter is an error, not ignored.
-// Errors throw parse_error with one line that quotes the spec and names the bad part.
+// tokens; a VALUE is a word ("2", "50ms", "10%", "100calls") or a list "[" [ITEM {"," ITEM}] "]".
+// NAME is a schedule (constant, linear, exponential, fibonacci) or a preset (presets.hpp); keys are
+// shared across kinds: initial, factor, step, max, jitter, jitter_max, lo, hi, r, sigma, sd, cap
+// (before|after), grow (base|previous), jitter_first (true|false). `max=none` removes the cap. A
+// key that does not apply to the chosen schedule or jitter is an error, not ignored. Errors throw
+// parse_error with one line that quotes the spec and names the bad part.
 //
 // The same call syntax serves the other specs of the toolkit (windows, budgets, throttles), so
 // its tokenizer is public: parse_spec_call().
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,8 +31,10 @@ namespace backoff {
 
 struct spec_argument {
   std::string key;
-  std::string value;
-  std::size_t column;  // 1-based position of the key in the spec text
+  std::string value;               // as written (a list keeps its brackets: "[429, 503]")
+  std::size_t column;              // 1-based position of the key in the spec text
+  bool is_list = false;            // the value was written "[a, b, ...]"
+  std::vector<std::string> items;  // a list's items, blanks trimmed; empty for "[]"
 };
 
 struct spec_call {
@@ -48,6 +53,18 @@ BACKOFF_EXPORT duration spec_duration(std::string_view spec, const spec_argument
                                       std::string_view what);
 BACKOFF_EXPORT bool spec_bool(std::string_view spec, const spec_argument& arg,
                               std::string_view what);
+// "10%" or a fraction "0.1", as a fraction in [0, 1].
+BACKOFF_EXPORT double spec_fraction(std::string_view spec, const spec_argument& arg,
+                                    std::string_view what);
+// The canonical text of a fraction: "10%".
+BACKOFF_EXPORT std::string format_fraction(double fraction);
+// A list's items; a single value is a list of one ("non_fatal=503" is "[503]").
+BACKOFF_EXPORT std::vector<std::string> spec_list(std::string_view spec, const spec_argument& arg,
+                                                  std::string_view what);
+// "100calls" as 100; nullopt when the value does not end in "calls" (it may be a duration).
+BACKOFF_EXPORT std::optional<std::uint64_t> spec_calls(std::string_view spec,
+                                                       const spec_argument& arg,
+                                                       std::string_view what);
 
 BACKOFF_EXPORT backoff_policy parse_policy(std::string_view text);
 

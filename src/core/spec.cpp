@@ -5,8 +5,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "backoff/error.hpp"
 #include "backoff/presets.hpp"
@@ -84,18 +86,59 @@ spec_call parse_spec_call(std::string_view text, std::string_view what) {
       ++i;
       skip_blanks();
       const std::size_t value_start = i;
-      while (i < text.size() && text[i] != ',' && text[i] != ')' && text[i] != '(') ++i;
+      std::vector<std::string> items;
+      bool is_list = false;
+      if (i < text.size() && text[i] == '[') {
+        // A list: "[a, b]", items separated by commas, no nesting; "[]" is an empty list.
+        is_list = true;
+        ++i;
+        for (;;) {
+          skip_blanks();
+          const std::size_t item_start = i;
+          while (i < text.size() && text[i] != ',' && text[i] != ']' && text[i] != '[' &&
+                 text[i] != '(' && text[i] != ')')
+            ++i;
+          std::size_t item_end = i;
+          while (item_end > item_start && is_blank(text[item_end - 1])) --item_end;
+          if (i >= text.size()) fail(what, text, "missing ']' in the value of " + quoted(key));
+          if (text[i] != ',' && text[i] != ']') {
+            fail(what, text,
+                 "unexpected " + quoted(text.substr(i, 1)) + at(i) + " in the list of " +
+                     quoted(key));
+          }
+          const bool empty_list = text[i] == ']' && items.empty() && item_end == item_start;
+          if (!empty_list) {
+            if (item_end == item_start) {
+              fail(what, text, "an empty item" + at(i) + " in the list of " + quoted(key));
+            }
+            items.emplace_back(text.substr(item_start, item_end - item_start));
+          }
+          if (text[i++] == ']') break;
+        }
+        skip_blanks();
+        if (i < text.size() && text[i] != ',' && text[i] != ')') {
+          fail(what, text,
+               "unexpected " + quoted(text.substr(i, 1)) + at(i) + " after the list of " +
+                   quoted(key));
+        }
+      } else {
+        while (i < text.size() && text[i] != ',' && text[i] != ')' && text[i] != '(' &&
+               text[i] != '[' && text[i] != ']')
+          ++i;
+      }
       std::size_t value_end = i;
       while (value_end > value_start && is_blank(text[value_end - 1])) --value_end;
       std::string value(text.substr(value_start, value_end - value_start));
       if (value.empty()) fail(what, text, "parameter " + quoted(key) + " has an empty value");
-      if (i < text.size() && text[i] == '(') {
-        fail(what, text, "unexpected '('" + at(i) + " in the value of " + quoted(key));
+      if (i < text.size() && (text[i] == '(' || text[i] == '[' || text[i] == ']')) {
+        fail(what, text,
+             "unexpected " + quoted(text.substr(i, 1)) + at(i) + " in the value of " + quoted(key));
       }
       if (!seen.insert(key).second) {
         fail(what, text, "parameter " + quoted(key) + " given twice");
       }
-      call.arguments.push_back({std::move(key), std::move(value), key_start + 1});
+      call.arguments.push_back(
+          {std::move(key), std::move(value), key_start + 1, is_list, std::move(items)});
       if (i >= text.size()) fail(what, text, "missing ')'");
       if (text[i] == ')') {
         ++i;
@@ -134,6 +177,54 @@ duration spec_duration(std::string_view spec, const spec_argument& arg, std::str
   } catch (const parse_error& e) {
     fail(what, spec, arg.key + ": " + e.what());
   }
+}
+
+double spec_fraction(std::string_view spec, const spec_argument& arg, std::string_view what) {
+  const std::string written = arg.key + "=" + escape_controls(arg.value);
+  if (arg.is_list) fail(what, spec, written + " is a list; expected a percentage such as 10%");
+  double v = 0;
+  if (!arg.value.empty() && arg.value.back() == '%') {
+    spec_argument number = arg;
+    number.value.pop_back();
+    while (!number.value.empty() && is_blank(number.value.back())) number.value.pop_back();
+    v = spec_number(spec, number, what) / 100.0;
+    if (v < 0 || v > 1) fail(what, spec, written + " must be between 0% and 100%");
+    return v;
+  }
+  v = spec_number(spec, arg, what);
+  if (v < 0 || v > 1) {
+    fail(what, spec, written + " must be a percentage (0% to 100%) or a fraction between 0 and 1");
+  }
+  return v;
+}
+
+std::string format_fraction(double fraction) {
+  return format_number(fraction * 100.0) + "%";
+}
+
+std::vector<std::string> spec_list(std::string_view spec, const spec_argument& arg,
+                                   std::string_view what) {
+  (void)spec;
+  (void)what;
+  if (arg.is_list) return arg.items;
+  return {arg.value};
+}
+
+std::optional<std::uint64_t> spec_calls(std::string_view spec, const spec_argument& arg,
+                                        std::string_view what) {
+  constexpr std::string_view suffix = "calls";
+  const std::string_view v = arg.value;
+  if (arg.is_list || v.size() <= suffix.size() || !v.ends_with(suffix)) return std::nullopt;
+  std::string_view digits = v.substr(0, v.size() - suffix.size());
+  while (!digits.empty() && is_blank(digits.back())) digits.remove_suffix(1);
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  const std::string written = arg.key + "=" + escape_controls(arg.value);
+  if (ec == std::errc::result_out_of_range) fail(what, spec, written + " is too many calls");
+  if (ec != std::errc{} || end != digits.data() + digits.size() || digits.empty()) {
+    fail(what, spec, written + " is not a whole number of calls (write 100calls)");
+  }
+  return n;
 }
 
 bool spec_bool(std::string_view spec, const spec_argument& arg, std::string_view what) {

@@ -318,24 +318,24 @@ TEST(ParseSpecCall, NamesTheKindOfSpecInErrors) {
 }
 
 TEST(SpecHelpers, ConvertValuesOrNameTheKey) {
-  const backoff::spec_argument number{"ratio", "0.25", 8};
-  const backoff::spec_argument dur{"window", "1m30s", 8};
-  const backoff::spec_argument yes{"on", "true", 8};
-  const backoff::spec_argument no{"on", "false", 8};
+  const backoff::spec_argument number{"ratio", "0.25", 8, false, {}};
+  const backoff::spec_argument dur{"window", "1m30s", 8, false, {}};
+  const backoff::spec_argument yes{"on", "true", 8, false, {}};
+  const backoff::spec_argument no{"on", "false", 8, false, {}};
   EXPECT_EQ(backoff::spec_number("x(ratio=0.25)", number, "budget"), 0.25);
   EXPECT_EQ(backoff::spec_duration("x(window=1m30s)", dur, "budget"), 90s);
   EXPECT_TRUE(backoff::spec_bool("x(on=true)", yes, "budget"));
   EXPECT_FALSE(backoff::spec_bool("x(on=false)", no, "budget"));
 
-  const backoff::spec_argument bad_number{"ratio", "lots", 8};
-  const backoff::spec_argument bad_duration{"window", "soon", 8};
-  const backoff::spec_argument bad_bool{"on", "1", 8};
+  const backoff::spec_argument bad_number{"ratio", "lots", 8, false, {}};
+  const backoff::spec_argument bad_duration{"window", "soon", 8, false, {}};
+  const backoff::spec_argument bad_bool{"on", "1", 8, false, {}};
   EXPECT_THROW((void)backoff::spec_number("x", bad_number, "budget"), backoff::parse_error);
   EXPECT_THROW((void)backoff::spec_duration("x", bad_duration, "budget"), backoff::parse_error);
   EXPECT_THROW((void)backoff::spec_bool("x", bad_bool, "budget"), backoff::parse_error);
   try {
-    (void)backoff::spec_number("throttle(k=lots)", backoff::spec_argument{"k", "lots", 10},
-                               "throttle");
+    (void)backoff::spec_number("throttle(k=lots)",
+                               backoff::spec_argument{"k", "lots", 10, false, {}}, "throttle");
     FAIL() << "no exception";
   } catch (const backoff::parse_error& e) {
     EXPECT_EQ(std::string(e.what()), "bad throttle \"throttle(k=lots)\": k=lots is not a number");
@@ -371,3 +371,84 @@ TEST(OverloadSpecs, ErrorsStayOnOneLineWhateverTheSpecHolds) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Lists, percentages and call counts (the guard specs of SPEC 7.2).
+
+TEST(ParseSpecCall, ReadsAListAsOneValueWithItems) {
+  const backoff::spec_call call =
+      backoff::parse_spec_call("hedge(non_fatal=[429, 503 ], delay=1s)", "hedge");
+  ASSERT_EQ(call.arguments.size(), 2u);
+  EXPECT_TRUE(call.arguments[0].is_list);
+  EXPECT_EQ(call.arguments[0].value, "[429, 503 ]");
+  EXPECT_EQ(call.arguments[0].items, (std::vector<std::string>{"429", "503"}));
+  EXPECT_FALSE(call.arguments[1].is_list);
+  EXPECT_EQ(call.arguments[1].value, "1s");
+  const backoff::spec_call empty = backoff::parse_spec_call("hedge(non_fatal=[ ])", "hedge");
+  ASSERT_EQ(empty.arguments.size(), 1u);
+  EXPECT_TRUE(empty.arguments[0].is_list);
+  EXPECT_TRUE(empty.arguments[0].items.empty());
+}
+
+TEST(ParseSpecCall, RefusesMalformedListsWithOneLine) {
+  const auto message = [](std::string_view text) {
+    try {
+      (void)backoff::parse_spec_call(text, "hedge");
+    } catch (const backoff::parse_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("h(x=[1, 2)"),
+            "bad hedge \"h(x=[1, 2)\": unexpected \")\" at column 10 in "
+            "the list of \"x\"");
+  EXPECT_EQ(message("h(x=[1, 2"), "bad hedge \"h(x=[1, 2\": missing ']' in the value of \"x\"");
+  EXPECT_EQ(message("h(x=[1,,2])"),
+            "bad hedge \"h(x=[1,,2])\": an empty item at column 8 in "
+            "the list of \"x\"");
+  EXPECT_EQ(message("h(x=[1,])"),
+            "bad hedge \"h(x=[1,])\": an empty item at column 8 in the "
+            "list of \"x\"");
+  EXPECT_EQ(message("h(x=[1] 2)"),
+            "bad hedge \"h(x=[1] 2)\": unexpected \"2\" at column 9 after "
+            "the list of \"x\"");
+  EXPECT_EQ(message("h(x=[[1]])"),
+            "bad hedge \"h(x=[[1]])\": unexpected \"[\" at column 6 in "
+            "the list of \"x\"");
+  EXPECT_EQ(message("h(x=1])"),
+            "bad hedge \"h(x=1])\": unexpected \"]\" at column 6 in the "
+            "value of \"x\"");
+  EXPECT_EQ(message("h(x=1[2])"),
+            "bad hedge \"h(x=1[2])\": unexpected \"[\" at column 6 in "
+            "the value of \"x\"");
+}
+
+TEST(SpecHelpers, ReadPercentagesFractionsListsAndCallCounts) {
+  const auto arg = [](std::string key, std::string value) {
+    return backoff::spec_argument{std::move(key), std::move(value), 3, false, {}};
+  };
+  EXPECT_DOUBLE_EQ(backoff::spec_fraction("s", arg("threshold", "50%"), "breaker"), 0.5);
+  EXPECT_DOUBLE_EQ(backoff::spec_fraction("s", arg("threshold", "12.5 %"), "breaker"), 0.125);
+  EXPECT_DOUBLE_EQ(backoff::spec_fraction("s", arg("threshold", "0.1"), "breaker"), 0.1);
+  EXPECT_DOUBLE_EQ(backoff::spec_fraction("s", arg("threshold", "100%"), "breaker"), 1.0);
+  EXPECT_EQ(backoff::format_fraction(0.125), "12.5%");
+  EXPECT_EQ(backoff::format_fraction(0.1), "10%");
+  for (const char* bad : {"101%", "-1%", "10", "%", "ten%", "1.5"}) {
+    EXPECT_THROW((void)backoff::spec_fraction("s", arg("threshold", bad), "breaker"),
+                 backoff::parse_error)
+        << bad;
+  }
+  EXPECT_EQ(backoff::spec_list("s", arg("non_fatal", "503"), "hedge"),
+            std::vector<std::string>{"503"});
+  const auto list = backoff::parse_spec_call("h(non_fatal=[429,503])", "hedge").arguments[0];
+  EXPECT_EQ(backoff::spec_list("s", list, "hedge"), (std::vector<std::string>{"429", "503"}));
+
+  EXPECT_EQ(backoff::spec_calls("s", arg("window", "100calls"), "breaker"), 100u);
+  EXPECT_EQ(backoff::spec_calls("s", arg("window", "10s"), "breaker"), std::nullopt);
+  EXPECT_EQ(backoff::spec_calls("s", arg("window", "calls"), "breaker"), std::nullopt);
+  for (const char* bad : {"-1calls", "1.5calls", "xcalls", "99999999999999999999999calls"}) {
+    EXPECT_THROW((void)backoff::spec_calls("s", arg("window", bad), "breaker"),
+                 backoff::parse_error)
+        << bad;
+  }
+}
