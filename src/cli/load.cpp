@@ -46,6 +46,7 @@ struct load_flags {
   bool no_quirks = false;
   std::string aimd;
   std::string budget;
+  bool propagate_deadline = false;
   std::string seed = "1";
   std::string name;
   std::string experiment;
@@ -201,6 +202,7 @@ int run_load_command(const load_flags& f) {
     o.grow_from_think = !f.no_quirks;
     if (!f.aimd.empty()) o.window = parse_window(f.aimd);
     if (!f.budget.empty()) o.budget = parse_budget(f.budget);
+    o.propagate_deadline = f.propagate_deadline;
     o.seed = whole("--seed", f.seed);
   } catch (const parse_error& e) {
     std::cerr << "backoff load: " << e.what() << '\n';
@@ -277,6 +279,11 @@ void setup_load(CLI::App& app, int& status) {
   sub->add_option("--aimd", f->aimd, "Pace all clients through one AIMD window, e.g. 'aimd()'");
   sub->add_option("--budget", f->budget,
                   "One retry budget for all clients, e.g. 'token-bucket(max=10, ratio=0.1)'");
+  sub->add_flag(
+      "--propagate-deadline", f->propagate_deadline,
+      "Send each attempt's time (--timeout) and number as grpc-timeout, "
+      "x-envoy-expected-rq-timeout-ms, x-envoy-attempt-count and "
+      "grpc-previous-rpc-attempts headers: `backoff serve` drops work whose caller gave up");
   sub->add_option("--seed", f->seed, "Seed for think times and jitter")->capture_default_str();
   sub->add_option("--name", f->name, "Strategy name in the outputs");
   sub->add_option("--experiment", f->experiment,

@@ -47,8 +47,27 @@ struct serve_options {
   std::optional<std::string> admin_token_file;
   bool reuse_port = false;
   bool cancel_on_disconnect = false;
+  std::string expired_cost = "5%";
   bool quiet = false;
 };
+
+// "5%" or "0.05" as 0.05; one line and false when it is neither, or outside 0..100 %.
+bool to_fraction(const std::string& flag, const std::string& text, double& out) {
+  std::string_view digits = text;
+  const bool percent = !digits.empty() && digits.back() == '%';
+  if (percent) digits.remove_suffix(1);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (percent) v /= 100.0;
+  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() ||
+      !(v >= 0.0 && v <= 1.0)) {
+    std::cerr << "backoff serve: " << flag << ": expected a percentage from 0% to 100% (or a "
+              << "fraction from 0 to 1), got " << quote_for_message(text) << "\n";
+    return false;
+  }
+  out = v;
+  return true;
+}
 
 bool to_number(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi,
                std::int64_t& out) {
@@ -137,7 +156,8 @@ int run_serve(const serve_options& o) {
       !to_duration("--tick", o.tick, false, options.service.tick) ||
       !to_duration("--retry-after", o.retry_after, true, options.retry_after) ||
       !to_duration("--header-timeout", o.header_timeout, false, options.header_timeout) ||
-      !to_duration("--idle-timeout", o.idle_timeout, false, options.idle_timeout)) {
+      !to_duration("--idle-timeout", o.idle_timeout, false, options.idle_timeout) ||
+      !to_fraction("--expired-cost", o.expired_cost, options.expired_cost)) {
     return exit_usage;
   }
   if (o.admin_token && o.admin_token_file) {
@@ -287,6 +307,11 @@ void setup_serve(CLI::App& app, int& status) {
   sub->add_flag("--cancel-on-disconnect", o->cancel_on_disconnect,
                 "Stop counting a request whose client closed the connection (the seed's server "
                 "keeps it)");
+  sub->add_option("--expired-cost", o->expired_cost,
+                  "Share of its service time a request gets when the deadline it carries "
+                  "(grpc-timeout, x-envoy-expected-rq-timeout-ms) passed before it started; it is "
+                  "then answered 504, as is one whose deadline passes in service")
+      ->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "No once-a-second concurrency line");
   sub->callback([o, &status] { status = run_serve(*o); });
 }

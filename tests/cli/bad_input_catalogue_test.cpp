@@ -498,6 +498,13 @@ std::vector<bad_input> cli_cases() {
   c.push_back(cli("ServeFactorNan", {"serve", "--factor", "nan"}, 2, "--factor", "nan", "--k"));
   c.push_back(cli("ServeFactorInf", {"serve", "--factor", "inf", "--port", "0", "-q"}, 2,
                   "--factor", "inf"));
+  c.push_back(cli("ServeExpiredCostAbove100", {"serve", "--expired-cost", "150%"}, 2,
+                  "backoff serve: --expired-cost: expected a percentage from 0% to 100% (or a "
+                  "fraction from 0 to 1), got \"150%\""));
+  c.push_back(cli("ServeExpiredCostNotANumber", {"serve", "--expired-cost", "some"}, 2,
+                  "--expired-cost: expected a percentage", "\"some\""));
+  c.push_back(cli("ServeExpiredCostBareAboveOne", {"serve", "--expired-cost", "5"}, 2,
+                  "--expired-cost: expected a percentage", "\"5\""));
   c.push_back(cli("ServeUnknownSeedStyleFlag", {"serve", "-bogusFlag", "1"}, 2, "-bogusFlag"));
   c.push_back(cli("ServeStrayArgument", {"serve", "stray"}, 2,
                   "backoff serve: The following argument was not expected: stray"));

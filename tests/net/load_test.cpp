@@ -9,6 +9,8 @@
 #include <boost/asio/error.hpp>
 #include <boost/beast/core/error.hpp>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 namespace {
 
@@ -30,6 +32,54 @@ TEST(Load, RefusalsResetsAndTimeoutsAreTheServers) {
   }
   EXPECT_FALSE(is_local_error(boost::asio::error::eof));
   EXPECT_FALSE(is_local_error(boost::beast::error::timeout));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// --propagate-deadline: each attempt carries its time, and the server drops what expired.
+
+#include "net/server/server.hpp"
+
+namespace {
+
+TEST(Load, PropagatedDeadlinesLetTheServerDropWorkItsClientGaveUpOn) {
+  using namespace std::chrono_literals;
+  for (const bool propagate : {false, true}) {
+    backoff::net::server_options so;
+    so.port = 0;
+    so.threads = 1;
+    so.service.base_delay = 1s;  // every attempt times out at 100 ms
+    so.service.tick = 5ms;
+    backoff::net::server s(so);
+    s.start();
+    backoff::net::load_options o;
+    o.target.port = s.port();
+    o.clients = 4;
+    o.think_mean = 1ms;
+    o.timeout = 100ms;
+    o.duration_total = 600ms;
+    o.report_every = 10s;
+    o.max_attempts = 2;
+    o.policy = backoff::backoff_policy::constant(10ms);
+    o.propagate_deadline = propagate;
+    const auto run = backoff::net::run_load(o, {});
+    EXPECT_GT(run.timeouts, 0u);
+    EXPECT_EQ(run.ok, 0u);
+    // Without the headers the server cannot know; with them it stops each request at its
+    // deadline (the client's timeout), so it ends with fewer in service.
+    EXPECT_TRUE([&] {
+      for (int i = 0; i < 500; ++i) {
+        const auto m = s.metrics().snapshot();
+        if ((m.expired_in_service > 0) == propagate) return true;
+        std::this_thread::sleep_for(2ms);
+      }
+      return false;
+    }()) << "propagate="
+         << propagate;
+    s.stop();
+    s.wait();
+  }
 }
 
 }  // namespace

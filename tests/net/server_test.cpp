@@ -858,3 +858,111 @@ TEST(Server, ASmallBodySentWithItsHeaderIsAnswered) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Deadlines that cross the wire (issue 21): work whose caller has given up is dropped.
+
+namespace {
+
+server_options slow_service() {
+  server_options o = fast_options();
+  o.service.base_delay = 10s;  // no test waits for it: every request here expires first
+  return o;
+}
+
+}  // namespace
+
+TEST(Server, ARequestArrivingExpiredIsDroppedAtTheExpiredCostAndAnswered504) {
+  server_options o = slow_service();
+  o.service.base_delay = 2s;
+  o.expired_cost = 0.1;  // 200 ms of the 2 s
+  server s(o);
+  s.start();
+  client c(s.port());
+  const auto start = std::chrono::steady_clock::now();
+  const auto res =
+      c.request(http::verb::get, "/api", {{"Host", "127.0.0.1"}, {"grpc-timeout", "0n"}});
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(res.result_int(), 504u);
+  EXPECT_EQ(res.body(), "deadline exceeded\n");
+  EXPECT_GE(took, 200ms);
+  EXPECT_LT(took, 1900ms);
+  const auto m = s.metrics().snapshot();
+  EXPECT_EQ(m.expired_before_service, 1u);
+  EXPECT_EQ(m.expired_in_service, 0u);
+  EXPECT_EQ(m.gateway_timeout, 1u);
+  EXPECT_EQ(m.ok, 0u);
+  EXPECT_TRUE(res.keep_alive());  // the connection stays usable
+  EXPECT_EQ(c.request(http::verb::get, "/metrics").result_int(), 200u);
+}
+
+TEST(Server, AZeroExpiredCostAnswersAnExpiredRequestAtOnce) {
+  server_options o = slow_service();
+  o.expired_cost = 0;
+  o.service.tick = 10s;  // a tick would make the test time out
+  server s(o);
+  s.start();
+  client c(s.port());
+  EXPECT_EQ(c.request(http::verb::get, "/api",
+                      {{"Host", "127.0.0.1"}, {"x-envoy-expected-rq-timeout-ms", "0"}})
+                .result_int(),
+            504u);
+}
+
+TEST(Server, ARequestWhoseDeadlinePassesInServiceStopsThere) {
+  server s(slow_service());
+  s.start();
+  client c(s.port());
+  const auto start = std::chrono::steady_clock::now();
+  // The tighter of the two headers counts: 60 ms, not 5 s.
+  const auto res = c.request(
+      http::verb::get, "/api",
+      {{"Host", "127.0.0.1"}, {"grpc-timeout", "5S"}, {"x-envoy-expected-rq-timeout-ms", "60"}});
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(res.result_int(), 504u);
+  EXPECT_GE(took, 60ms);
+  EXPECT_LT(took, 5s);
+  EXPECT_TRUE(eventually([&] { return s.metrics().concurrency.load() == 0; }));
+  const auto m = s.metrics().snapshot();
+  EXPECT_EQ(m.expired_in_service, 1u);
+  EXPECT_EQ(m.expired_before_service, 0u);
+  const std::string text = c.request(http::verb::get, "/metrics").body();
+  EXPECT_NE(text.find("backoff_expired_requests_total{stage=\"in_service\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("backoff_expired_requests_total{stage=\"before_service\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("backoff_requests_total{status=\"504\"} 1\n"), std::string::npos);
+}
+
+TEST(Server, ARequestHeldByAPausePastItsDeadlineExpiresBeforeService) {
+  server_options o = slow_service();
+  o.expired_cost = 0;
+  server s(o);
+  s.start();
+  client admin(s.port());
+  EXPECT_EQ(admin.request(http::verb::post, "/admin/pause").result_int(), 200u);
+  auto held = std::async(std::launch::async, [&] {
+    client c(s.port());
+    return c.request(http::verb::get, "/api", {{"Host", "127.0.0.1"}, {"grpc-timeout", "50m"}})
+        .result_int();
+  });
+  EXPECT_EQ(held.wait_for(200ms), std::future_status::timeout);
+  EXPECT_EQ(admin.request(http::verb::post, "/admin/resume").result_int(), 200u);
+  EXPECT_EQ(held.get(), 504u);
+  EXPECT_EQ(s.metrics().snapshot().expired_before_service, 1u);
+}
+
+TEST(Server, MalformedOrAbsentDeadlineHeadersAreIgnored) {
+  server s(fast_options());
+  s.start();
+  client c(s.port());
+  for (const char* bad : {"abc", "-1m", "123456789S", "1", ""}) {
+    EXPECT_EQ(c.request(http::verb::get, "/api", {{"Host", "127.0.0.1"}, {"grpc-timeout", bad}})
+                  .result_int(),
+              200u)
+        << bad;
+  }
+  EXPECT_EQ(
+      s.metrics().snapshot().expired_before_service + s.metrics().snapshot().expired_in_service,
+      0u);
+}

@@ -22,6 +22,7 @@
 
 #include "backoff/async_retry.hpp"
 #include "backoff/async_window.hpp"
+#include "backoff/deadline_headers.hpp"
 #include "backoff/error.hpp"
 #include "backoff/http.hpp"
 #include "backoff/random.hpp"
@@ -63,6 +64,7 @@ struct connection {
   asio::any_io_executor executor;
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
+  std::string request;  // with propagate_deadline: this attempt's bytes
   void close() {
     if (stream) {
       beast::error_code ignored;
@@ -117,7 +119,22 @@ struct load_state {
   std::optional<asio::io_context> context;
 };
 
-asio::awaitable<reply> send_request(load_state& s, connection& c) {
+// The request of attempt `attempt`: the prepared bytes, plus, with propagate_deadline, the time
+// the server may take and the attempt number (deadline_headers.hpp), before the blank line.
+std::string_view request_bytes(load_state& s, connection& c, std::uint32_t attempt) {
+  if (!s.options.propagate_deadline) return s.request_text;
+  const std::string_view head(s.request_text.data(), s.request_text.size() - 2);  // "\r\n"
+  c.request.assign(head);
+  c.request += "grpc-timeout: " + format_grpc_timeout(s.options.timeout) + "\r\n";
+  c.request += "x-envoy-expected-rq-timeout-ms: " + format_timeout_ms(s.options.timeout) + "\r\n";
+  c.request += "x-envoy-attempt-count: " + std::to_string(attempt) + "\r\n";
+  if (attempt > 1)
+    c.request += "grpc-previous-rpc-attempts: " + std::to_string(attempt - 1) + "\r\n";
+  c.request += "\r\n";
+  return c.request;
+}
+
+asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t attempt) {
   s.recorder.attempt(s.now());
   ++s.requests;
   reply r;
@@ -154,8 +171,8 @@ asio::awaitable<reply> send_request(load_state& s, connection& c) {
   }
   {
     // The same bytes every time: written as they are, without a serializer per request.
-    const auto [ec, n] =
-        co_await asio::async_write(*c.stream, asio::buffer(s.request_text), as_tuple_awaitable);
+    const auto [ec, n] = co_await asio::async_write(
+        *c.stream, asio::buffer(request_bytes(s, c, attempt)), as_tuple_awaitable);
     if (ec) {
       failed(ec);
       co_return r;
@@ -196,7 +213,7 @@ struct attempt_op {
   std::uint64_t id;
   asio::awaitable<reply> operator()(std::uint32_t attempt) const {
     s->in_flight[id].attempts = attempt;
-    return send_request(*s, *c);
+    return send_request(*s, *c, attempt);
   }
 };
 

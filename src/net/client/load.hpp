@@ -50,6 +50,9 @@ struct load_options {
   double rate_per_s = 0;                           // > 0: open loop at this Poisson rate instead
   std::uint32_t max_in_flight = 10000;  // open loop: arrivals beyond it are dropped (counted)
   duration timeout = std::chrono::seconds(2);
+  // Each attempt tells the server the time it may take (`timeout`) and its number: grpc-timeout,
+  // x-envoy-expected-rq-timeout-ms, x-envoy-attempt-count, grpc-previous-rpc-attempts.
+  bool propagate_deadline = false;
   duration duration_total = std::chrono::seconds(60);
   duration report_every = std::chrono::seconds(5);
   duration bucket = std::chrono::seconds(1);

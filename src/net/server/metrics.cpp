@@ -28,10 +28,17 @@ void server_metrics::answered(int status) noexcept {
     case 408:
       request_timeout_.fetch_add(1, std::memory_order_relaxed);
       break;
+    case 504:
+      gateway_timeout_.fetch_add(1, std::memory_order_relaxed);
+      break;
     default:
       rejected_.fetch_add(1, std::memory_order_relaxed);  // 503 or 429
       break;
   }
+}
+
+void server_metrics::expired(expiry when) noexcept {
+  expired_[static_cast<std::size_t>(when)].fetch_add(1, std::memory_order_relaxed);
 }
 
 void server_metrics::closed(close_reason why) noexcept {
@@ -64,6 +71,9 @@ metrics_snapshot server_metrics::snapshot() const noexcept {
   s.unauthorized = unauthorized_.load();
   s.forbidden = forbidden_.load();
   s.request_timeout = request_timeout_.load();
+  s.gateway_timeout = gateway_timeout_.load();
+  s.expired_before_service = expired_[static_cast<std::size_t>(expiry::before_service)].load();
+  s.expired_in_service = expired_[static_cast<std::size_t>(expiry::in_service)].load();
   s.header_timeouts = closed_[static_cast<std::size_t>(close_reason::header_timeout)].load();
   s.idle_timeouts = closed_[static_cast<std::size_t>(close_reason::idle_timeout)].load();
   s.write_timeouts = closed_[static_cast<std::size_t>(close_reason::write_timeout)].load();
@@ -94,6 +104,7 @@ std::string prometheus_text(const metrics_snapshot& s) {
   out += fmt::format("backoff_requests_total{{status=\"401\"}} {}\n", s.unauthorized);
   out += fmt::format("backoff_requests_total{{status=\"403\"}} {}\n", s.forbidden);
   out += fmt::format("backoff_requests_total{{status=\"408\"}} {}\n", s.request_timeout);
+  out += fmt::format("backoff_requests_total{{status=\"504\"}} {}\n", s.gateway_timeout);
   counter("backoff_closed_connections_total",
           "Connections the server closed: header, idle or write timeout, an idle one evicted for "
           "a new one at --max-connections, a new one refused there.");
@@ -108,6 +119,13 @@ std::string prometheus_text(const metrics_snapshot& s) {
   counter("backoff_abandoned_requests_total",
           "Requests dropped because the client disconnected (--cancel-on-disconnect).");
   out += fmt::format("backoff_abandoned_requests_total {}\n", s.abandoned);
+  counter("backoff_expired_requests_total",
+          "Requests to /api whose propagated deadline had passed, answered 504: before their "
+          "service started (served --expired-cost of it), or during it (stopped there).");
+  out += fmt::format("backoff_expired_requests_total{{stage=\"before_service\"}} {}\n",
+                     s.expired_before_service);
+  out += fmt::format("backoff_expired_requests_total{{stage=\"in_service\"}} {}\n",
+                     s.expired_in_service);
   counter("backoff_pauses_total", "Pauses through POST /admin/pause.");
   out += fmt::format("backoff_pauses_total {}\n", s.pauses);
   gauge("backoff_concurrency", "Requests to /api being served, abandoned ones included.",

@@ -38,6 +38,10 @@ struct metrics_snapshot {
   std::uint64_t abandoned =
       0;  // requests dropped because their client left (--cancel-on-disconnect)
   std::uint64_t pauses = 0;
+  // /api requests whose propagated deadline (grpc-timeout, x-envoy-expected-rq-timeout-ms) had
+  // passed: before their service started (dropped at --expired-cost of it), or during it.
+  std::uint64_t expired_before_service = 0, expired_in_service = 0;
+  std::uint64_t gateway_timeout = 0;  // 504: the answer to an expired request
   std::int64_t last_delay_ns = 0;
   std::array<std::uint64_t, service_buckets_s.size() + 1> service_counts{};  // not cumulative
   double service_sum_s = 0;
@@ -50,6 +54,8 @@ class server_metrics {
   void observe_service(duration d) noexcept;
   void paused(bool on) noexcept;
   void abandoned() noexcept { abandoned_.fetch_add(1, std::memory_order_relaxed); }
+  enum class expiry { before_service, in_service };
+  void expired(expiry when) noexcept;
   enum class close_reason { header_timeout, idle_timeout, write_timeout, evicted, refused };
   void closed(close_reason why) noexcept;
 
@@ -63,7 +69,9 @@ class server_metrics {
  private:
   std::atomic<bool> paused_{false};
   std::atomic<std::uint64_t> ok_{0}, rejected_{0}, bad_request_{0}, not_found_{0}, not_allowed_{0},
-      abandoned_{0}, pauses_{0}, unauthorized_{0}, forbidden_{0}, request_timeout_{0};
+      abandoned_{0}, pauses_{0}, unauthorized_{0}, forbidden_{0}, request_timeout_{0},
+      gateway_timeout_{0};
+  std::array<std::atomic<std::uint64_t>, 2> expired_{};
   std::array<std::atomic<std::uint64_t>, 5> closed_{};
   std::array<std::atomic<std::uint64_t>, service_buckets_s.size() + 1> service_counts_{};
   std::atomic<std::int64_t> service_sum_ns_{0};

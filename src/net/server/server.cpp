@@ -34,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backoff/deadline_headers.hpp"
 #include "backoff/spec.hpp"
 #include "handler.hpp"
 
@@ -284,21 +285,59 @@ struct worker {
     }
   }
 
+  // The time its caller gives a request, from the deadline headers it carries (the tighter of
+  // grpc-timeout and x-envoy-expected-rq-timeout-ms); none when it carries neither, or a
+  // malformed one (deadline_headers.hpp: a header that does not parse is ignored).
+  static std::optional<duration> propagated_timeout(const http::request<http::string_body>& req) {
+    return read_deadline_headers([&](std::string_view name) {
+             const auto it = req.find(name);
+             return it == req.end() ? std::string_view{} : std::string_view(it->value());
+           })
+        .timeout;
+  }
+
+  // Now + left, saturating (grpc-timeout allows 99999999 hours).
+  static steady::time_point clamped_deadline(duration left) {
+    const auto now = steady::now();
+    const auto room = steady::time_point::max() - now;
+    return left >= room ? steady::time_point::max()
+                        : now + std::chrono::duration_cast<steady::duration>(left);
+  }
+
+  // How an /api request's service ended.
+  enum class service_end {
+    answered,  // served its time: 200
+    expired,   // its propagated deadline passed: 504 (metrics say when)
+    gone,      // the client left (--cancel-on-disconnect) or the server stops: no answer
+  };
+
   // The seed's service: checks every tick with the current concurrency until the request has been
-  // served long enough. false when the client left (--cancel-on-disconnect) or the server stops.
-  task<bool> serve_api(socket_type& stream) {
+  // served long enough. With a propagated deadline (deadline_headers.hpp), work whose caller has
+  // given up is not done: a request whose deadline passed before its service started (held by a
+  // pause, or sent with none left) is served only --expired-cost of its time, the cost of noticing
+  // (Isaev, "Good Retry, Bad Retry", 2024: the server drops expired requests at a fraction of the
+  // cost); one whose deadline passes in service stops at the next check.
+  task<service_end> serve_api(socket_type& stream, std::optional<steady::time_point> deadline) {
     if (paused) co_await wait_while_paused();  // no coroutine frame when running
-    if (stopping) co_return false;
+    if (stopping) co_return service_end::gone;
     const service_params& p = options.service;
     const auto start = steady::now();
+    const bool expired_at_start = deadline && start >= *deadline;
     metrics.concurrency.fetch_add(1);
     timer_type tick(context.get_executor());
-    bool answered = false;
+    service_end end = service_end::gone;
     for (;;) {
-      const duration d = service_time(p, metrics.concurrency.load());
+      duration d = service_time(p, metrics.concurrency.load());
       metrics.last_delay_ns.store(d.count(), std::memory_order_relaxed);
-      if (steady::now() - start >= d) {
-        answered = true;
+      if (expired_at_start) d = scaled(d, options.expired_cost);
+      const auto now = steady::now();
+      if (now - start >= d) {
+        end = expired_at_start ? service_end::expired : service_end::answered;
+        break;
+      }
+      if (!expired_at_start && deadline && now >= *deadline) {
+        metrics.expired(server_metrics::expiry::in_service);
+        end = service_end::expired;
         break;
       }
       tick.expires_after(p.tick);
@@ -311,8 +350,17 @@ struct worker {
       }
     }
     metrics.concurrency.fetch_sub(1);
-    if (answered) metrics.observe_service(steady::now() - start);
-    co_return answered;
+    if (end == service_end::answered) metrics.observe_service(steady::now() - start);
+    if (end == service_end::expired && expired_at_start) {
+      metrics.expired(server_metrics::expiry::before_service);
+    }
+    co_return end;
+  }
+
+  // d x fraction, in whole nanoseconds (a saturated d stays saturated).
+  static duration scaled(duration d, double fraction) {
+    if (fraction >= 1.0 || d == duration::max()) return d;
+    return duration(static_cast<std::int64_t>(static_cast<double>(d.count()) * fraction));
   }
 
   // Answers that need no waiting: everything but an /api request to serve. Pause and resume act
@@ -415,8 +463,14 @@ struct worker {
       std::optional<response> res =
           answer_at_once(route_request(req, *admin), owner, version, keep_alive);
       if (!res) {
-        if (!co_await serve_api(stream)) break;  // the client left or the server stops: no answer
-        if (version == 11 && keep_alive && !head) {
+        std::optional<steady::time_point> deadline;
+        if (const auto left = propagated_timeout(req)) deadline = clamped_deadline(*left);
+        const service_end end = co_await serve_api(stream, deadline);
+        if (end == service_end::gone) break;  // the client left or the server stops: no answer
+        if (end == service_end::expired) {
+          res = make_response(http::status::gateway_timeout, "deadline exceeded\n", version,
+                              keep_alive);
+        } else if (version == 11 && keep_alive && !head) {
           // The answer nearly every request gets, as bytes prepared once: serializing it with
           // Beast each time was most of the server's own CPU per request. Written at once when
           // the socket takes it all (it nearly always does), saving a trip through the
@@ -433,8 +487,9 @@ struct worker {
           }
           entry.enter(session_entry::phase::idle, options.idle_timeout);
           continue;
+        } else {
+          res = make_response(http::status::ok, "OK", version, keep_alive);
         }
-        res = make_response(http::status::ok, "OK", version, keep_alive);
       }
       metrics.answered(static_cast<int>(res->result_int()));
       beast::error_code write_error;

@@ -52,6 +52,9 @@ struct server_options {
   int reject_status = 503;  // or 429
   duration retry_after = std::chrono::seconds(1);
   bool cancel_on_disconnect = false;  // a request whose client left stops counting
+  // The share of its service a request gets when its propagated deadline (grpc-timeout,
+  // x-envoy-expected-rq-timeout-ms) passed before its service started: --expired-cost.
+  double expired_cost = 0.05;
   // More are closed at once: memory and descriptors stay bounded. 0: default_max_connections().
   std::int64_t max_connections = 0;
   duration header_timeout = std::chrono::seconds(60);  // nginx's client_header_timeout
