@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzzes the spec parsers: parse_policy, parse_window, parse_budget and parse_throttle
-// (src/core/spec.cpp, aimd_window.cpp, retry_budget.cpp, throttle.cpp), each fed the whole input.
+// Fuzzes the spec parsers: parse_policy, parse_window, parse_budget, parse_throttle and
+// parse_deadline (src/core/spec.cpp, aimd_window.cpp, retry_budget.cpp, throttle.cpp,
+// deadline.cpp), each fed the whole input, and the tokenizer's lists.
 // Asserts, for each: it returns or throws backoff::parse_error and nothing else; the error is one
 // line starting "bad <kind> "; a spec that parses validates, and its canonical text (to_string)
 // parses back to an equal value whose text is the same. For a policy also: its delays are never
@@ -12,6 +13,7 @@
 #include <string_view>
 
 #include "backoff/aimd_window.hpp"
+#include "backoff/deadline.hpp"
 #include "backoff/error.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
@@ -80,6 +82,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
              [](const backoff::budget_config& c) { return backoff::to_string(c); });
   round_trip("throttle", text, backoff::parse_throttle,
              [](const backoff::throttle_config& c) { return backoff::to_string(c); });
+  round_trip("deadline", text, backoff::parse_deadline, [](const backoff::deadline_config& c) {
+    c.validate();
+    return c.to_string();
+  });
 
   // The tokenizer alone: arguments are non-empty, columns inside the text.
   try {
@@ -89,6 +95,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       check(!arg.key.empty() && !arg.value.empty(), "an empty key or value", arg.key);
       check(arg.column >= 1 && arg.column <= text.size(), "a column outside the text");
       check(text.substr(arg.column - 1, arg.key.size()) == arg.key, "a column not at its key");
+      check(arg.is_list || arg.items.empty(), "items on a value that is not a list", arg.key);
+      check(!arg.is_list || (arg.value.front() == '[' && arg.value.back() == ']'),
+            "a list whose text is not bracketed", arg.value);
+      for (const auto& item : arg.items) {
+        check(!item.empty() && item.find_first_of(",[]()") == std::string::npos,
+              "a list item that is empty or holds a separator", item);
+      }
     }
   } catch (const backoff::parse_error& e) {
     check_message(e.what(), "bad spec \"");
