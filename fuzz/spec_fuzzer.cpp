@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzzes the spec parsers: parse_policy, parse_window, parse_budget, parse_throttle and
-// parse_deadline (src/core/spec.cpp, aimd_window.cpp, retry_budget.cpp, throttle.cpp,
-// deadline.cpp), each fed the whole input, and the tokenizer's lists.
+// Fuzzes the spec parsers: parse_policy, parse_window, parse_budget, parse_throttle,
+// parse_breaker, parse_hedge and parse_deadline (src/core/spec.cpp, aimd_window.cpp,
+// retry_budget.cpp, throttle.cpp, circuit_breaker.cpp, hedge.cpp, deadline.cpp), each fed the
+// whole input, and the tokenizer's lists.
 // Asserts, for each: it returns or throws backoff::parse_error and nothing else; the error is one
 // line starting "bad <kind> "; a spec that parses validates, and its canonical text (to_string)
 // parses back to an equal value whose text is the same. For a policy also: its delays are never
@@ -13,8 +14,10 @@
 #include <string_view>
 
 #include "backoff/aimd_window.hpp"
+#include "backoff/circuit_breaker.hpp"
 #include "backoff/deadline.hpp"
 #include "backoff/error.hpp"
+#include "backoff/hedge.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
 #include "backoff/retry_budget.hpp"
@@ -82,6 +85,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
              [](const backoff::budget_config& c) { return backoff::to_string(c); });
   round_trip("throttle", text, backoff::parse_throttle,
              [](const backoff::throttle_config& c) { return backoff::to_string(c); });
+  round_trip("breaker", text, backoff::parse_breaker, [](const backoff::breaker_config& c) {
+    c.validate();
+    return c.to_string();
+  });
+  round_trip("hedge", text, backoff::parse_hedge, [](const backoff::hedge_policy& p) {
+    p.validate();
+    return p.to_string();
+  });
   round_trip("deadline", text, backoff::parse_deadline, [](const backoff::deadline_config& c) {
     c.validate();
     return c.to_string();

@@ -39,6 +39,14 @@
 #include "backoff/asio_export.hpp"
 #include "backoff/retry.hpp"
 
+// GCC warns, wrongly, that Asio's coroutine frames are freed by a mismatched operator delete
+// once it inlines them into this loop (GCC bug 109224: coroutines with a class-specific
+// operator new); the frames are Asio's own, allocated and freed by its recycling allocator.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 namespace backoff {
 
 // Waits d on the current coroutine's executor with a steady_timer. co_returns false when the wait
@@ -89,7 +97,8 @@ struct owned_on_retry {
 
 // `op` is callable as op(), op(attempt) or op(attempt_context) and returns asio::awaitable<R>
 // (R may be void). Arguments are taken by value: a coroutine must not hold references to its
-// caller's temporaries. The gates' budget and throttle, when given, must outlive the call.
+// caller's temporaries. The gates' budget, throttle and breaker, when given, must outlive the
+// call.
 //
 // With options.attempt_timeout, each attempt runs against a timer of min(attempt_timeout, time
 // left before the deadline of policy.max_elapsed): when the timer wins, the attempt is cancelled
@@ -191,3 +200,7 @@ auto async_retry(Op op, retry_policy policy, Classify classify = {}, async_retry
 }
 
 }  // namespace backoff
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#pragma GCC diagnostic pop
+#endif

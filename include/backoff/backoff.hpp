@@ -4,13 +4,17 @@
 #pragma once
 
 #include "backoff/aimd_window.hpp"
+#include "backoff/circuit_breaker.hpp"
 #include "backoff/classify.hpp"
 #include "backoff/clock.hpp"
+#include "backoff/deadline.hpp"
 #include "backoff/deadline_headers.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
+#include "backoff/hedge.hpp"
 #include "backoff/hooks.hpp"
 #include "backoff/http.hpp"
+#include "backoff/keyed_breakers.hpp"
 #include "backoff/outcome.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/presets.hpp"

@@ -21,7 +21,8 @@
 // metrics_hooks counts into a retry_metrics (atomic, shared by any number of loops and
 // threads), which to_prometheus_text() renders in Prometheus' text format; counter_hooks does
 // the same into counters of a metrics library (prometheus-cpp's Counter, or anything with
-// Increment() or ++); hook_list{a, b} calls several.
+// Increment() or ++); hook_list{a, b} calls several. A circuit breaker's transitions reach the
+// same retry_metrics through its listener: circuit_breaker b{config, count_transitions(&m)}.
 #pragma once
 
 #include <array>
@@ -34,6 +35,7 @@
 #include <tuple>
 #include <utility>
 
+#include "backoff/circuit_breaker.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/export.hpp"
 #include "backoff/outcome.hpp"
@@ -89,11 +91,22 @@ struct retry_metrics {
   std::atomic<std::uint64_t> exceptions{0};       // attempts that threw a retried exception
   std::atomic<std::int64_t> wait_nanoseconds{0};  // the waits' total
   std::array<std::atomic<std::uint64_t>, outcome_count> loops{};  // ended loops, by outcome
+  // Circuit breaker transitions, by the state entered (count_transitions).
+  std::array<std::atomic<std::uint64_t>, breaker_state_count> breaker_transitions{};
 };
+
+// A circuit breaker listener that counts its transitions into `m` (which must outlive the
+// breaker): circuit_breaker breaker{config, count_transitions(&metrics)}.
+inline breaker_listener count_transitions(retry_metrics* m) {
+  return [m](const breaker_transition& t) noexcept {
+    m->breaker_transitions[static_cast<std::size_t>(t.to)].fetch_add(1, std::memory_order_relaxed);
+  };
+}
 
 // The counters in Prometheus' text exposition format (version 0.0.4): `<prefix>_attempts_total`,
 // `_retries_total`, `_attempt_timeouts_total`, `_attempt_exceptions_total`,
-// `_retry_wait_seconds_total` and `_loops_total{outcome="..."}`, each with HELP and TYPE. Throws
+// `_retry_wait_seconds_total`, `_loops_total{outcome="..."}` and
+// `_breaker_transitions_total{to="closed|open|half_open"}`, each with HELP and TYPE. Throws
 // std::invalid_argument when `prefix` is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*).
 BACKOFF_EXPORT std::string to_prometheus_text(const retry_metrics& m,
                                               std::string_view prefix = "backoff");

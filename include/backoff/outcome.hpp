@@ -19,9 +19,10 @@ enum class outcome : std::uint8_t {
   cancelled,           // the stop token was triggered
   budget_exhausted,    // the retry budget refused the retry
   throttled,           // the throttle refused the attempt locally
+  breaker_open,        // the circuit breaker refused the attempt or the retry
 };
 
-inline constexpr std::size_t outcome_count = 7;
+inline constexpr std::size_t outcome_count = 8;
 
 // "succeeded", "attempts_exhausted", ...: the enumerator's name.
 BACKOFF_EXPORT std::string_view to_string(outcome o) noexcept;

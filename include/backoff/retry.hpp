@@ -15,7 +15,8 @@
 //
 // retry_options (below) holds everything by name: the policy and its stop conditions, the
 // classifier (classify.hpp: exceptions, expected-like results, error codes, HTTP statuses), the
-// hooks (hooks.hpp: logs, metrics), the gates (budget, throttle) and a per-attempt timeout.
+// hooks (hooks.hpp: logs, metrics), the gates (budget, throttle, circuit breaker) and a
+// per-attempt timeout.
 // The positional form retry(op, policy, classify, env, on_retry, gates) is a thin wrapper.
 //
 // Three questions, three pieces: whether to go on (max_attempts, max_elapsed), how long to wait
@@ -46,6 +47,7 @@
 #include <utility>
 #include <variant>
 
+#include "backoff/circuit_breaker.hpp"
 #include "backoff/classify.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/export.hpp"
@@ -67,12 +69,77 @@ struct retry_policy {
   duration max_elapsed{0};         // 0: no deadline; measured from the first attempt's start
 };
 
-// Shared overload controls consulted by the controller; both optional and not owned. One budget
-// or throttle usually serves every operation of a client (they are thread-safe).
+// Shared overload controls consulted by the controller; all optional and not owned. One budget,
+// throttle or breaker usually serves every operation of a client (they are thread-safe).
 struct retry_gates {
   retry_budget* budget = nullptr;         // may refuse a retry (outcome::budget_exhausted)
   backoff::throttle* throttle = nullptr;  // may refuse an attempt (outcome::throttled) or pace it
+  // Consecutive and rate kinds may refuse any attempt, the first too; retry-only and run-ratio
+  // kinds only a retry (both outcome::breaker_open). Every attempt sent is recorded in it.
+  circuit_breaker* breaker = nullptr;
 };
+
+namespace detail {
+
+// The breaker permit of the attempt in progress, between before_attempt and after. An owner
+// destroyed with its permit unreported (the operation threw an exception the loop does not
+// retry; a coroutine destroyed mid-attempt) releases it, so that an abandoned half-open trial
+// gives its place back. A copy does not own the permit: a copied controller never releases a
+// trial twice.
+class breaker_lease {
+ public:
+  breaker_lease() = default;
+  breaker_lease(const breaker_lease& other) noexcept
+      : breaker_(other.breaker_), permit_(other.permit_) {}
+  breaker_lease& operator=(const breaker_lease& other) noexcept {
+    if (this != &other) {
+      drop();
+      breaker_ = other.breaker_;
+      permit_ = other.permit_;
+    }
+    return *this;
+  }
+  breaker_lease(breaker_lease&& other) noexcept
+      : breaker_(other.breaker_),
+        permit_(other.permit_),
+        pending_(std::exchange(other.pending_, false)) {}
+  breaker_lease& operator=(breaker_lease&& other) noexcept {
+    if (this != &other) {
+      drop();
+      breaker_ = other.breaker_;
+      permit_ = other.permit_;
+      pending_ = std::exchange(other.pending_, false);
+    }
+    return *this;
+  }
+  ~breaker_lease() { drop(); }
+
+  // Asks `b` for a permit; true when the attempt may go.
+  bool acquire(circuit_breaker& b, duration now, bool first_try) noexcept {
+    drop();
+    breaker_ = &b;
+    permit_ = b.try_acquire(now, first_try);
+    pending_ = permit_.allowed;
+    return pending_;
+  }
+  void record(duration now, bool failure) noexcept {
+    if (!pending_) return;
+    pending_ = false;
+    breaker_->record(now, permit_, failure);
+  }
+  void drop() noexcept {
+    if (!pending_) return;
+    pending_ = false;
+    breaker_->release(permit_);
+  }
+
+ private:
+  circuit_breaker* breaker_ = nullptr;
+  circuit_breaker::permit permit_{};
+  bool pending_ = false;
+};
+
+}  // namespace detail
 
 // The decisions of one retried operation: the one retry step that the sync loop, the coroutine
 // loop, the retry tool and the simulator carry out. Call sequence:
@@ -83,7 +150,7 @@ struct retry_gates {
 //     if (s.what == attempt_start::stop) return s.stop;      // refused locally, or too late
 //     wait(s.wait);                                          // pacing (adaptive rate); usually 0
 //     verdict v = s.what == attempt_start::send ? classify(attempt()) : verdict::retryable();
-//     auto d = c.end_attempt(s, v, now, rng);     // reports to budget and throttle
+//     auto d = c.end_attempt(s, v, now, rng);     // reports to budget, throttle and breaker
 //     if (!d.retry) return d.stop;                // succeeded, permanent, exhausted, budget
 //     wait(d.delay);                              // sleep, timer, or virtual-time event
 //   }
@@ -97,6 +164,12 @@ struct retry_gates {
 // pass it is clamped to end at it and one last attempt is made there (at_deadline() says so), even
 // if the wait overran it a little; a wait that was not clamped and overran it (a suspended
 // machine, a late wake-up) starts no further attempt.
+//
+// With a breaker in the gates, the permit taken before an attempt is kept until its result is
+// reported (an attempt begun and never ended releases it when the controller is destroyed).
+// Consecutive and rate breakers are asked before every attempt; retry-only and run-ratio
+// breakers when a failure would be retried, before the budget (whose ratio kind spends a retry
+// when asked).
 class retry_controller {
  public:
   struct decision {
@@ -127,11 +200,14 @@ class retry_controller {
 
   std::uint32_t attempts() const noexcept { return attempts_; }
   bool has_deadline() const noexcept { return policy_->max_elapsed.count() > 0; }
-  bool has_gates() const noexcept { return gates_.budget != nullptr || gates_.throttle != nullptr; }
+  bool has_gates() const noexcept {
+    return gates_.budget != nullptr || gates_.throttle != nullptr || gates_.breaker != nullptr;
+  }
   bool needs_clock() const noexcept { return has_deadline() || has_gates(); }
   // The start to give the constructor: the time when it matters, 0 otherwise (no clock read).
   template <class Now>
   static duration start_time(const retry_policy& policy, retry_gates gates, Now&& now) {
+    // The breaker is not here: it takes the time of each attempt, never the start.
     const bool timed = policy.max_elapsed.count() > 0 || gates.budget || gates.throttle;
     return timed ? now() : duration{0};
   }
@@ -180,9 +256,20 @@ class retry_controller {
   gate before_attempt(duration now, G& g) {
     if (attempts_ != UINT32_MAX) ++attempts_;
     if (attempts_ == 1 && gates_.budget != nullptr) gates_.budget->on_request(now);
+    if (gates_.breaker != nullptr) {
+      // Asked first: a refusal here costs nothing, where the throttle may already have taken a
+      // send token.
+      if (!lease_.acquire(*gates_.breaker, now, !tried_)) {
+        return {false, duration{0}, outcome::breaker_open};
+      }
+      tried_ = true;
+    }
     if (gates_.throttle == nullptr) return {};
     const auto d = gates_.throttle->before_send(now, g);
-    if (d.reject) return {false, duration{0}, outcome::throttled};
+    if (d.reject) {
+      lease_.drop();  // nothing was sent
+      return {false, duration{0}, outcome::throttled};
+    }
     return {true, d.wait, outcome::succeeded};
   }
 
@@ -201,6 +288,10 @@ class retry_controller {
     } else if (gates_.throttle != nullptr) {
       gates_.throttle->on_response(now, false);  // the server took it: not an overload
     }
+    // Only a retryable verdict is a breaker failure. A permanent one means the server answered
+    // (a 404, a validation error): the dependency is up, and a breaker that opened on it would
+    // refuse the calls that work. For a half-open trial it counts as a success.
+    if (gates_.breaker != nullptr) lease_.record(now, v.kind == verdict_kind::retryable);
     return decide(v, now, g, planned);
   }
 
@@ -244,18 +335,31 @@ class retry_controller {
         at_deadline_ = true;
       }
     }
+    if (gates_.breaker != nullptr && !breaker_allows_retry(now)) {
+      return {false, duration{0}, outcome::breaker_open};
+    }
     if (gates_.budget != nullptr && !gates_.budget->try_retry(now)) {
       return {false, duration{0}, outcome::budget_exhausted};
     }
     return {true, delay, outcome::succeeded};
   }
 
+  // The retry-only and run-ratio kinds decide when a failure arrives, as a budget does; the
+  // consecutive and rate kinds gate the next attempt itself (before_attempt).
+  bool breaker_allows_retry(duration now) const noexcept {
+    const breaker_kind k = gates_.breaker->config().kind;
+    if (k != breaker_kind::retry_only && k != breaker_kind::run_ratio) return true;
+    return gates_.breaker->retry_allowed(now);
+  }
+
   const retry_policy* policy_;
   backoff_state backoff_;
   duration start_;
   retry_gates gates_;
+  detail::breaker_lease lease_;
   std::uint32_t attempts_ = 0;
   bool at_deadline_ = false;
+  bool tried_ = false;  // an attempt passed the gates: later ones are retries for the breaker
 };
 
 namespace detail {
@@ -331,7 +435,7 @@ struct retry_options {
   retry_policy policy;  // how long to wait, and when to stop (max_attempts, max_elapsed)
   Classify classify{};  // what a result (or an exception) means: classify.hpp
   Hooks hooks{};        // what the loop tells the world: hooks.hpp
-  retry_gates gates{};  // shared retry budget and throttle
+  retry_gates gates{};  // shared retry budget, throttle and circuit breaker
   // > 0: each attempt gets min(attempt_timeout, time left before the deadline); the last one,
   // made at the deadline (the rule in this header), gets attempt_timeout. The coroutine loop
   // cancels an attempt at its time; the sync loop cannot cancel a call, so it tells an operation

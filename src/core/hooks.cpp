@@ -78,6 +78,14 @@ std::string to_prometheus_text(const retry_metrics& m, std::string_view prefix) 
     out.append(to_string(static_cast<outcome>(i))).append("\"} ");
     out.append(std::to_string(load(m.loops[i]))).append("\n");
   }
+  out.append("# HELP ").append(p).append(
+      "breaker_transitions_total Circuit breaker transitions, by the state entered.\n");
+  out.append("# TYPE ").append(p).append("breaker_transitions_total counter\n");
+  for (std::size_t i = 0; i < breaker_state_count; ++i) {
+    out.append(p).append("breaker_transitions_total{to=\"");
+    out.append(to_string(static_cast<breaker_state>(i))).append("\"} ");
+    out.append(std::to_string(load(m.breaker_transitions[i]))).append("\n");
+  }
   return out;
 }
 

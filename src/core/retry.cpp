@@ -27,6 +27,8 @@ std::string_view to_string(outcome o) noexcept {
       return "budget_exhausted";
     case outcome::throttled:
       return "throttled";
+    case outcome::breaker_open:
+      return "breaker_open";
   }
   return "?";
 }
