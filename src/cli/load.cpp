@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // `backoff load`: seed 004's client as a load generator. N virtual clients (closed loop: think
 // Exp(--lambda), one request in flight each) or Poisson arrivals (--rate), a per-request timeout,
-// and retries with any library strategy (--policy, -exponential-backoff, --aimd, --budget). Prints
-// the seed's "OK: x req/sec, errors: y req/sec, timedout: z req/sec" every --report-every and
-// writes the simulator's summary.json and timeseries.csv with --out (docs/NETWORK.md).
+// and retries with any library strategy (--policy, -exponential-backoff, --aimd, --budget,
+// --breaker, --hedge). Prints the seed's "OK: x req/sec, errors: y req/sec, timedout: z req/sec"
+// every --report-every and writes the simulator's summary.json and timeseries.csv with --out
+// (docs/NETWORK.md).
 #include "net/client/load.hpp"
 
 #include <fmt/format.h>
@@ -17,8 +18,10 @@
 #include <memory>
 #include <optional>
 
+#include "backoff/circuit_breaker.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
+#include "backoff/hedge.hpp"
 #include "backoff/spec.hpp"
 #include "commands.hpp"
 #include "experiments/outage_experiment.hpp"
@@ -46,6 +49,8 @@ struct load_flags {
   bool no_quirks = false;
   std::string aimd;
   std::string budget;
+  std::string breaker;
+  std::string hedge;
   bool propagate_deadline = false;
   std::string seed = "1";
   std::string name;
@@ -202,6 +207,23 @@ int run_load_command(const load_flags& f) {
     o.grow_from_think = !f.no_quirks;
     if (!f.aimd.empty()) o.window = parse_window(f.aimd);
     if (!f.budget.empty()) o.budget = parse_budget(f.budget);
+    if (!f.breaker.empty()) {
+      o.breaker = parse_breaker(f.breaker);
+      if (o.breaker->keyed) {
+        std::cerr << "backoff load: --breaker: keyed=true needs keys, and a run has one --url: "
+                     "drop keyed\n";
+        return exit_usage;
+      }
+    }
+    if (!f.hedge.empty()) {
+      o.hedge = parse_hedge(f.hedge);
+      // gRPC A6: a method has a retry policy or a hedging policy, never both.
+      if (choices > 0 || o.max_attempts != 0 || o.window) {
+        throw parse_error(
+            "--hedge replaces retrying (gRPC A6): give it no --policy, --exponential-backoff, "
+            "--simple-backoff-delay, --max-attempts or --aimd");
+      }
+    }
     o.propagate_deadline = f.propagate_deadline;
     o.seed = whole("--seed", f.seed);
   } catch (const parse_error& e) {
@@ -279,6 +301,15 @@ void setup_load(CLI::App& app, int& status) {
   sub->add_option("--aimd", f->aimd, "Pace all clients through one AIMD window, e.g. 'aimd()'");
   sub->add_option("--budget", f->budget,
                   "One retry budget for all clients, e.g. 'token-bucket(max=10, ratio=0.1)'");
+  sub->add_option("--breaker", f->breaker,
+                  "One circuit breaker in front of the server for all clients, e.g. "
+                  "'breaker(kind=rate, threshold=50%, window=10s, min_calls=20, open=5s)' or "
+                  "'retry-only-10pct'; a refused attempt ends its operation");
+  sub->add_option("--hedge", f->hedge,
+                  "Send copies of each operation instead of retrying (gRPC A6), e.g. "
+                  "'hedge(max_attempts=3, delay=500ms, non_fatal=[503])'; the first success wins "
+                  "and the others are cancelled; --budget is charged for every copy after the "
+                  "first");
   sub->add_flag(
       "--propagate-deadline", f->propagate_deadline,
       "Send each attempt's time (--timeout) and number as grpc-timeout, "

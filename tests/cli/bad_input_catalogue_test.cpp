@@ -510,6 +510,11 @@ std::vector<bad_input> cli_cases() {
                   "backoff serve: The following argument was not expected: stray"));
 
   // --- load flags ------------------------------------------------------------------------------
+  c.push_back(cli("LoadBreakerBadSpec", {"load", "--breaker", "breaker(kind=rate, threshold=150%)"},
+                  2, "backoff load: bad breaker \"breaker(kind=rate, threshold=150%)\""));
+  c.push_back(cli("LoadBreakerKeyed",
+                  {"load", "--breaker", "breaker(kind=consecutive, keyed=true)"}, 2,
+                  "backoff load: --breaker: keyed=true needs keys, and a run has one --url"));
   c.push_back(cli("LoadUrlWithoutHost", {"load", "--url", "http://"}, 2,
                   "backoff load: bad --url \"http://\": no host"));
   c.push_back(cli("LoadUrlEmpty", {"load", "--url", ""}, 2,

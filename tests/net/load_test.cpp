@@ -83,3 +83,37 @@ TEST(Load, PropagatedDeadlinesLetTheServerDropWorkItsClientGaveUpOn) {
 }
 
 }  // namespace
+
+namespace {
+
+// --breaker: one breaker for all clients; once open, attempts end without reaching the server.
+TEST(Load, AnOpenBreakerKeepsAttemptsFromTheServer) {
+  using namespace std::chrono_literals;
+  backoff::net::server_options so;
+  so.port = 0;
+  so.threads = 1;
+  so.service.base_delay = 0ms;
+  so.max_busy = 0;
+  backoff::net::server s(so);
+  s.start();
+  backoff::net::load_options o;
+  o.target.port = s.port();
+  o.target.path = "/nowhere";  // 404: every attempt fails
+  o.clients = 4;
+  o.think_mean = 5ms;
+  o.timeout = 1s;
+  o.duration_total = 400ms;
+  o.report_every = 10s;
+  o.max_attempts = 1;
+  o.breaker = backoff::parse_breaker("breaker(kind=consecutive, failures=3, open=1h)");
+  const auto run = backoff::net::run_load(o, {});
+  // Three failures open it (a few more may be in flight then); nothing after.
+  EXPECT_GE(run.requests, 3u);
+  EXPECT_LE(run.requests, 3u + o.clients);
+  EXPECT_EQ(s.metrics().snapshot().not_found, run.requests);
+  EXPECT_GT(run.summary.operations, run.requests * 5);  // the refused ones, ended locally
+  s.stop();
+  s.wait();
+}
+
+}  // namespace

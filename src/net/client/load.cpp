@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "backoff/async_hedge.hpp"
 #include "backoff/async_retry.hpp"
 #include "backoff/async_window.hpp"
 #include "backoff/deadline_headers.hpp"
@@ -36,7 +37,7 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 constexpr auto as_tuple_awaitable = asio::as_tuple(asio::use_awaitable);
 
-enum class reply_kind { ok, error, timeout };
+enum class reply_kind { ok, error, timeout, cancelled };
 
 struct reply {
   reply_kind kind = reply_kind::error;
@@ -49,6 +50,7 @@ verdict classify_reply(const reply& r) {
     case reply_kind::ok:
       return verdict::success();
     case reply_kind::timeout:
+    case reply_kind::cancelled:
       return verdict::retryable();
     case reply_kind::error:
       // Any failure is retried, as the seed's client does; a rejection's Retry-After is honoured.
@@ -114,6 +116,7 @@ struct load_state {
   std::unordered_map<std::uint64_t, in_flight_op> in_flight;
   std::string request_text;  // "GET /api HTTP/1.1" with Host, serialized once
   std::unique_ptr<retry_budget> budget;
+  std::unique_ptr<circuit_breaker> breaker;
   std::unique_ptr<async_window> window;
   // Last: destroyed first, with every coroutine frame still in it, while what they refer to lives.
   std::optional<asio::io_context> context;
@@ -140,7 +143,10 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
   reply r;
   const auto failed = [&](const beast::error_code& ec) {
     c.close();
-    if (ec == beast::error::timeout) {
+    if (ec == asio::error::operation_aborted) {
+      // A hedge's loser, cancelled when another copy won: neither an error nor a timeout.
+      r.kind = reply_kind::cancelled;
+    } else if (ec == beast::error::timeout) {
       r.kind = reply_kind::timeout;
       ++s.timeouts;
       ++s.interval_timeouts;
@@ -217,6 +223,38 @@ struct attempt_op {
   }
 };
 
+// A hedged copy's verdict (hedge.hpp): a status answer is judged by the policy's non_fatal list
+// (pushback when it carries Retry-After); a copy that got no answer at all (timeout, refused,
+// reset) is non-fatal, since no server judged the request.
+struct classify_hedged_reply {
+  const hedge_policy* policy;
+  verdict operator()(const reply& r) const {
+    if (r.kind == reply_kind::error && r.status != 0) {
+      return policy->classify_status(r.status, r.retry_after);
+    }
+    return classify_reply(r);
+  }
+};
+
+// Copy n of a hedged operation: the first on the client's kept-alive connection, the others on
+// connections of their own, closed when they end.
+asio::awaitable<reply> send_copy(load_state& s, std::uint32_t attempt) {
+  connection own(co_await asio::this_coro::executor);
+  reply r = co_await send_request(s, own, attempt);
+  own.close();
+  co_return r;
+}
+
+struct hedged_copy_op {
+  load_state* s;
+  connection* c;
+  std::uint64_t id;
+  asio::awaitable<reply> operator()(std::uint32_t attempt) const {
+    s->in_flight[id].attempts = attempt;
+    return attempt == 1 ? send_request(*s, *c, attempt) : send_copy(*s, attempt);
+  }
+};
+
 asio::awaitable<void> run_operation(load_state& s, connection& c, random_generator& rng,
                                     duration think) {
   const std::uint64_t id = s.next_op++;
@@ -229,9 +267,16 @@ asio::awaitable<void> run_operation(load_state& s, connection& c, random_generat
   if (s.options.grow_from_think) env.continue_from = think;
   retry_gates gates;
   gates.budget = s.budget.get();
+  gates.breaker = s.breaker.get();
   const attempt_op op{&s, &c, id};
   retry_result<reply> result;
-  if (s.window) {
+  if (s.options.hedge) {
+    hedge_options<classify_hedged_reply> options{
+        *s.options.hedge, classify_hedged_reply{&*s.options.hedge}, gates, duration{0}};
+    const auto hedged = co_await async_hedge(hedged_copy_op{&s, &c, id}, std::move(options), env);
+    result.why = hedged.why;
+    result.attempts = hedged.attempts;
+  } else if (s.window) {
     result =
         co_await async_retry(*s.window, op, policy, classify_reply, env, no_retry_hook{}, gates);
   } else {
@@ -419,6 +464,7 @@ load_run run_load(const load_options& options,
     s.request_text = text.str();
   }
   if (options.budget) s.budget = std::make_unique<retry_budget>(*options.budget);
+  if (options.breaker) s.breaker = std::make_unique<circuit_breaker>(*options.breaker);
   if (options.window) {
     s.window = std::make_unique<async_window>(s.context->get_executor(), *options.window);
   }

@@ -24,7 +24,9 @@
 #include <string>
 
 #include "backoff/aimd_window.hpp"
+#include "backoff/circuit_breaker.hpp"
 #include "backoff/duration.hpp"
+#include "backoff/hedge.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/retry_budget.hpp"
 #include "report/recorder.hpp"
@@ -61,6 +63,10 @@ struct load_options {
   bool grow_from_think = true;          // seed 004's client quirk (docs/models/outage-recovery.md)
   std::optional<aimd_config> window;    // --aimd: one AIMD window shared by all clients
   std::optional<budget_config> budget;  // --budget: one retry budget shared by all clients
+  std::optional<breaker_config> breaker;  // --breaker: one circuit breaker for the target
+  // --hedge: copies of each operation (gRPC A6) instead of retries; the budget is charged for
+  // every copy after the first. The first copy uses the client's connection, others their own.
+  std::optional<hedge_policy> hedge;
   std::uint64_t seed = 1;
   // When set, the run's outage for recovery_s (times from the start of the run).
   std::optional<report::outage_window> outage;

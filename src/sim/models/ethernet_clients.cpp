@@ -69,6 +69,8 @@ class ethernet_clients final : public model_runner, public model {
   }
 
   time_ns bucket() const override { return bucket_; }
+  // A breaker acts through the retry controller's gates, which every attempt here goes through.
+  guard_support guards() const override { return {.breaker = true}; }
   memory_need memory() const override {
     memory_need m;
     m.per("clients", clients_, 256, "clients");  // measured 195

@@ -66,9 +66,21 @@ struct run_info {
 // Called between slices of a run with the fraction done, for the progress bar.
 using progress_fn = std::function<void(double fraction)>;
 
+// The guards of SPEC 7.2 that a model carries out. A model whose clients retry through the
+// library's retry_controller gets a circuit breaker through its gates for free; hedging (several
+// attempts of one operation in flight) and per-attempt deadlines need the model's own events.
+// make_model refuses, with one line, a strategy whose guard its model would silently ignore.
+struct guard_support {
+  bool breaker = false;
+  bool hedge = false;
+  bool deadline = false;
+};
+
 class model_runner {
  public:
   virtual ~model_runner() = default;
+  // What this model honours of a strategy's breaker, hedge and deadline keys.
+  virtual guard_support guards() const { return {}; }
   // Output units: 1e-9 for nanosecond models, 1 for tick models (a tick reported as "1 s").
   virtual double seconds_per_unit() const { return 1e-9; }
   // The width of a timeseries bucket, in model units.

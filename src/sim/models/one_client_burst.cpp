@@ -16,7 +16,21 @@
 // and put a failed request back at its front, as the seed's algorithm does; such a strategy's
 // policy must be `none`, since the window, not a timer, decides when to resend.
 // The optimum: operations * success / max_busy = 20 s for the defaults.
+//
+// Guards (SPEC 7.2; docs/models/one-client-burst.md, "Guards"):
+//   - breaker: through the retry controller's gates, as a budget; a refused attempt ends the
+//     operation (failed).
+//   - hedge (gRPC A6): instead of retrying, an operation sends copies by the library's
+//     hedge_controller; the first success wins. An error is taken for a 503 (fatal unless the
+//     policy's non_fatal lists it). A loser is cancelled on the client only: the
+//     server finishes its work (this server has no cancellation, as the seed's Go server).
+//   - deadline: `total` bounds the operation, `per_attempt` is the client's timeout (a late
+//     answer is ignored; the server still works on it), `min_useful` as in the library. With
+//     `propagate`, the server knows each attempt's deadline: one arriving after it is refused
+//     after server.expired_cost x success (holding a slot), and one in service when it passes is
+//     stopped there, freeing its slot.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -35,6 +49,7 @@ class one_client_burst final : public model_runner, public model {
         success_(keys.duration_value("server.success", std::chrono::milliseconds{500}).count()),
         error_(keys.duration_value("server.error", std::chrono::milliseconds{50}).count()),
         errors_hold_slot_(keys.boolean("server.errors_hold_slot", true)),
+        expired_cost_(keys.number("server.expired_cost", 0.05, 0.0, 1.0)),
         bucket_(
             keys.duration_value("run.bucket", std::chrono::seconds{1}, std::chrono::nanoseconds{1})
                 .count()),
@@ -42,16 +57,37 @@ class one_client_burst final : public model_runner, public model {
                    .count()) {}
 
   time_ns bucket() const override { return bucket_; }
+  guard_support guards() const override { return {true, true, true}; }
   memory_need memory() const override {
     memory_need m;
-    // Measured 248 bytes per operation in flight (retry controller, window ticket, pending events
-    // and the heap's doubling) between 10^5 and 4 x 10^5 of them; rounded up.
-    m.per("workload.operations", operations_, 256, "in flight at once");
+    // Measured 369 bytes per operation in flight (retry and hedge controllers, window ticket,
+    // pending events and the heap's doubling) between 10^5 and 4 x 10^5 of them (RSS of
+    // exponential-full with every operation created at once, run.limit = 3s); rounded up.
+    m.per("workload.operations", operations_, 384, "in flight at once");
     m.over("run.limit", limit_, bucket_);
     return m;
   }
 
   void check(const client_strategy& strategy) const override {
+    const auto refuse = [&](const std::string& why) {
+      throw scenario_error(strategy.where() + ": strategy " + strategy.name() + ": " + why);
+    };
+    if (strategy.has_window() && (strategy.breaker() || strategy.hedge() || strategy.deadline())) {
+      refuse("a window resends from its queue: give it no breaker, hedge or deadline");
+    }
+    if (strategy.hedge()) {
+      // gRPC A6: a method has a retry policy or a hedging policy, never both.
+      if (!strategy.retries_at_once() || strategy.policy().max_attempts != 0) {
+        refuse("hedge replaces the retry policy (gRPC A6): give it no policy or max_attempts");
+      }
+      if (strategy.breaker()) refuse("hedge and breaker together are not modelled");
+      if (strategy.deadline() && (strategy.deadline()->per_attempt.count() > 0 ||
+                                  strategy.deadline()->min_useful.count() > 0)) {
+        refuse(
+            "with hedge, a deadline takes total (and propagate) only: copies have no "
+            "per-attempt timeout of their own");
+      }
+    }
     if (strategy.has_window() && !strategy.retries_at_once()) {
       throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
                            ": a window resends from its queue; give it no policy (or \"none\")");
@@ -76,6 +112,10 @@ class one_client_burst final : public model_runner, public model {
     strategy_ = &strategy;
     out_ = &out;
     live_ = strategy.instantiate();
+    const std::optional<deadline_config>& d = strategy.deadline();
+    per_attempt_ = d ? d->per_attempt : duration{0};
+    min_useful_ = d ? d->min_useful : duration{0};
+    propagate_ = d && d->propagate;
     rng_ = random_generator{stream_seed(seed, stream::client)};
     ops_.clear();
     ops_.resize(static_cast<std::size_t>(operations_));
@@ -102,8 +142,7 @@ class one_client_burst final : public model_runner, public model {
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const op& o = ops_[i];
       if (!o.done && o.created) {
-        out.operation_done(
-            {i, o.first_attempt, end, o.control->attempts(), report::op_status::unfinished});
+        out.operation_done({i, o.first_attempt, end, attempts(o), report::op_status::unfinished});
       }
     }
     engine_ = nullptr;
@@ -124,33 +163,78 @@ class one_client_burst final : public model_runner, public model {
         return on_reply(e, ev.payload, false);
       case retry_now:
         return attempt(e, static_cast<std::size_t>(ev.payload));
+      case attempt_timeout:
+        return on_attempt_timeout(e, ev.payload);
+      case hedge_timer:
+        return on_hedge_timer(e, static_cast<std::size_t>(ev.payload));
       default:
         return;
     }
   }
 
  private:
-  enum kind : std::uint32_t { create, send, arrive, reply_ok, reply_error, retry_now };
+  enum kind : std::uint32_t {
+    create,
+    send,
+    arrive,
+    reply_ok,
+    reply_error,
+    retry_now,
+    attempt_timeout,
+    hedge_timer
+  };
+  static constexpr time_ns never = std::numeric_limits<time_ns>::max();
 
   struct op {
     std::optional<retry_controller> control;
+    std::optional<hedge_controller> hedge;
     std::optional<send_ticket> ticket;
     time_ns first_attempt = 0;
+    time_ns deadline = never;   // with propagate: the current attempt's, as the server learns it
+    time_ns timer_at = never;   // hedge: the pending hedge_timer event's time
+    std::uint32_t attempt = 0;  // the attempt the client waits for (hedge: copies sent)
+    bool waiting = false;       // without hedge: an answer to `attempt` is still awaited
     bool created = false;
     bool done = false;
   };
+
+  // An event's payload: the operation (bits 0-38), its attempt (39-62, modulo 2^24: attempts
+  // overlap only with timeouts or hedges, a handful at a time) and whether an error holds a slot.
+  static constexpr int attempt_shift = 39;
+  static constexpr std::uint64_t index_mask = (1ULL << attempt_shift) - 1;
+  static constexpr std::uint64_t attempt_mask = (1ULL << 24) - 1;
+  static constexpr std::uint64_t held_bit = 1ULL << 63;
+  static std::uint64_t tag(std::size_t i, std::uint32_t attempt) {
+    return static_cast<std::uint64_t>(i) | ((attempt & attempt_mask) << attempt_shift);
+  }
+  static std::size_t index_of(std::uint64_t payload) {
+    return static_cast<std::size_t>(payload & index_mask);
+  }
+  static std::uint32_t attempt_of(std::uint64_t payload) {
+    return static_cast<std::uint32_t>((payload >> attempt_shift) & attempt_mask);
+  }
+  static std::uint64_t error_held(bool held) { return held ? held_bit : 0; }
+
+  std::uint32_t attempts(const op& o) const {
+    return o.hedge ? o.hedge->sent() : o.control->attempts();
+  }
+  duration now_of(const engine& e) const { return duration{e.now()}; }
 
   void on_create(engine& e) {
     const auto i = static_cast<std::size_t>(created_++);
     op& o = ops_[i];
     o.created = true;
     o.first_attempt = e.now();
-    o.control.emplace(strategy_->policy(), duration{e.now()}, live_.gates());
     out_->operation_started(e.now());
     if (created_ < static_cast<std::uint64_t>(operations_)) {
       const auto next = static_cast<time_ns>(static_cast<double>(created_) * 1e9 / rate_per_s_);
       e.schedule_at(std::max(next, e.now()), self_, create);
     }
+    if (strategy_->hedge()) {
+      o.hedge.emplace(*strategy_->hedge(), live_.gates(), strategy_->policy().max_elapsed);
+      return carry_out(e, i, o.hedge->start(now_of(e), rng_));
+    }
+    o.control.emplace(strategy_->policy(), now_of(e), live_.gates());
     if (live_.window) {
       live_.window->enqueue();
       pump(e);
@@ -162,18 +246,44 @@ class one_client_burst final : public model_runner, public model {
   // Asks the gates, then sends (now or after the throttle's pacing).
   void attempt(engine& e, std::size_t i) {
     op& o = ops_[i];
-    const auto g = o.control->before_attempt(duration{e.now()}, rng_);
+    const auto now = [&] { return now_of(e); };
+    if (detail::too_little_time(*o.control, min_useful_, now)) {
+      return finish(e, i, report::op_status::failed);
+    }
+    const auto g = o.control->before_attempt(now_of(e), rng_);
     if (!g.send) return finish(e, i, report::op_status::failed);
+    o.attempt = o.control->attempts();
     if (g.wait.count() > 0) {
-      e.schedule_after(g.wait.count(), self_, send, i);
+      e.schedule_after(g.wait.count(), self_, send, tag(i, o.attempt));
     } else {
-      transmit(e, i);
+      transmit(e, tag(i, o.attempt));
     }
   }
 
-  void transmit(engine& e, std::uint64_t i) {
+  void transmit(engine& e, std::uint64_t payload) {
+    const std::size_t i = index_of(payload);
+    op& o = ops_[i];
     out_->attempt(e.now());
-    e.schedule_in(connect_lane_, self_, arrive, i);
+    if (o.control) {
+      o.waiting = true;
+      const duration timeout =
+          detail::attempt_time(*o.control, per_attempt_, [&] { return now_of(e); });
+      if (timeout.count() > 0) e.schedule_after(timeout.count(), self_, attempt_timeout, payload);
+      if (propagate_) {
+        o.deadline = deadline_after(
+            e, timeout, o.control->has_deadline() ? o.control->deadline() : duration::max());
+      }
+    } else if (propagate_) {
+      o.deadline = deadline_after(e, duration{0}, o.hedge->deadline());
+    }
+    e.schedule_in(connect_lane_, self_, arrive, payload);
+  }
+
+  // The deadline the server learns: now + the attempt's timeout, or the operation's deadline.
+  static time_ns deadline_after(const engine& e, duration timeout, duration op_deadline) {
+    time_ns at = op_deadline == duration::max() ? never : op_deadline.count();
+    if (timeout.count() > 0) at = std::min(at, e.now() + timeout.count());
+    return at;
   }
 
   // Sends from the window's queue while it has room.
@@ -182,9 +292,10 @@ class one_client_burst final : public model_runner, public model {
       const auto i = static_cast<std::size_t>(ticket->request());
       op& o = ops_[i];
       o.ticket = *ticket;
-      const auto g = o.control->before_attempt(duration{e.now()}, rng_);
+      const auto g = o.control->before_attempt(now_of(e), rng_);
       (void)g;  // window strategies have no throttle pacing to honour here
-      transmit(e, i);
+      o.attempt = o.control->attempts();
+      transmit(e, tag(i, o.attempt));
     }
     record_window(e);
   }
@@ -194,32 +305,46 @@ class one_client_burst final : public model_runner, public model {
     out_->window(e.now(), s.cwnd, s.ssthresh);
   }
 
-  void on_arrive(engine& e, std::uint64_t i) {
+  void on_arrive(engine& e, std::uint64_t payload) {
+    const op& o = ops_[index_of(payload)];
+    const bool expired = propagate_ && e.now() >= o.deadline;
     if (busy_ < max_busy_) {
       ++busy_;
-      e.schedule_in(success_lane_, self_, reply_ok, i);
+      if (expired) {
+        // Noticed, then dropped: a fraction of the work, and an error.
+        const auto cost = static_cast<time_ns>(static_cast<double>(success_) * expired_cost_);
+        e.schedule_after(cost, self_, reply_error, payload | held_bit);
+      } else if (propagate_ && o.deadline < e.now() + success_) {
+        // Stopped in service when its deadline passes: the slot is free from then.
+        e.schedule_at(o.deadline, self_, reply_error, payload | held_bit);
+      } else {
+        e.schedule_in(success_lane_, self_, reply_ok, payload);
+      }
     } else {
       if (errors_hold_slot_) ++busy_;
-      e.schedule_in(error_lane_, self_, reply_error, i | error_held(errors_hold_slot_));
+      e.schedule_in(error_lane_, self_, reply_error, payload | error_held(errors_hold_slot_));
     }
     out_->load(e.now(), busy_, 0);
   }
 
-  static constexpr std::uint64_t held_bit = 1ULL << 63;
-  static std::uint64_t error_held(bool held) { return held ? held_bit : 0; }
-
   void on_reply(engine& e, std::uint64_t payload, bool ok) {
-    const auto i = static_cast<std::size_t>(payload & ~held_bit);
+    const std::size_t i = index_of(payload);
     if (ok || (payload & held_bit) != 0) --busy_;
     out_->load(e.now(), busy_, 0);
     op& o = ops_[i];
-    const verdict v = ok ? verdict::success() : verdict::retryable();
-    if (ok) {
-      out_->success(e.now());
-    } else {
-      out_->error(e.now());
+    const std::uint32_t n = attempt_of(payload);
+    if (o.done) return;  // a hedge's loser, or an answer after a timeout ended the operation
+    if (o.hedge) {
+      // An error is this server's overload answer, a 503: non-fatal if the policy lists it.
+      const verdict v = ok ? verdict::success() : strategy_->hedge()->classify_status(503);
+      record_reply(e, ok);
+      return carry_out(e, i, o.hedge->on_answer(n, v, now_of(e), rng_));
     }
-    const auto d = o.control->after(v, duration{e.now()}, rng_);
+    if (!o.waiting || n != (o.attempt & attempt_mask)) return;  // timed out: nobody listens
+    o.waiting = false;
+    const verdict v = ok ? verdict::success() : verdict::retryable();
+    record_reply(e, ok);
+    const auto d = o.control->after(v, now_of(e), rng_);
     if (live_.window) {
       if (ok) {
         live_.window->on_success(*o.ticket);
@@ -234,15 +359,78 @@ class one_client_burst final : public model_runner, public model {
       return;
     }
     if (ok) return finish(e, i, report::op_status::completed);
-    if (!d.retry) return finish(e, i, report::op_status::failed);
+    retry_or_finish(e, i, d);
+  }
+
+  void record_reply(engine& e, bool ok) {
+    if (ok) {
+      out_->success(e.now());
+    } else {
+      out_->error(e.now());
+    }
+  }
+
+  // The client stops waiting for an attempt at its timeout (deadline.per_attempt).
+  void on_attempt_timeout(engine& e, std::uint64_t payload) {
+    const std::size_t i = index_of(payload);
+    op& o = ops_[i];
+    if (o.done || !o.waiting || attempt_of(payload) != (o.attempt & attempt_mask)) return;
+    o.waiting = false;
+    out_->timeout(e.now());
+    retry_or_finish(e, i, o.control->after(verdict::retryable(), now_of(e), rng_));
+  }
+
+  void retry_or_finish(engine& e, std::size_t i, const retry_controller::decision& d) {
+    op& o = ops_[i];
+    if (!d.retry || detail::too_little_time(
+                        *o.control, min_useful_, [&] { return now_of(e); }, d.delay)) {
+      return finish(e, i, report::op_status::failed);
+    }
     e.schedule_after(d.delay.count(), self_, retry_now, i);
+  }
+
+  // Does what the hedge controller says, until it waits for an answer or its timer.
+  void carry_out(engine& e, std::size_t i, hedge_controller::step s) {
+    op& o = ops_[i];
+    for (;;) {
+      switch (s.what) {
+        case hedge_controller::action::done:
+          return finish(e, i,
+                        s.why == outcome::succeeded ? report::op_status::completed
+                                                    : report::op_status::failed);
+        case hedge_controller::action::send:
+          o.attempt = s.attempt;
+          if (s.wait.count() > 0) {
+            e.schedule_after(s.wait.count(), self_, send, tag(i, s.attempt));
+          } else {
+            transmit(e, tag(i, s.attempt));
+          }
+          break;
+        case hedge_controller::action::none:
+          break;
+      }
+      if (!o.hedge->timer_due(now_of(e))) break;
+      s = o.hedge->on_timer(now_of(e), rng_);
+    }
+    const duration wake = o.hedge->wake_at();
+    if (wake != duration::max() && wake.count() != o.timer_at) {
+      o.timer_at = wake.count();
+      e.schedule_at(wake.count(), self_, hedge_timer, i);
+    }
+  }
+
+  void on_hedge_timer(engine& e, std::size_t i) {
+    op& o = ops_[i];
+    if (o.done || e.now() != o.timer_at) return;  // a timer since replaced
+    o.timer_at = never;
+    carry_out(e, i, o.hedge->on_timer(now_of(e), rng_));
   }
 
   void finish(engine& e, std::size_t i, report::op_status status) {
     op& o = ops_[i];
     o.done = true;
     ++finished_;
-    out_->operation_done({i, o.first_attempt, e.now(), o.control->attempts(), status});
+    out_->operation_done({i, o.first_attempt, e.now(), attempts(o), status});
   }
 
   std::int64_t operations_;
@@ -250,6 +438,7 @@ class one_client_burst final : public model_runner, public model {
   std::int64_t max_busy_;
   time_ns connect_, success_, error_;
   bool errors_hold_slot_;
+  double expired_cost_;
   time_ns bucket_;
   time_ns limit_;
 
@@ -257,6 +446,8 @@ class one_client_burst final : public model_runner, public model {
   report::recorder* out_ = nullptr;
   client_strategy::live live_;
   random_generator rng_;
+  duration per_attempt_{0}, min_useful_{0};
+  bool propagate_ = false;
   std::vector<op> ops_;
   std::int64_t busy_ = 0;
   std::uint64_t created_ = 0, finished_ = 0;

@@ -67,6 +67,8 @@ class outage_recovery final : public model_runner,
   }
 
   time_ns bucket() const override { return bucket_; }
+  // A breaker acts through the retry controller's gates, which every attempt here goes through.
+  guard_support guards() const override { return {.breaker = true}; }
   memory_need memory() const override {
     memory_need m;
     m.per("workload.clients", client_count_, 128, "clients");  // measured 120

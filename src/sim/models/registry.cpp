@@ -25,6 +25,33 @@ const model_factory* find_model(std::string_view name) {
   return it == registry().end() ? nullptr : &it->second;
 }
 
+namespace {
+
+void refuse_unsupported_guards(const model_runner& model, const scenario& sc) {
+  const guard_support can = model.guards();
+  for (const client_strategy& s : sc.strategies()) {
+    const auto refuse = [&](std::string_view key, std::string_view why) {
+      throw scenario_error(s.where() + ": strategy " + s.name() + ": model '" + sc.model() +
+                           "' cannot honour strategy." + std::string(key) + ": " +
+                           std::string(why) + " (docs/SIMULATOR.md, \"Guards\")");
+    };
+    if (s.breaker() && !can.breaker) {
+      refuse("breaker", "its clients do not retry through the library's retry controller");
+    }
+    if (s.breaker() && s.breaker()->keyed) {
+      refuse("breaker", "keyed=true needs keys (hosts, shards or users), and its server is one");
+    }
+    if (s.hedge() && !can.hedge) {
+      refuse("hedge", "it has no way to put two attempts of one operation in flight");
+    }
+    if (s.deadline() && !can.deadline) {
+      refuse("deadline", "it has no per-attempt timeouts");
+    }
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<model_runner> make_model(scenario& sc) {
   const model_factory* factory = find_model(sc.model());
   if (factory == nullptr) {
@@ -37,6 +64,7 @@ std::unique_ptr<model_runner> make_model(scenario& sc) {
       "run.max_events_per_instant", default_max_events_per_instant(model->memory()), 1,
       std::numeric_limits<std::int64_t>::max())));
   sc.config().finish();
+  refuse_unsupported_guards(*model, sc);
   model->check_all(sc.strategies());
   return model;
 }

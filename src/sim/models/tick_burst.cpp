@@ -110,6 +110,8 @@ class tick_burst final : public model_runner, public model {
 
   double seconds_per_unit() const override { return 1.0; }
   time_ns bucket() const override { return bucket_; }
+  // A breaker acts through the retry controller's gates, which every attempt here goes through.
+  guard_support guards() const override { return {.breaker = true}; }
   memory_need memory() const override {
     memory_need m;
     m.per("workload.clients", clients_count_, 640, "clients in flight at once");  // measured 632

@@ -458,13 +458,15 @@ auto parsed_spec(const toml::table& t, std::string_view key, const std::string& 
 
 void refuse_unknown_strategy_keys(const toml::table& t, const std::string& path) {
   static const std::set<std::string, std::less<>> known{"name",   "policy",   "window",
-                                                        "budget", "throttle", "max_attempts"};
+                                                        "budget", "throttle", "breaker",
+                                                        "hedge",  "deadline", "max_attempts"};
   for (const auto& [k, node] : t) {
     (void)node;
     if (!known.contains(k.str())) {
-      throw scenario_error(position(k.source(), path) + ": unknown strategy key '" +
-                           std::string(k.str()) +
-                           "' (known: name, policy, window, budget, throttle, max_attempts)");
+      throw scenario_error(
+          position(k.source(), path) + ": unknown strategy key '" + std::string(k.str()) +
+          "' (known: name, policy, window, budget, throttle, breaker, hedge, deadline, "
+          "max_attempts)");
     }
   }
 }
@@ -494,6 +496,11 @@ client_strategy read_strategy(const toml::table& t, const std::string& path,
   s.budget = parsed_spec(t, "budget", path, [](std::string_view v) { return parse_budget(v); });
   s.throttle =
       parsed_spec(t, "throttle", path, [](std::string_view v) { return parse_throttle(v); });
+  s.breaker = parsed_spec(t, "breaker", path, [](std::string_view v) { return parse_breaker(v); });
+  s.hedge = parsed_spec(t, "hedge", path, [](std::string_view v) { return parse_hedge(v); });
+  s.deadline =
+      parsed_spec(t, "deadline", path, [](std::string_view v) { return parse_deadline(v); });
+  if (s.deadline) s.policy.max_elapsed = s.deadline->total;
   if (const toml::node* n = t.get("max_attempts")) {
     const auto v = n->value_exact<std::int64_t>();
     if (!v || *v < 0 || *v > std::numeric_limits<std::uint32_t>::max()) {

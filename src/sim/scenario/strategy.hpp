@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// A scenario's [[strategy]] (SPEC 6.3), typed and checked once, when the scenario loads: the
+// A scenario's [[strategy]] (SPEC 6.3, 7.2), typed and checked once, when the scenario loads: the
 // library's own pieces, a backoff policy with max_attempts (a retry_policy), and an optional AIMD
-// window, retry budget and throttle. Runner, models, sweeps and charts use these values; nothing
-// parses a strategy's text after load. The simulator runs exactly this code, on virtual time; it
-// has no policy logic of its own.
+// window, retry budget, throttle, circuit breaker, hedging policy and deadline. Runner, models,
+// sweeps and charts use these values; nothing parses a strategy's text after load. The simulator
+// runs exactly this code, on virtual time; it has no policy logic of its own.
 //
 //   const sim::client_strategy& s = scenario.strategies()[i];  // parsed by scenario::load
 //   auto live = s.instantiate();                 // fresh window/budget/throttle for one run
 //   backoff::retry_controller op{s.policy(), now, live.gates()};
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "backoff/aimd_window.hpp"
+#include "backoff/circuit_breaker.hpp"
+#include "backoff/deadline.hpp"
+#include "backoff/hedge.hpp"
 #include "backoff/presets.hpp"
 #include "backoff/retry.hpp"
 #include "backoff/retry_budget.hpp"
@@ -31,6 +35,9 @@ class client_strategy {
     std::optional<aimd_config> window;
     std::optional<budget_config> budget;
     std::optional<throttle_config> throttle;
+    std::optional<breaker_config> breaker;
+    std::optional<hedge_policy> hedge;
+    std::optional<deadline_config> deadline;
   };
 
   explicit client_strategy(parts p) : p_(std::move(p)) {}
@@ -40,13 +47,17 @@ class client_strategy {
     std::optional<aimd_window> window;
     std::optional<retry_budget> budget;
     std::optional<backoff::throttle> throttle;
-    retry_gates gates() { return {budget ? &*budget : nullptr, throttle ? &*throttle : nullptr}; }
+    std::unique_ptr<circuit_breaker> breaker;  // not movable: it is shared by address
+    retry_gates gates() {
+      return {budget ? &*budget : nullptr, throttle ? &*throttle : nullptr, breaker.get()};
+    }
   };
   live instantiate() const {
     live l;
     if (p_.window) l.window.emplace(*p_.window);
     if (p_.budget) l.budget.emplace(*p_.budget);
     if (p_.throttle) l.throttle.emplace(*p_.throttle);
+    if (p_.breaker) l.breaker = std::make_unique<circuit_breaker>(*p_.breaker);
     return l;
   }
 
@@ -59,6 +70,9 @@ class client_strategy {
   const std::optional<aimd_config>& window() const noexcept { return p_.window; }
   const std::optional<budget_config>& budget() const noexcept { return p_.budget; }
   const std::optional<throttle_config>& throttle() const noexcept { return p_.throttle; }
+  const std::optional<breaker_config>& breaker() const noexcept { return p_.breaker; }
+  const std::optional<hedge_policy>& hedge() const noexcept { return p_.hedge; }
+  const std::optional<deadline_config>& deadline() const noexcept { return p_.deadline; }
   // The policy is the `none` preset (retry at once), also what a strategy without one gets.
   bool retries_at_once() const noexcept { return p_.policy.backoff == find_preset("none")->policy; }
   // Every delay its policy can draw is zero (`none`, a zero base with a jitter that keeps it
