@@ -39,6 +39,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -93,6 +94,7 @@ enum class hedge_stop : std::uint8_t {
   pushback,      // an answer carried retry_after
   budget,        // the retry budget refused the next copy
   throttle,      // the throttle refused the next copy
+  breaker,       // the circuit breaker refused the next copy
 };
 
 // The decisions of one hedged call, shared by every driver. It never reads a clock or sleeps:
@@ -124,8 +126,12 @@ enum class hedge_stop : std::uint8_t {
 // as A6's throttling does), throttle->before_send for every copy (the first included: a refusal
 // there ends the call as throttled with nothing sent). Each answer is reported once: success and
 // non-fatal to budget->on_outcome and throttle->on_response; fatal to the throttle only (the
-// server took it: not an overload), as retry_controller does. Copies cancelled as losers, and
-// answers that arrive after the end, are reported to no one.
+// server took it: not an overload), as retry_controller does. A circuit breaker is asked before
+// every copy: the first as a first try, the others as retries (retry_allowed, then try_acquire),
+// a refusal of the first ending the call as breaker_open with nothing sent; each answer is
+// recorded with its copy's permit (a failure only when non-fatal), and the permits of copies
+// cancelled unanswered are released. Copies cancelled as losers, and answers that arrive after
+// the end, are reported to no one else.
 class hedge_controller {
  public:
   enum class action : std::uint8_t {
@@ -156,16 +162,25 @@ class hedge_controller {
     started_ = true;
     deadline_ = max_elapsed_.count() > 0 ? saturating_add(now, max_elapsed_) : duration::max();
     if (gates_.budget != nullptr) gates_.budget->on_request(now);
+    circuit_breaker::permit permit;
+    if (gates_.breaker != nullptr) {
+      permit = gates_.breaker->try_acquire(now, true);
+      if (!permit.allowed) {
+        stopped_ = hedge_stop::breaker;
+        return finish(outcome::breaker_open);
+      }
+    }
     duration wait{0};
     if (gates_.throttle != nullptr) {
       const auto d = gates_.throttle->before_send(now, g);
       if (d.reject) {
+        if (permit.allowed) gates_.breaker->release(permit);  // nothing was sent
         stopped_ = hedge_stop::throttle;
         return finish(outcome::throttled);
       }
       wait = d.wait;
     }
-    return sent_one(now, wait);
+    return sent_one(now, wait, permit);
   }
 
   // The time of the next copy or the deadline has come (or not yet: then nothing happens).
@@ -186,7 +201,7 @@ class hedge_controller {
     if ((answered_bits_ & bit) != 0) return {};
     answered_bits_ |= bit;
     ++answered_;
-    report(v, now);
+    report(attempt, v, now);
     switch (v.kind) {
       case verdict_kind::success:
         winner_ = attempt;
@@ -251,7 +266,8 @@ class hedge_controller {
 
   bool live() const noexcept { return started_ && !done_; }
 
-  step sent_one(duration now, duration wait) noexcept {
+  step sent_one(duration now, duration wait, const circuit_breaker::permit& permit) noexcept {
+    permits_[sent_] = permit;
     ++sent_;
     next_copy_ = saturating_add(now, delay_);  // A6: later copies resume `delay` after this one
     if (sent_ >= limit_) stopped_ = hedge_stop::max_attempts;
@@ -262,27 +278,39 @@ class hedge_controller {
   // flight).
   template <bit_generator64 G>
   step hedge(duration now, G& g) {
-    if (gates_.budget != nullptr && !gates_.budget->try_retry(now)) {
-      stopped_ = hedge_stop::budget;
-    } else if (gates_.throttle != nullptr) {
-      const auto d = gates_.throttle->before_send(now, g);
-      if (!d.reject) return sent_one(now, d.wait);
-      stopped_ = hedge_stop::throttle;
-    } else {
-      return sent_one(now, duration{0});
+    circuit_breaker::permit permit;
+    if (gates_.breaker != nullptr) {
+      // A copy is a retry to the breaker: retry-only and run-ratio kinds judge it by their
+      // ratio, consecutive and rate kinds by their state.
+      if (gates_.breaker->retry_allowed(now)) permit = gates_.breaker->try_acquire(now, false);
+      if (!permit.allowed) return stop_hedging(hedge_stop::breaker);
     }
+    if (gates_.budget != nullptr && !gates_.budget->try_retry(now)) {
+      return stop_hedging(hedge_stop::budget, permit);
+    }
+    duration wait{0};
+    if (gates_.throttle != nullptr) {
+      const auto d = gates_.throttle->before_send(now, g);
+      if (d.reject) return stop_hedging(hedge_stop::throttle, permit);
+      wait = d.wait;
+    }
+    return sent_one(now, wait, permit);
+  }
+
+  // A gate refused the next copy: no more copies (each would be refused or charged again), and
+  // the call ends when nothing is in flight.
+  step stop_hedging(hedge_stop why, const circuit_breaker::permit& unused = {}) noexcept {
+    if (unused.allowed) gates_.breaker->release(unused);  // nothing was sent
+    stopped_ = why;
     if (in_flight() == 0) return finish(exhausted());
     return {};
   }
 
-  void report(const verdict& v, duration now) noexcept {
-    if (v.kind != verdict_kind::permanent) {
-      const bool ok = v.kind == verdict_kind::success;
-      if (gates_.budget != nullptr) gates_.budget->on_outcome(now, ok);
-      if (gates_.throttle != nullptr) gates_.throttle->on_response(now, !ok);
-    } else if (gates_.throttle != nullptr) {
-      gates_.throttle->on_response(now, false);
-    }
+  void report(std::uint32_t attempt, const verdict& v, duration now) noexcept {
+    detail::report_answer(gates_, v, now);
+    // As retry_controller: only a non-fatal answer is a breaker failure.
+    const circuit_breaker::permit& permit = permits_[attempt - 1];
+    if (permit.allowed) gates_.breaker->record(now, permit, v.kind == verdict_kind::retryable);
   }
 
   outcome exhausted() const noexcept {
@@ -291,6 +319,8 @@ class hedge_controller {
         return outcome::budget_exhausted;
       case hedge_stop::throttle:
         return outcome::throttled;
+      case hedge_stop::breaker:
+        return outcome::breaker_open;
       default:
         return outcome::attempts_exhausted;
     }
@@ -300,10 +330,18 @@ class hedge_controller {
     done_ = true;
     why_ = why;
     cancelled_ = sent_ - answered_;
+    // A copy cancelled unanswered tells the breaker nothing: a half-open trial gives its place
+    // back.
+    for (std::uint32_t n = 0; n < sent_; ++n) {
+      if (permits_[n].allowed && (answered_bits_ & (1U << n)) == 0) {
+        gates_.breaker->release(permits_[n]);
+      }
+    }
     return {action::done, 0, duration{0}, why};
   }
 
   std::uint32_t limit_;
+  std::array<circuit_breaker::permit, hedge_policy::max_attempts_limit> permits_{};  // per copy
   duration delay_;
   duration max_elapsed_;
   retry_gates gates_;
@@ -321,7 +359,7 @@ class hedge_controller {
   bool pushed_back_ = false;
 };
 
-// "none", "max_attempts", "pushback", "budget", "throttle".
+// "none", "max_attempts", "pushback", "budget", "throttle", "breaker".
 BACKOFF_EXPORT std::string_view to_string(hedge_stop s) noexcept;
 
 }  // namespace backoff

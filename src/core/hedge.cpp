@@ -133,6 +133,8 @@ std::string_view to_string(hedge_stop s) noexcept {
       return "budget";
     case hedge_stop::throttle:
       return "throttle";
+    case hedge_stop::breaker:
+      return "breaker";
   }
   return "none";
 }

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "backoff/circuit_breaker.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "backoff/random.hpp"
@@ -463,6 +464,73 @@ TEST(HedgeStop, HasNames) {
   EXPECT_EQ(backoff::to_string(hedge_stop::pushback), "pushback");
   EXPECT_EQ(backoff::to_string(hedge_stop::budget), "budget");
   EXPECT_EQ(backoff::to_string(hedge_stop::throttle), "throttle");
+}
+
+}  // namespace
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// A circuit breaker in the gates: asked before every copy, told every answer.
+
+using HedgeBreaker = controller_test;
+
+TEST_F(HedgeBreaker, AnOpenBreakerRefusesTheFirstCopyAndNothingIsSent) {
+  backoff::circuit_breaker breaker{
+      backoff::parse_breaker("breaker(kind=consecutive, failures=1, open=10s)")};
+  const auto first = breaker.try_acquire(0s, true);
+  breaker.record(0s, first, true);  // opens
+  ASSERT_EQ(breaker.state(1s), backoff::breaker_state::open);
+  const hedge_policy p = policy(3, 1s);
+  hedge_controller c{p, {.breaker = &breaker}};
+  EXPECT_TRUE(ends(c.start(1s, rng), outcome::breaker_open));
+  EXPECT_EQ(c.sent(), 0u);
+  EXPECT_EQ(c.stopped(), hedge_stop::breaker);
+}
+
+TEST_F(HedgeBreaker, NonFatalAnswersAreFailuresThatOpenItAndStopTheCopies) {
+  backoff::circuit_breaker breaker{
+      backoff::parse_breaker("breaker(kind=consecutive, failures=2, open=10s)")};
+  const hedge_policy p = policy(4, 1s);
+  hedge_controller c{p, {.breaker = &breaker}};
+  EXPECT_TRUE(sends(c.start(0s, rng), 1));
+  EXPECT_TRUE(sends(c.on_answer(1, verdict::retryable(), 100ms, rng), 2));
+  // The second failure opens the breaker: copy 3 is refused, and with nothing in flight the
+  // call ends as the breaker's.
+  EXPECT_TRUE(ends(c.on_answer(2, verdict::retryable(), 200ms, rng), outcome::breaker_open));
+  EXPECT_EQ(c.sent(), 2u);
+  EXPECT_EQ(breaker.state(300ms), backoff::breaker_state::open);
+}
+
+TEST_F(HedgeBreaker, TheRetryOnlyKindLetsTheFirstCopyGoButNoOtherWhileFailuresAreHigh) {
+  backoff::circuit_breaker breaker{backoff::parse_breaker("retry-only-10pct")};
+  const hedge_policy p = policy(3, 1s);
+  hedge_controller c{p, {.breaker = &breaker}};
+  EXPECT_TRUE(sends(c.start(0s, rng), 1));  // a first try: never blocked
+  // Its window (200 ms) holds only this call's copy, still in flight: empty, so a copy is
+  // refused (jirfag/simulations: an empty window refuses).
+  EXPECT_TRUE(waits(c.on_timer(1s, rng)));
+  EXPECT_EQ(c.stopped(), hedge_stop::breaker);
+  EXPECT_TRUE(ends(c.on_answer(1, verdict::success(), 1100ms, rng), outcome::succeeded));
+}
+
+TEST_F(HedgeBreaker, ACancelledLoserGivesItsHalfOpenTrialBack) {
+  backoff::circuit_breaker breaker{
+      backoff::parse_breaker("breaker(kind=consecutive, failures=1, open=1s, half_open=2)")};
+  const auto opener = breaker.try_acquire(0s, true);
+  breaker.record(0s, opener, true);
+  const hedge_policy p = policy(2, 0s);
+  hedge_controller c{p, {.breaker = &breaker}};
+  // Half-open at 2 s: both copies are its two trials.
+  EXPECT_TRUE(sends(c.start(2s, rng), 1));
+  EXPECT_TRUE(sends(c.on_timer(2s, rng), 2));
+  EXPECT_FALSE(breaker.try_acquire(2s, true).allowed) << "no third trial";
+  // Copy 2 wins; copy 1 is cancelled unanswered and releases its trial, so the one success
+  // does not close the breaker, and a new trial may go.
+  EXPECT_TRUE(ends(c.on_answer(2, verdict::success(), 2100ms, rng), outcome::succeeded));
+  EXPECT_EQ(c.cancelled(), 1u);
+  EXPECT_EQ(breaker.state(2100ms), backoff::breaker_state::half_open);
+  EXPECT_TRUE(breaker.try_acquire(2100ms, true).allowed);
 }
 
 }  // namespace

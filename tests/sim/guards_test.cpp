@@ -212,6 +212,15 @@ TEST(GuardsKeys, OneClientBurstRefusesCombinationsItCannotModel) {
             std::string::npos);
 }
 
+TEST(GuardsKeys, AHedgeTakesABreakerAndABudget) {
+  EXPECT_EQ(refusal("one-client-burst",
+                    "hedge = \"hedge(max_attempts=2, delay=1s)\"\n"
+                    "breaker = \"breaker(kind=consecutive)\"\n"
+                    "budget = \"token-bucket(max=10, ratio=0.1)\"\n"
+                    "deadline = \"deadline(total=10s, propagate=true)\""),
+            "accepted");
+}
+
 TEST(GuardsKeys, ABadGuardSpecIsRefusedAtItsPosition) {
   const std::string m = refusal("one-client-burst", "hedge = \"hedge(max_attempts=9)\"");
   EXPECT_NE(m.find("r.toml:5:9: strategy.hedge: bad hedge \"hedge(max_attempts=9)\""),

@@ -80,7 +80,6 @@ class one_client_burst final : public model_runner, public model {
       if (!strategy.retries_at_once() || strategy.policy().max_attempts != 0) {
         refuse("hedge replaces the retry policy (gRPC A6): give it no policy or max_attempts");
       }
-      if (strategy.breaker()) refuse("hedge and breaker together are not modelled");
       if (strategy.deadline() && (strategy.deadline()->per_attempt.count() > 0 ||
                                   strategy.deadline()->min_useful.count() > 0)) {
         refuse(
