@@ -512,6 +512,14 @@ std::vector<bad_input> cli_cases() {
   // --- load flags ------------------------------------------------------------------------------
   c.push_back(cli("LoadBreakerBadSpec", {"load", "--breaker", "breaker(kind=rate, threshold=150%)"},
                   2, "backoff load: bad breaker \"breaker(kind=rate, threshold=150%)\""));
+  c.push_back(cli("LoadHedgeWithPolicy",
+                  {"load", "--hedge", "hedge(max_attempts=2, delay=1s)", "--policy", "grpc"}, 2,
+                  "backoff load: --hedge replaces retrying (gRPC A6): give it no --policy"));
+  c.push_back(cli("LoadHedgeWithMaxAttempts",
+                  {"load", "--hedge", "hedge(max_attempts=2)", "--max-attempts", "3"}, 2,
+                  "--hedge replaces retrying"));
+  c.push_back(cli("LoadHedgeBadSpec", {"load", "--hedge", "hedge(delay=1s)"}, 2,
+                  "backoff load: bad hedge \"hedge(delay=1s)\""));
   c.push_back(cli("LoadBreakerKeyed",
                   {"load", "--breaker", "breaker(kind=consecutive, keyed=true)"}, 2,
                   "backoff load: --breaker: keyed=true needs keys, and a run has one --url"));

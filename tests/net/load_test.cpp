@@ -117,3 +117,39 @@ TEST(Load, AnOpenBreakerKeepsAttemptsFromTheServer) {
 }
 
 }  // namespace
+
+namespace {
+
+// --hedge: copies go out every `delay` without an answer; the first answer wins and the losers
+// are cancelled (their connections closed), counted neither as errors nor as timeouts.
+TEST(Load, HedgedCopiesAreSentAndTheLosersCancelled) {
+  using namespace std::chrono_literals;
+  backoff::net::server_options so;
+  so.port = 0;
+  so.threads = 1;
+  so.service.base_delay = 200ms;
+  so.service.tick = 5ms;
+  backoff::net::server s(so);
+  s.start();
+  backoff::net::load_options o;
+  o.target.port = s.port();
+  o.clients = 2;
+  o.think_mean = 1ms;
+  o.timeout = 5s;
+  o.duration_total = 1s;
+  o.report_every = 10s;
+  o.hedge = backoff::parse_hedge("hedge(max_attempts=3, delay=50ms)");
+  const auto run = backoff::net::run_load(o, {});
+  ASSERT_GT(run.ok, 0u);
+  EXPECT_EQ(run.errors, 0u);
+  EXPECT_EQ(run.timeouts, 0u);
+  // Each operation: a copy at 0, 50 and 100 ms, the first answered at about 200 ms.
+  EXPECT_GE(run.requests, 3 * run.summary.completed);
+  EXPECT_LE(run.requests, 3 * run.summary.operations);
+  EXPECT_LE(run.ok, run.summary.operations);  // one winner per operation
+  EXPECT_GE(run.summary.attempts_per_operation, 2.5);
+  s.stop();
+  s.wait();
+}
+
+}  // namespace
