@@ -13,6 +13,7 @@
 #include "backoff/circuit_breaker.hpp"
 #include "backoff/clock.hpp"
 #include "backoff/spec.hpp"
+#include "recording_async_env.hpp"
 #include "run_coroutine.hpp"
 
 namespace {
@@ -27,22 +28,9 @@ using backoff::parse_breaker;
 using backoff::verdict;
 using backoff::testing::run_coroutine;
 
-struct world {
-  backoff::manual_clock clock;
-  std::vector<duration> sleeps;
-  backoff::random_generator rng{5};
-
-  backoff::async_retry_env env() {
-    backoff::async_retry_env e;
-    e.now = [this] { return clock.now().time_since_epoch(); };
-    e.sleep = [this](duration d, std::stop_token) -> asio::awaitable<bool> {
-      sleeps.push_back(d);
-      clock.advance(d);
-      co_return true;
-    };
-    e.random = rng;
-    return e;
-  }
+// Seed 5: the generator these tests were written with.
+struct world : backoff::testing::recording_async_env {
+  world() : recording_async_env(5) {}
 };
 
 struct always {

@@ -23,6 +23,7 @@
 #include "backoff/http.hpp"
 #include "backoff/retry_budget.hpp"
 #include "backoff/spec.hpp"
+#include "recording_async_env.hpp"
 #include "run_coroutine.hpp"
 
 namespace {
@@ -35,23 +36,7 @@ using backoff::verdict;
 using backoff::testing::run_coroutine;
 
 // An env whose clock is manual and whose sleep records the delay and advances the clock.
-struct recorded {
-  backoff::manual_clock clock;
-  std::vector<duration> sleeps;
-  backoff::random_generator rng{7};
-
-  backoff::async_retry_env env() {
-    backoff::async_retry_env e;
-    e.now = [this] { return clock.now().time_since_epoch(); };
-    e.sleep = [this](duration d, std::stop_token) -> asio::awaitable<bool> {
-      sleeps.push_back(d);
-      clock.advance(d);
-      co_return true;
-    };
-    e.random = rng;
-    return e;
-  }
-};
+using recorded = backoff::testing::recording_async_env;
 
 // An operation that plays back a script of verdicts, one per attempt.
 struct scripted {
