@@ -24,17 +24,19 @@ namespace backoff {
 struct deadline_config {
   duration total{0};        // the whole operation, from its first attempt; 0: no deadline
   duration per_attempt{0};  // each attempt; 0: no per-attempt timeout
-  duration min_useful{0};   // no attempt starts with less than this left; needs `total`
+  duration min_useful{0};   // no attempt starts with less than this left before the deadline
+                            // (total, or the policy's max_elapsed when total is 0)
   bool propagate = false;   // send the time left and the attempt number as headers
 
-  // Throws parse_error: a negative duration, or min_useful without total or above it.
+  // Throws parse_error: a negative duration, or min_useful above total.
   BACKOFF_EXPORT void validate() const;
   // "deadline(total=10s, per_attempt=1s, min_useful=10ms, propagate=true)", keys at their
   // default left out; parse_deadline(c.to_string()) == c.
   BACKOFF_EXPORT std::string to_string() const;
   friend bool operator==(const deadline_config&, const deadline_config&) = default;
 
-  // Sets the options' max_elapsed (when total is set), attempt_timeout and min_attempt_time.
+  // Sets the options' max_elapsed (when total is set; else the policy's stays), attempt_timeout
+  // and min_attempt_time.
   template <class Options>
   void apply(Options& options) const {
     if (total.count() > 0) options.policy.max_elapsed = total;

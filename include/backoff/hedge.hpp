@@ -44,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backoff/duration.hpp"
@@ -96,6 +97,49 @@ enum class hedge_stop : std::uint8_t {
   throttle,      // the throttle refused the next copy
   breaker,       // the circuit breaker refused the next copy
 };
+
+namespace detail {
+
+// The breaker permits of a hedged call's copies, from send to answer. One owner: a moved-from
+// set releases nothing, and whatever is still held when the set is destroyed (a call abandoned
+// mid-flight: its coroutine destroyed, a driver dropping it) is released, as retry_controller's
+// lease does, so that a half-open trial among them is not held for ever.
+class hedge_permits {
+ public:
+  explicit hedge_permits(circuit_breaker* breaker) noexcept : breaker_(breaker) {}
+  hedge_permits(const hedge_permits&) = delete;
+  hedge_permits& operator=(const hedge_permits&) = delete;
+  hedge_permits(hedge_permits&& other) noexcept
+      : breaker_(std::exchange(other.breaker_, nullptr)), held_(other.held_) {}
+  hedge_permits& operator=(hedge_permits&&) = delete;
+  ~hedge_permits() { release_all(); }
+
+  void hold(std::uint32_t copy, const circuit_breaker::permit& p) noexcept { held_[copy] = p; }
+  // Copy `copy` (from 0) answered.
+  void record(std::uint32_t copy, duration now, bool failure) noexcept {
+    if (breaker_ == nullptr || !held_[copy].allowed) return;
+    breaker_->record(now, held_[copy], failure);
+    held_[copy].allowed = false;
+  }
+  void record_oldest_as_failure(duration now) noexcept {
+    for (std::uint32_t n = 0; n < held_.size(); ++n) {
+      if (held_[n].allowed) return record(n, now, true);
+    }
+  }
+  void release_all() noexcept {
+    if (breaker_ == nullptr) return;
+    for (circuit_breaker::permit& p : held_) {
+      if (p.allowed) breaker_->release(p);
+      p.allowed = false;
+    }
+  }
+
+ private:
+  circuit_breaker* breaker_;
+  std::array<circuit_breaker::permit, hedge_policy::max_attempts_limit> held_{};
+};
+
+}  // namespace detail
 
 // The decisions of one hedged call, shared by every driver. It never reads a clock or sleeps:
 // each event brings its time as `now` (any monotonic clock's reading as a duration since its
@@ -153,7 +197,8 @@ class hedge_controller {
       : limit_(std::clamp<std::uint32_t>(policy.max_attempts, 1, hedge_policy::max_attempts_limit)),
         delay_(std::max(policy.delay, duration{0})),
         max_elapsed_(std::max(max_elapsed, duration{0})),
-        gates_(gates) {}
+        gates_(gates),
+        permits_(gates.breaker) {}
 
   // The first copy. Only the first call does anything.
   template <bit_generator64 G>
@@ -187,7 +232,7 @@ class hedge_controller {
   template <bit_generator64 G>
   step on_timer(duration now, G& g) {
     if (!live()) return {};
-    if (now >= deadline_) return finish(outcome::deadline_exceeded);
+    if (now >= deadline_) return finish_at_deadline(now);
     if (stopped_ == hedge_stop::none && now >= next_copy_) return hedge(now, g);
     return {};
   }
@@ -216,7 +261,7 @@ class hedge_controller {
       pushed_back_ = true;
       if (stopped_ == hedge_stop::none) stopped_ = hedge_stop::pushback;
     }
-    if (now >= deadline_) return finish(outcome::deadline_exceeded);
+    if (now >= deadline_) return finish_at_deadline(now);
     // A6: a non-fatal answer sends the next copy at once, shortcutting its delay.
     if (stopped_ == hedge_stop::none) {
       const step s = hedge(now, g);
@@ -267,7 +312,7 @@ class hedge_controller {
   bool live() const noexcept { return started_ && !done_; }
 
   step sent_one(duration now, duration wait, const circuit_breaker::permit& permit) noexcept {
-    permits_[sent_] = permit;
+    permits_.hold(sent_, permit);
     ++sent_;
     next_copy_ = saturating_add(now, delay_);  // A6: later copies resume `delay` after this one
     if (sent_ >= limit_) stopped_ = hedge_stop::max_attempts;
@@ -309,8 +354,7 @@ class hedge_controller {
   void report(std::uint32_t attempt, const verdict& v, duration now) noexcept {
     detail::report_answer(gates_, v, now);
     // As retry_controller: only a non-fatal answer is a breaker failure.
-    const circuit_breaker::permit& permit = permits_[attempt - 1];
-    if (permit.allowed) gates_.breaker->record(now, permit, v.kind == verdict_kind::retryable);
+    permits_.record(attempt - 1, now, v.kind == verdict_kind::retryable);
   }
 
   outcome exhausted() const noexcept {
@@ -326,25 +370,27 @@ class hedge_controller {
     }
   }
 
+  // The deadline passed with copies unanswered: the oldest of them, which had the most time, is
+  // a failure to the breaker, as a timed-out attempt of the retry loop is (else a dependency that
+  // never answers would never open it); the later ones are released as losers.
+  step finish_at_deadline(duration now) noexcept {
+    permits_.record_oldest_as_failure(now);
+    return finish(outcome::deadline_exceeded);
+  }
+
   step finish(outcome why) noexcept {
     done_ = true;
     why_ = why;
     cancelled_ = sent_ - answered_;
-    // A copy cancelled unanswered tells the breaker nothing: a half-open trial gives its place
-    // back.
-    for (std::uint32_t n = 0; n < sent_; ++n) {
-      if (permits_[n].allowed && (answered_bits_ & (1U << n)) == 0) {
-        gates_.breaker->release(permits_[n]);
-      }
-    }
+    permits_.release_all();  // copies cancelled unanswered tell the breaker nothing
     return {action::done, 0, duration{0}, why};
   }
 
   std::uint32_t limit_;
-  std::array<circuit_breaker::permit, hedge_policy::max_attempts_limit> permits_{};  // per copy
   duration delay_;
   duration max_elapsed_;
   retry_gates gates_;
+  detail::hedge_permits permits_;
   duration deadline_ = duration::max();
   duration next_copy_ = duration::max();
   std::uint32_t sent_ = 0;

@@ -342,7 +342,7 @@ class retry_controller {
         at_deadline_ = true;
       }
     }
-    if (gates_.breaker != nullptr && !breaker_allows_retry(now)) {
+    if (gates_.breaker != nullptr && !breaker_allows_retry(now, delay)) {
       return {false, duration{0}, outcome::breaker_open};
     }
     if (gates_.budget != nullptr && !gates_.budget->try_retry(now)) {
@@ -351,11 +351,17 @@ class retry_controller {
     return {true, delay, outcome::succeeded};
   }
 
-  // The retry-only and run-ratio kinds decide when a failure arrives, as a budget does; the
-  // consecutive and rate kinds gate the next attempt itself (before_attempt).
-  bool breaker_allows_retry(duration now) const noexcept {
+  // The retry-only and run-ratio kinds decide when a failure arrives, as a budget does. The
+  // consecutive and rate kinds gate the next attempt itself (before_attempt); but when they will
+  // still be open once the wait is over, that attempt would be refused, so the loop ends now
+  // rather than sleep for nothing.
+  bool breaker_allows_retry(duration now, duration delay) const noexcept {
     const breaker_kind k = gates_.breaker->config().kind;
-    if (k != breaker_kind::retry_only && k != breaker_kind::run_ratio) return true;
+    if (k != breaker_kind::retry_only && k != breaker_kind::run_ratio) {
+      const bool overflows = now.count() > 0 && delay > duration::max() - now;
+      const duration then = overflows ? duration::max() : now + delay;
+      return gates_.breaker->state(then) != breaker_state::open;
+    }
     return gates_.breaker->retry_allowed(now);
   }
 

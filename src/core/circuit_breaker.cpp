@@ -20,7 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::string_view what = "breaker";
+constexpr std::string_view breaker_what = "breaker";
 constexpr std::uint32_t max_count = 1'000'000;  // failures, calls, min_calls, max_keys
 constexpr std::uint32_t max_half_open = 1000;
 
@@ -91,9 +91,9 @@ std::string window_text(const breaker_config& c) {
 }
 
 std::uint32_t whole_number(std::string_view spec, const spec_argument& arg, double lo, double hi) {
-  const double v = spec_number(spec, arg, what);
+  const double v = spec_number(spec, arg, breaker_what);
   if (!(v >= lo && v <= hi && v == std::floor(v))) {
-    detail::spec_fail(what, spec,
+    detail::spec_fail(breaker_what, spec,
                       arg.key + "=" + arg.value + " must be a whole number in " +
                           detail::spec_number_text(lo) + ".." + detail::spec_number_text(hi));
   }
@@ -254,14 +254,14 @@ std::string breaker_config::to_string() const {
 }
 
 breaker_config parse_breaker(std::string_view text) {
-  const spec_call call = parse_spec_call(text, what);
+  const spec_call call = parse_spec_call(text, breaker_what);
   breaker_config c;
   bool preset = false;
   if (call.name == "breaker") {
     breaker_kind kind = breaker_kind::consecutive;
     for (const spec_argument& arg : call.arguments) {
       if (arg.key == "kind" && !parse_kind(arg.value, kind)) {
-        detail::spec_fail(what, text,
+        detail::spec_fail(breaker_what, text,
                           "kind=" + arg.value +
                               " is not a breaker kind (known: consecutive, rate, retry-only, "
                               "run-ratio)");
@@ -275,7 +275,7 @@ breaker_config parse_breaker(std::string_view text) {
     c = breaker_config::defaults(breaker_kind::run_ratio);
     preset = true;
   } else {
-    detail::spec_fail(what, text,
+    detail::spec_fail(breaker_what, text,
                       "unknown breaker " + detail::quoted(call.name) +
                           " (known: breaker, retry-only-10pct, run-ratio-10pct)");
   }
@@ -286,7 +286,7 @@ breaker_config parse_breaker(std::string_view text) {
     bool applies = true;
     if (key == "kind") {
       if (preset) {
-        detail::spec_fail(what, text,
+        detail::spec_fail(breaker_what, text,
                           "parameter \"kind\" is fixed by the preset " + call.name +
                               " (it is kind=" + std::string(to_string(c.kind)) + ")");
       }
@@ -305,11 +305,11 @@ breaker_config parse_breaker(std::string_view text) {
       applies = k.half_open;
     } else if (key != "keyed" && key != "max_keys") {
       detail::unknown_parameter(
-          what, text, arg,
+          breaker_what, text, arg,
           "kind, failures, threshold, window, min_calls, open, half_open, keyed, max_keys");
     }
     if (!applies) {
-      detail::spec_fail(what, text,
+      detail::spec_fail(breaker_what, text,
                         "parameter " + detail::quoted(key) +
                             " does not apply to kind=" + std::string(to_string(c.kind)) +
                             " (it takes " + std::string(key_list(c.kind)) + ", keyed, max_keys)");
@@ -317,42 +317,43 @@ breaker_config parse_breaker(std::string_view text) {
     if (key == "failures") {
       c.failures = whole_number(text, arg, 1, max_count);
     } else if (key == "threshold") {
-      const double v = spec_fraction(text, arg, what);
+      const double v = spec_fraction(text, arg, breaker_what);
       const double scaled = v * 1e6;
       if (std::abs(scaled - std::round(scaled)) > 1e-6 * std::max(1.0, scaled)) {
         detail::spec_fail(
-            what, text,
+            breaker_what, text,
             "threshold=" + arg.value + " is finer than a millionth (4 decimals of a percent)");
       }
       c.threshold = static_cast<double>(millionths(v)) / 1e6;
     } else if (key == "window") {
-      if (const std::optional<std::uint64_t> n = spec_calls(text, arg, what)) {
+      if (const std::optional<std::uint64_t> n = spec_calls(text, arg, breaker_what)) {
         if (*n == 0 || *n > max_count) {
-          detail::spec_fail(what, text, "window=" + arg.value + " must be 1calls..1000000calls");
+          detail::spec_fail(breaker_what, text,
+                            "window=" + arg.value + " must be 1calls..1000000calls");
         }
         c.window_calls = static_cast<std::uint32_t>(*n);
         c.window = duration{0};
       } else {
-        c.window = spec_duration(text, arg, what);
+        c.window = spec_duration(text, arg, breaker_what);
         c.window_calls = 0;
       }
     } else if (key == "min_calls") {
       c.min_calls = whole_number(text, arg, 1, max_count);
     } else if (key == "open") {
-      c.open = spec_duration(text, arg, what);
+      c.open = spec_duration(text, arg, breaker_what);
     } else if (key == "half_open") {
       c.half_open = whole_number(text, arg, 1, max_half_open);
     } else if (key == "keyed") {
-      c.keyed = spec_bool(text, arg, what);
+      c.keyed = spec_bool(text, arg, breaker_what);
     } else if (key == "max_keys") {
       c.max_keys = whole_number(text, arg, 1, max_count);
       max_keys_given = true;
     }
   }
   if (max_keys_given && !c.keyed) {
-    detail::spec_fail(what, text, "parameter \"max_keys\" applies only with keyed=true");
+    detail::spec_fail(breaker_what, text, "parameter \"max_keys\" applies only with keyed=true");
   }
-  detail::validate_spec(what, text, c);
+  detail::validate_spec(breaker_what, text, c);
   return c;
 }
 
@@ -509,7 +510,7 @@ void circuit_breaker::move_locked(breaker_state to, duration now) noexcept {
       if (calls_) {
         calls_->clear();
       } else {
-        time_window_ = detail::sliding_counts(config_.window);
+        time_window_.reset();
       }
       break;
   }

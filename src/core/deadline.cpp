@@ -12,10 +12,9 @@ void deadline_config::validate() const {
   if (total.count() < 0 || per_attempt.count() < 0 || min_useful.count() < 0) {
     throw parse_error("durations must not be negative");
   }
-  if (min_useful.count() > 0 && total.count() == 0) {
-    throw parse_error("min_useful needs a total: it is the least time left before the deadline");
-  }
-  if (min_useful > total) {
+  // Without a total, min_useful applies to whatever deadline the loop has (its policy's
+  // max_elapsed), as SPEC 7.2's own example deadline(per_attempt=1s, min_useful=10ms) has it.
+  if (total.count() > 0 && min_useful > total) {
     throw parse_error("min_useful=" + format_duration(min_useful) +
                       " is above total=" + format_duration(total) + ": no attempt could start");
   }

@@ -20,7 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::string_view what = "hedge";
+constexpr std::string_view hedge_what = "hedge";
 constexpr int lowest_status = 100;
 constexpr int highest_status = 599;
 
@@ -79,17 +79,18 @@ bool operator==(const hedge_policy& a, const hedge_policy& b) {
 }
 
 hedge_policy parse_hedge(std::string_view text) {
-  const spec_call call = parse_spec_call(text, what);
+  const spec_call call = parse_spec_call(text, hedge_what);
   if (call.name != "hedge") {
-    detail::spec_fail(what, text, "unknown spec " + detail::quoted(call.name) + " (known: hedge)");
+    detail::spec_fail(hedge_what, text,
+                      "unknown spec " + detail::quoted(call.name) + " (known: hedge)");
   }
   hedge_policy p;
   bool has_max_attempts = false;
   for (const spec_argument& arg : call.arguments) {
     if (arg.key == "max_attempts") {
-      const double v = spec_number(text, arg, what);
+      const double v = spec_number(text, arg, hedge_what);
       if (!(v >= 1.0 && v <= hedge_policy::max_attempts_limit && v == std::floor(v))) {
-        detail::spec_fail(what, text,
+        detail::spec_fail(hedge_what, text,
                           "max_attempts=" + arg.value + " must be a whole number in 1.." +
                               std::to_string(hedge_policy::max_attempts_limit) +
                               " (gRPC A6's cap on copies of a call)");
@@ -97,27 +98,27 @@ hedge_policy parse_hedge(std::string_view text) {
       p.max_attempts = static_cast<std::uint32_t>(v);
       has_max_attempts = true;
     } else if (arg.key == "delay") {
-      if (arg.is_list) detail::spec_fail(what, text, "delay=" + arg.value + " is a list");
-      p.delay = spec_duration(text, arg, what);
+      if (arg.is_list) detail::spec_fail(hedge_what, text, "delay=" + arg.value + " is a list");
+      p.delay = spec_duration(text, arg, hedge_what);
     } else if (arg.key == "non_fatal") {
-      for (const std::string& item : spec_list(text, arg, what)) {
+      for (const std::string& item : spec_list(text, arg, hedge_what)) {
         int status = 0;
         const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), status);
         if (ec != std::errc{} || end != item.data() + item.size() || status < lowest_status ||
             status > highest_status) {
           detail::spec_fail(
-              what, text,
+              hedge_what, text,
               "non_fatal: " + detail::quoted(item) + " is not an HTTP status (100..599)");
         }
         p.non_fatal.push_back(status);
       }
     } else {
-      detail::unknown_parameter(what, text, arg, "max_attempts, delay, non_fatal");
+      detail::unknown_parameter(hedge_what, text, arg, "max_attempts, delay, non_fatal");
     }
   }
-  if (!has_max_attempts) detail::spec_fail(what, text, "max_attempts is required (1..5)");
+  if (!has_max_attempts) detail::spec_fail(hedge_what, text, "max_attempts is required (1..5)");
   p.non_fatal = sorted_set(std::move(p.non_fatal));
-  detail::validate_spec(what, text, p);
+  detail::validate_spec(hedge_what, text, p);
   return p;
 }
 

@@ -25,11 +25,11 @@ using backoff::outcome;
 using backoff::parse_breaker;
 using backoff::verdict;
 
-const backoff::retry_policy constant_policy{backoff::parse_policy("constant(initial=100ms)"), 10,
-                                            0s};
+const backoff::retry_policy breaker_test_policy{backoff::parse_policy("constant(initial=100ms)"),
+                                                10, 0s};
 
 backoff::retry_options<> with_breaker(circuit_breaker& b) {
-  return {.policy = constant_policy, .gates = {.breaker = &b}};
+  return {.policy = breaker_test_policy, .gates = {.breaker = &b}};
 }
 
 TEST(BreakerRetry, AnOpenBreakerEndsTheLoopWithoutCallingTheOperation) {
@@ -46,15 +46,17 @@ TEST(BreakerRetry, AnOpenBreakerEndsTheLoopWithoutCallingTheOperation) {
   EXPECT_TRUE(rec.sleeps.empty());
 }
 
-TEST(BreakerRetry, FailuresOpenTheBreakerMidLoopAndTheNextAttemptIsRefused) {
+TEST(BreakerRetry, FailuresOpenTheBreakerMidLoopAndTheLoopEndsWithoutWaiting) {
   backoff::testing::recording_env rec;
   circuit_breaker b{parse_breaker("breaker(kind=consecutive, failures=3, open=5s, half_open=1)")};
   int calls = 0;
   const auto r = backoff::retry([&] { return (++calls, false); }, with_breaker(b), rec.env);
   EXPECT_EQ(r.why, outcome::breaker_open);
   EXPECT_EQ(calls, 3);
-  EXPECT_EQ(r.attempts, 4u);  // the fourth was refused before it was sent
-  EXPECT_EQ(rec.sleeps, (std::vector<backoff::duration>{100ms, 100ms, 100ms}));
+  // The third failure opened it for 5 s, longer than the 100 ms wait: the loop ends at once
+  // instead of sleeping for an attempt the breaker would refuse.
+  EXPECT_EQ(r.attempts, 3u);
+  EXPECT_EQ(rec.sleeps, (std::vector<backoff::duration>{100ms, 100ms}));
   EXPECT_EQ(b.state(rec.env.now()), breaker_state::open);
 }
 
@@ -140,7 +142,7 @@ TEST(BreakerRetry, ARefusedRetryDoesNotSpendTheBudget) {
   backoff::testing::recording_env rec;
   circuit_breaker b{parse_breaker("run-ratio-10pct")};
   backoff::retry_budget budget{backoff::parse_budget("ratio(percent=0, min_per_s=1, window=10s)")};
-  const backoff::retry_options<> options{.policy = constant_policy,
+  const backoff::retry_options<> options{.policy = breaker_test_policy,
                                          .gates = {.budget = &budget, .breaker = &b}};
   const auto r = backoff::retry([] { return false; }, options, rec.env);
   EXPECT_EQ(r.why, outcome::breaker_open);  // 1 failure / 1 first try
@@ -154,12 +156,29 @@ TEST(BreakerRetry, GiveUpsAreCountedUnderBreakerOpen) {
   circuit_breaker b{parse_breaker("breaker(kind=consecutive, failures=1, open=5s, half_open=1)"),
                     backoff::count_transitions(&metrics)};
   const backoff::retry_options<backoff::default_classifier, backoff::metrics_hooks> options{
-      .policy = constant_policy, .hooks = {&metrics}, .gates = {.breaker = &b}};
+      .policy = breaker_test_policy, .hooks = {&metrics}, .gates = {.breaker = &b}};
   (void)backoff::retry([] { return false; }, options, rec.env);
   (void)backoff::retry([] { return true; }, options, rec.env);
   EXPECT_EQ(metrics.loops[static_cast<std::size_t>(outcome::breaker_open)], 2u);
   EXPECT_EQ(metrics.breaker_transitions[static_cast<std::size_t>(breaker_state::open)], 1u);
   EXPECT_EQ(backoff::to_string(outcome::breaker_open), "breaker_open");
+}
+
+}  // namespace
+
+namespace {
+
+// An open time shorter than the wait: the loop waits, and the attempt after it is the breaker's
+// half-open trial.
+TEST(BreakerRetry, ABreakerOpenForLessThanTheWaitLetsTheLoopWaitForItsTrial) {
+  backoff::testing::recording_env rec;
+  circuit_breaker b{parse_breaker("breaker(kind=consecutive, failures=1, open=50ms, half_open=1)")};
+  int calls = 0;
+  const auto r = backoff::retry([&] { return ++calls == 2; }, with_breaker(b), rec.env);
+  EXPECT_EQ(r.why, outcome::succeeded);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(rec.sleeps, (std::vector<backoff::duration>{100ms}));
+  EXPECT_EQ(b.state(rec.env.now()), breaker_state::closed);  // the trial succeeded
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ hedge_policy policy(std::uint32_t max_attempts, duration delay, std::vector<int>
   return p;
 }
 
-std::string message_of(std::string_view spec) {
+std::string hedge_error(std::string_view spec) {
   try {
     const hedge_policy p = parse_hedge(spec);
     return "parsed as " + p.to_string();
@@ -90,40 +90,40 @@ TEST(HedgeSpec, CanonicalTextRoundTrips) {
 }
 
 TEST(HedgeSpec, RejectsBadSpecsWithOneExactLine) {
-  EXPECT_EQ(message_of("hedge(max_attempts=3, delay=1s, jitter=full)"),
+  EXPECT_EQ(hedge_error("hedge(max_attempts=3, delay=1s, jitter=full)"),
             "bad hedge \"hedge(max_attempts=3, delay=1s, jitter=full)\": unknown parameter "
             "\"jitter\" (known: max_attempts, delay, non_fatal)");
-  EXPECT_EQ(message_of("hedge(delay=1s)"),
+  EXPECT_EQ(hedge_error("hedge(delay=1s)"),
             "bad hedge \"hedge(delay=1s)\": max_attempts is required (1..5)");
-  EXPECT_EQ(message_of("hedge(max_attempts=6)"),
+  EXPECT_EQ(hedge_error("hedge(max_attempts=6)"),
             "bad hedge \"hedge(max_attempts=6)\": max_attempts=6 must be a whole number in 1..5 "
             "(gRPC A6's cap on copies of a call)");
-  EXPECT_EQ(message_of("hedge(max_attempts=0)"),
+  EXPECT_EQ(hedge_error("hedge(max_attempts=0)"),
             "bad hedge \"hedge(max_attempts=0)\": max_attempts=0 must be a whole number in 1..5 "
             "(gRPC A6's cap on copies of a call)");
-  EXPECT_EQ(message_of("hedge(max_attempts=2.5)"),
+  EXPECT_EQ(hedge_error("hedge(max_attempts=2.5)"),
             "bad hedge \"hedge(max_attempts=2.5)\": max_attempts=2.5 must be a whole number in "
             "1..5 (gRPC A6's cap on copies of a call)");
-  EXPECT_EQ(message_of("hedge(max_attempts=two)"),
+  EXPECT_EQ(hedge_error("hedge(max_attempts=two)"),
             "bad hedge \"hedge(max_attempts=two)\": max_attempts=two is not a number");
-  EXPECT_EQ(message_of("hedge(max_attempts=2, non_fatal=[429, 700])"),
+  EXPECT_EQ(hedge_error("hedge(max_attempts=2, non_fatal=[429, 700])"),
             "bad hedge \"hedge(max_attempts=2, non_fatal=[429, 700])\": non_fatal: \"700\" is not "
             "an HTTP status (100..599)");
-  EXPECT_EQ(message_of("hedge(max_attempts=2, non_fatal=[5xx])"),
+  EXPECT_EQ(hedge_error("hedge(max_attempts=2, non_fatal=[5xx])"),
             "bad hedge \"hedge(max_attempts=2, non_fatal=[5xx])\": non_fatal: \"5xx\" is not an "
             "HTTP status (100..599)");
-  EXPECT_EQ(message_of("hedge(max_attempts=2, delay=2d)"),
+  EXPECT_EQ(hedge_error("hedge(max_attempts=2, delay=2d)"),
             "bad hedge \"hedge(max_attempts=2, delay=2d)\": delay=2d must be in [0, 1d]");
-  EXPECT_EQ(message_of("hedge(max_attempts=2, delay=[1s])"),
+  EXPECT_EQ(hedge_error("hedge(max_attempts=2, delay=[1s])"),
             "bad hedge \"hedge(max_attempts=2, delay=[1s])\": delay=[1s] is a list");
-  EXPECT_EQ(message_of("retry(max_attempts=2)"),
+  EXPECT_EQ(hedge_error("retry(max_attempts=2)"),
             "bad hedge \"retry(max_attempts=2)\": unknown spec \"retry\" (known: hedge)");
-  const std::string negative = message_of("hedge(max_attempts=2, delay=-1s)");
+  const std::string negative = hedge_error("hedge(max_attempts=2, delay=-1s)");
   EXPECT_EQ(negative.rfind("bad hedge \"hedge(max_attempts=2, delay=-1s)\": delay: ", 0), 0u)
       << negative;
-  const std::string unclosed = message_of("hedge(max_attempts=2");
+  const std::string unclosed = hedge_error("hedge(max_attempts=2");
   EXPECT_EQ(unclosed.rfind("bad hedge \"hedge(max_attempts=2\": ", 0), 0u) << unclosed;
-  for (const std::string& m : {negative, unclosed, message_of("hedge(max_attempts=\n2)")}) {
+  for (const std::string& m : {negative, unclosed, hedge_error("hedge(max_attempts=\n2)")}) {
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   }
 }
@@ -531,6 +531,40 @@ TEST_F(HedgeBreaker, ACancelledLoserGivesItsHalfOpenTrialBack) {
   EXPECT_EQ(c.cancelled(), 1u);
   EXPECT_EQ(breaker.state(2100ms), backoff::breaker_state::half_open);
   EXPECT_TRUE(breaker.try_acquire(2100ms, true).allowed);
+}
+
+}  // namespace
+
+namespace {
+
+using HedgeBreakerLifetime = controller_test;
+
+TEST_F(HedgeBreakerLifetime, ACallAbandonedMidFlightGivesItsTrialBack) {
+  backoff::circuit_breaker breaker{
+      backoff::parse_breaker("breaker(kind=consecutive, failures=1, open=1s, half_open=1)")};
+  const auto opener = breaker.try_acquire(0s, true);
+  breaker.record(0s, opener, true);
+  const hedge_policy p = policy(2, 10s);
+  {
+    hedge_controller c{p, {.breaker = &breaker}};
+    EXPECT_TRUE(sends(c.start(2s, rng), 1));  // the one half-open trial
+    EXPECT_FALSE(breaker.try_acquire(2s, true).allowed);
+    hedge_controller moved{std::move(c)};  // the permits go with it, released once
+  }  // destroyed without an answer or an end: its coroutine was destroyed, say
+  EXPECT_TRUE(breaker.try_acquire(2s, true).allowed) << "the trial is free again";
+}
+
+TEST_F(HedgeBreakerLifetime, ACallEndedByItsDeadlineCountsItsOldestCopyAsAFailure) {
+  backoff::circuit_breaker breaker{
+      backoff::parse_breaker("breaker(kind=consecutive, failures=1, open=1m)")};
+  const hedge_policy p = policy(3, 100ms);
+  hedge_controller c{p, {.breaker = &breaker}, 1s};
+  EXPECT_TRUE(sends(c.start(0s, rng), 1));
+  EXPECT_TRUE(sends(c.on_timer(100ms, rng), 2));
+  EXPECT_TRUE(sends(c.on_timer(200ms, rng), 3));
+  // Nothing answers: a dependency that hangs must open the breaker as failures would.
+  EXPECT_TRUE(ends(c.on_timer(1s, rng), outcome::deadline_exceeded));
+  EXPECT_EQ(breaker.state(1s), backoff::breaker_state::open);
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ duration any_millis(int lo, int hi) {
   return std::chrono::milliseconds{*rc::gen::inRange(lo, hi + 1)};
 }
 
-hedge_policy any_policy() {
+hedge_policy any_hedge_policy() {
   hedge_policy p;
   p.max_attempts = *rc::gen::inRange<std::uint32_t>(1, hedge_policy::max_attempts_limit + 1);
   p.delay = *rc::gen::weightedElement<int>({{1, 0}, {4, 1}}) == 0 ? 0s : any_millis(1, 3000);
@@ -57,7 +57,7 @@ verdict any_answer() {
 // The documented driver on a virtual time line: answers come back after each copy's latency, the
 // timer fires at wake_at(); every rule of hedge.hpp is checked at every step.
 RC_GTEST_PROP(HedgeProperties, HedgesInFlightNeverExceedMaxAttempts, ()) {
-  const hedge_policy p = any_policy();
+  const hedge_policy p = any_hedge_policy();
   const duration max_elapsed = *rc::gen::arbitrary<bool>() ? any_millis(1, 8000) : 0s;
   std::optional<backoff::retry_budget> budget;
   if (*rc::gen::arbitrary<bool>()) {
@@ -140,7 +140,7 @@ RC_GTEST_PROP(HedgeProperties, HedgesInFlightNeverExceedMaxAttempts, ()) {
 // A driver that calls in any order (answers for copies never sent, repeats, timers early or late,
 // cancellation) cannot make the controller exceed its bounds or decide twice.
 RC_GTEST_PROP(HedgeProperties, AnyCallOrderKeepsTheBounds, ()) {
-  const hedge_policy p = any_policy();
+  const hedge_policy p = any_hedge_policy();
   hedge_controller c{p};
   backoff::random_generator rng{1};
   duration now = 0s;

@@ -68,6 +68,13 @@ class sliding_counts {
 
   duration slice_length() const noexcept { return duration{slice_ns_}; }
 
+  // Forgets every count, with atomic stores only (the slice length stays), so that it may run
+  // while other threads read or add: a concurrent add lands before or after the reset.
+  void reset() noexcept {
+    published_.store(never, std::memory_order_release);
+    for (auto& slot : slots_) slot.store(0, std::memory_order_relaxed);
+  }
+
   // Adds to the counts of the slice that holds `now`.
   void add(duration now, std::uint32_t first, std::uint32_t second) noexcept {
     const std::int64_t s = advance_to(now);

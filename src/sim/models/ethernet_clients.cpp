@@ -105,6 +105,9 @@ class ethernet_clients final : public model_runner, public model {
     // Every piece of per-run state is reset here: a run depends only on (keys, strategy, seed).
     strategy_ = &strategy;
     out_ = &out;
+    // The previous run's controllers first: a controller with an attempt in flight releases its
+    // breaker permit when destroyed, into the breaker of that run.
+    clients_state_.clear();
     live_ = strategy.instantiate();
     sense_ = senses(strategy);
     backoff_rng_ = random_generator{stream_seed(seed, stream::client)};

@@ -74,6 +74,9 @@ struct guard_support {
   bool breaker = false;
   bool hedge = false;
   bool deadline = false;
+  // Why not, in the refusal's words, when the reason is the model's own.
+  std::string_view breaker_why_not =
+      "its clients do not retry through the library's retry controller";
 };
 
 class model_runner {

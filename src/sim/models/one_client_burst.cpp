@@ -110,13 +110,15 @@ class one_client_burst final : public model_runner, public model {
                report::recorder& out, const progress_fn& progress) override {
     strategy_ = &strategy;
     out_ = &out;
+    // The previous run's operations first: a controller with an attempt in flight releases its
+    // breaker permit when destroyed, into the breaker of that run.
+    ops_.clear();
     live_ = strategy.instantiate();
     const std::optional<deadline_config>& d = strategy.deadline();
     per_attempt_ = d ? d->per_attempt : duration{0};
     min_useful_ = d ? d->min_useful : duration{0};
     propagate_ = d && d->propagate;
     rng_ = random_generator{stream_seed(seed, stream::client)};
-    ops_.clear();
     ops_.resize(static_cast<std::size_t>(operations_));
     busy_ = 0;
     created_ = 0;
@@ -262,6 +264,7 @@ class one_client_burst final : public model_runner, public model {
   void transmit(engine& e, std::uint64_t payload) {
     const std::size_t i = index_of(payload);
     op& o = ops_[i];
+    if (o.done) return;  // a hedge's copy, paced by the throttle, after its operation ended
     out_->attempt(e.now());
     if (o.control) {
       o.waiting = true;
@@ -306,7 +309,10 @@ class one_client_burst final : public model_runner, public model {
 
   void on_arrive(engine& e, std::uint64_t payload) {
     const op& o = ops_[index_of(payload)];
-    const bool expired = propagate_ && e.now() >= o.deadline;
+    // An attempt the client has moved on from (it timed out and the next one was sent) has an
+    // expired deadline, whatever the deadline of the attempt now waited for.
+    const bool superseded = o.control && attempt_of(payload) != (o.attempt & attempt_mask);
+    const bool expired = propagate_ && (superseded || e.now() >= o.deadline);
     if (busy_ < max_busy_) {
       ++busy_;
       if (expired) {

@@ -155,6 +155,9 @@ class outage_recovery final : public model_runner,
   void reset(const client_strategy& strategy, std::uint64_t seed, report::recorder& out) {
     strategy_ = &strategy;
     out_ = &out;
+    // The previous run's controllers first: a controller with an attempt in flight releases its
+    // breaker permit when destroyed, into the breaker of that run.
+    clients_.clear();
     live_ = strategy.instantiate();
     workload_rng_ = random_generator{stream_seed(seed, stream::workload)};
     client_rng_ = random_generator{stream_seed(seed, stream::client)};
@@ -228,6 +231,9 @@ class outage_recovery final : public model_runner,
     think(e, c);
   }
 
+  // Before clients_, so that it outlives their controllers (which may hold a breaker permit).
+  client_strategy::live live_;
+
   // Scenario keys.
   std::int64_t client_count_;
   std::vector<client> clients_;
@@ -239,7 +245,6 @@ class outage_recovery final : public model_runner,
   // One run's state.
   const client_strategy* strategy_ = nullptr;
   report::recorder* out_ = nullptr;
-  client_strategy::live live_;
   random_generator workload_rng_, client_rng_;
   std::uint64_t operations_ = 0;
   handler_id self_ = 0;

@@ -36,7 +36,7 @@ void refuse_unsupported_guards(const model_runner& model, const scenario& sc) {
                            std::string(why) + " (docs/SIMULATOR.md, \"Guards\")");
     };
     if (s.breaker() && !can.breaker) {
-      refuse("breaker", "its clients do not retry through the library's retry controller");
+      refuse("breaker", can.breaker_why_not);
     }
     if (s.breaker() && s.breaker()->keyed) {
       refuse("breaker", "keyed=true needs keys (hosts, shards or users), and its server is one");
