@@ -42,13 +42,14 @@ struct always {
   }
 };
 
-const backoff::retry_policy policy{backoff::parse_policy("constant(initial=1s)"), 10, 0s};
+const backoff::retry_policy one_second_policy{backoff::parse_policy("constant(initial=1s)"), 10,
+                                              0s};
 
 // The positional form, as async_retry_test.cpp passes its gates.
 template <class Op>
 auto retried(Op op, circuit_breaker& b, breaker_world& w) {
-  return run_coroutine(backoff::async_retry(op, policy, backoff::default_classifier{}, w.env(),
-                                            backoff::no_retry_hook{}, {.breaker = &b}));
+  return run_coroutine(backoff::async_retry(op, one_second_policy, backoff::default_classifier{},
+                                            w.env(), backoff::no_retry_hook{}, {.breaker = &b}));
 }
 
 TEST(AsyncBreaker, FailuresOpenTheBreakerAndTheNextAttemptIsRefused) {
