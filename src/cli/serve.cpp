@@ -22,6 +22,7 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
+#include "backoff/spec.hpp"
 #include "commands.hpp"
 #include "net/server/server.hpp"
 
@@ -51,22 +52,17 @@ struct serve_options {
   bool quiet = false;
 };
 
-// "5%" or "0.05" as 0.05; one line and false when it is neither, or outside 0..100 %.
+// "5%" or "0.05" as 0.05 (the library's reading of a percentage, spec_fraction); one line and
+// false when it is neither, or outside 0..100 %.
 bool to_fraction(const std::string& flag, const std::string& text, double& out) {
-  std::string_view digits = text;
-  const bool percent = !digits.empty() && digits.back() == '%';
-  if (percent) digits.remove_suffix(1);
-  double v = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (percent) v /= 100.0;
-  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() ||
-      !(v >= 0.0 && v <= 1.0)) {
+  try {
+    out = spec_fraction(text, spec_argument{flag, text, 1, false, {}}, "flag");
+    return true;
+  } catch (const parse_error&) {
     std::cerr << "backoff serve: " << flag << ": expected a percentage from 0% to 100% (or a "
               << "fraction from 0 to 1), got " << quote_for_message(text) << "\n";
     return false;
   }
-  out = v;
-  return true;
 }
 
 bool to_number(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi,
