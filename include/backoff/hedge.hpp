@@ -352,7 +352,7 @@ class hedge_controller {
   }
 
   void report(std::uint32_t attempt, const verdict& v, duration now) noexcept {
-    detail::report_answer(gates_, v, now);
+    detail::report_answer(gates_, v, now, attempt > 1);
     // As retry_controller: only a non-fatal answer is a breaker failure.
     permits_.record(attempt - 1, now, v.kind == verdict_kind::retryable);
   }

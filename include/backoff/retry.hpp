@@ -142,10 +142,12 @@ class breaker_lease {
 // Tells the budget and the throttle how an attempt went, as every driver must: a success or a
 // retryable failure counts for both; a permanent failure only tells the throttle that the server
 // took the request (not an overload). The breaker is told with its attempt's permit instead.
-inline void report_answer(const retry_gates& gates, const verdict& v, duration now) noexcept {
+// `retry`: the attempt was not the operation's first (some token buckets earn on first ones).
+inline void report_answer(const retry_gates& gates, const verdict& v, duration now,
+                          bool retry) noexcept {
   if (v.kind != verdict_kind::permanent) {
     const bool ok = v.kind == verdict_kind::success;
-    if (gates.budget != nullptr) gates.budget->on_outcome(now, ok);
+    if (gates.budget != nullptr) gates.budget->on_outcome(now, ok, retry);
     if (gates.throttle != nullptr) gates.throttle->on_response(now, !ok);
   } else if (gates.throttle != nullptr) {
     gates.throttle->on_response(now, false);
@@ -294,7 +296,7 @@ class retry_controller {
   template <bit_generator64 G>
   decision after(const verdict& v, duration now, G& g,
                  std::optional<duration> planned = std::nullopt) noexcept {
-    detail::report_answer(gates_, v, now);
+    detail::report_answer(gates_, v, now, attempts_ > 1);
     // Only a retryable verdict is a breaker failure. A permanent one means the server answered
     // (a 404, a validation error): the dependency is up, and a breaker that opened on it would
     // refuse the calls that work. For a half-open trial it counts as a success.

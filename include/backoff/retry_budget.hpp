@@ -21,6 +21,13 @@
 //   Like C-core, it counts milli-tokens as integers in one atomic updated by compare-and-swap,
 //   so token_ratio has at most 3 decimals and no rounding ever drifts. With max=10, ratio=0.1,
 //   retries stop once failures outrun successes by about 10 %.
+//   Other token buckets differ in three rules, which the config names (gRPC's are the defaults):
+//   what earns tokens (`earn`: every success; every operation's first attempt, as in Brooker's
+//   retry_sim, mbrooker/simulator_example retry_strategy.py AdaptiveRetryStrategy.start; or
+//   only a first attempt that succeeds, as in jirfag/simulations RetryBudgetStrategy, where a
+//   successful retry earns nothing), what spends one (`spend`: every failed attempt, or every
+//   retry the bucket allows, as both of those do), and the test (`above`: tokens > X, Brooker's
+//   "more than one token"; `at_least`: tokens >= X, jirfag's "enough for one retry").
 //
 // ratio_budget (Finagle's RetryBudget, tower's TpsBudget, Envoy's budget_interval):
 //   over a sliding window, retries <= percent / 100 * requests + min_per_s * window,
@@ -46,6 +53,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -59,13 +67,32 @@ namespace backoff {
 // ---------------------------------------------------------------------------------------------
 // Token bucket (gRPC).
 
+// What adds token_ratio to the bucket.
+enum class token_earn : std::uint8_t {
+  success,        // every successful attempt (gRPC)
+  request,        // every operation's first attempt, when it is sent (Brooker's retry_sim)
+  first_success,  // a successful first attempt only (jirfag/simulations)
+};
+// What takes one token from the bucket.
+enum class token_spend : std::uint8_t {
+  failure,  // every failed attempt, retried or not (gRPC)
+  retry,    // every retry the bucket allows (Brooker's retry_sim, jirfag/simulations)
+};
+
 struct BACKOFF_EXPORT token_bucket_config {
   std::uint32_t max_tokens = 10;  // gRPC's maxTokens: in (0, 1000]
   double token_ratio = 0.1;       // gRPC's tokenRatio: > 0, at most 3 decimals
+  token_earn earn = token_earn::success;
+  token_spend spend = token_spend::failure;
+  // Retries are allowed while tokens > threshold (>= when inclusive); none: max_tokens / 2,
+  // exclusive (gRPC). In [0, max_tokens], at most 3 decimals.
+  std::optional<double> threshold;
+  bool inclusive = false;
 
   // Throws parse_error with one line naming the bad value.
   void validate() const;
-  // "token-bucket(max=10, ratio=0.1)"; parse_budget(c.to_string()) gives c back.
+  // "token-bucket(max=10, ratio=0.1)", then earn, spend and the test where they are not gRPC's;
+  // parse_budget(c.to_string()) gives c back.
   std::string to_string() const;
 
   friend bool operator==(const token_bucket_config&, const token_bucket_config&) = default;
@@ -77,28 +104,58 @@ class token_bucket_budget {
       : config_(config),
         max_milli_tokens_(static_cast<std::int64_t>(config.max_tokens) * 1000),
         milli_token_ratio_(std::llround(config.token_ratio * 1000.0)),
+        milli_threshold_(config.threshold ? std::llround(*config.threshold * 1000.0)
+                                          : max_milli_tokens_ / 2),
         milli_tokens_(max_milli_tokens_) {}
 
   token_bucket_budget(const token_bucket_budget& other) noexcept
       : config_(other.config_),
         max_milli_tokens_(other.max_milli_tokens_),
         milli_token_ratio_(other.milli_token_ratio_),
+        milli_threshold_(other.milli_threshold_),
         milli_tokens_(other.milli_tokens()) {}
   token_bucket_budget& operator=(const token_bucket_budget& other) noexcept {
     config_ = other.config_;
     max_milli_tokens_ = other.max_milli_tokens_;
     milli_token_ratio_ = other.milli_token_ratio_;
+    milli_threshold_ = other.milli_threshold_;
     milli_tokens_.store(other.milli_tokens(), std::memory_order_relaxed);
     return *this;
   }
 
-  // A failed attempt: one token less (not below 0). Returns whether a retry is allowed now,
-  // as gRPC's RecordFailure does.
-  bool on_failure() noexcept { return add_clamped(-1000) > max_milli_tokens_ / 2; }
-  // A successful attempt: token_ratio tokens more (not above max_tokens).
-  void on_success() noexcept { add_clamped(milli_token_ratio_); }
+  // An operation's first attempt is about to be sent: it earns with earn=request.
+  void on_request() noexcept {
+    if (config_.earn == token_earn::request) add_clamped(milli_token_ratio_);
+  }
+  // A failed attempt: one token less (not below 0) with spend=failure. Returns whether a retry
+  // is allowed now, as gRPC's RecordFailure does.
+  bool on_failure() noexcept {
+    if (config_.spend == token_spend::failure) return allows(add_clamped(-1000));
+    return retry_allowed();
+  }
+  // A successful attempt (`first`: the operation's first): token_ratio tokens more (not above
+  // max_tokens) with earn=success, or earn=first_success and a first attempt.
+  void on_success(bool first = true) noexcept {
+    if (config_.earn == token_earn::success ||
+        (config_.earn == token_earn::first_success && first)) {
+      add_clamped(milli_token_ratio_);
+    }
+  }
+  // Whether the failed operation may retry now; with spend=retry, takes the retry's token in the
+  // same compare-and-swap as the test, so concurrent retries never overdraw the bucket.
+  bool try_retry() noexcept {
+    if (config_.spend == token_spend::failure) return retry_allowed();
+    std::int64_t current = milli_tokens_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (!allows(current)) return false;
+      const std::int64_t next = std::max<std::int64_t>(current - 1000, 0);
+      if (milli_tokens_.compare_exchange_weak(current, next, std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+  }
 
-  bool retry_allowed() const noexcept { return milli_tokens() > max_milli_tokens_ / 2; }
+  bool retry_allowed() const noexcept { return allows(milli_tokens()); }
 
   std::int64_t milli_tokens() const noexcept {
     return milli_tokens_.load(std::memory_order_relaxed);
@@ -107,6 +164,10 @@ class token_bucket_budget {
   const token_bucket_config& config() const noexcept { return config_; }
 
  private:
+  bool allows(std::int64_t milli) const noexcept {
+    return config_.inclusive ? milli >= milli_threshold_ : milli > milli_threshold_;
+  }
+
   // tokens = clamp(tokens + delta, 0, max) in one compare-and-swap; returns the new value.
   // A full bucket that gains, or an empty one that loses, is left untouched (no write), which
   // keeps the common case of a healthy server to one load.
@@ -124,6 +185,7 @@ class token_bucket_budget {
   token_bucket_config config_;
   std::int64_t max_milli_tokens_;
   std::int64_t milli_token_ratio_;
+  std::int64_t milli_threshold_;
   std::atomic<std::int64_t> milli_tokens_;
 };
 
@@ -201,23 +263,28 @@ class BACKOFF_EXPORT retry_budget {
 
   // An operation's first attempt is about to be sent.
   void on_request(duration now) noexcept {
-    if (auto* r = std::get_if<ratio_budget>(&budget_)) r->on_request(now);
+    if (auto* r = std::get_if<ratio_budget>(&budget_)) {
+      r->on_request(now);
+    } else {
+      std::get<token_bucket_budget>(budget_).on_request();
+    }
   }
   // An attempt ended in success or in a retryable failure (gRPC counts permanent errors as
-  // neither: do not report them).
-  void on_outcome(duration now, bool succeeded) noexcept {
+  // neither: do not report them); `retry`: it was not the operation's first attempt.
+  void on_outcome(duration now, bool succeeded, bool retry = false) noexcept {
     static_cast<void>(now);
     if (auto* t = std::get_if<token_bucket_budget>(&budget_)) {
       if (succeeded) {
-        t->on_success();
+        t->on_success(!retry);
       } else {
         t->on_failure();
       }
     }
   }
-  // Whether the failed operation may retry now; a ratio budget spends one retry if so.
+  // Whether the failed operation may retry now; a ratio budget spends one retry if so, as does a
+  // token bucket with spend=retry.
   bool try_retry(duration now) noexcept {
-    if (auto* t = std::get_if<token_bucket_budget>(&budget_)) return t->retry_allowed();
+    if (auto* t = std::get_if<token_bucket_budget>(&budget_)) return t->try_retry();
     return std::get<ratio_budget>(budget_).try_retry(now);
   }
 

@@ -38,11 +38,28 @@ void token_bucket_config::validate() const {
     throw parse_error("ratio=" + spec_number_text(token_ratio) +
                       " has more than 3 decimals (tokens are counted in thousandths)");
   }
+  if (threshold) {
+    const std::string key = inclusive ? "at_least=" : "above=";
+    const double t = *threshold;
+    if (!(std::isfinite(t) && t >= 0.0 && t <= static_cast<double>(max_tokens))) {
+      throw parse_error(key + spec_number_text(t) +
+                        " must be in [0, max] (max=" + std::to_string(max_tokens) + ")");
+    }
+    if (!has_at_most_3_decimals(t)) {
+      throw parse_error(key + spec_number_text(t) +
+                        " has more than 3 decimals (tokens are counted in thousandths)");
+    }
+  }
 }
 
 std::string token_bucket_config::to_string() const {
-  return "token-bucket(max=" + std::to_string(max_tokens) +
-         ", ratio=" + spec_number_text(token_ratio) + ")";
+  std::string out =
+      "token-bucket(max=" + std::to_string(max_tokens) + ", ratio=" + spec_number_text(token_ratio);
+  if (earn == token_earn::request) out += ", earn=request";
+  if (earn == token_earn::first_success) out += ", earn=first-success";
+  if (spend == token_spend::retry) out += ", spend=retry";
+  if (threshold) out += (inclusive ? ", at_least=" : ", above=") + spec_number_text(*threshold);
+  return out + ")";
 }
 
 void ratio_budget_config::validate() const {
@@ -94,8 +111,33 @@ budget_config parse_budget(std::string_view text) {
         c.max_tokens = static_cast<std::uint32_t>(v);
       } else if (arg.key == "ratio") {
         c.token_ratio = spec_number(text, arg, what);
+      } else if (arg.key == "earn") {
+        if (arg.value == "success") {
+          c.earn = token_earn::success;
+        } else if (arg.value == "request") {
+          c.earn = token_earn::request;
+        } else if (arg.value == "first-success") {
+          c.earn = token_earn::first_success;
+        } else {
+          detail::spec_fail(what, text,
+                            "earn=" + arg.value + " is not one of success, request, first-success");
+        }
+      } else if (arg.key == "spend") {
+        if (arg.value == "failure") {
+          c.spend = token_spend::failure;
+        } else if (arg.value == "retry") {
+          c.spend = token_spend::retry;
+        } else {
+          detail::spec_fail(what, text, "spend=" + arg.value + " is not one of failure, retry");
+        }
+      } else if (arg.key == "above" || arg.key == "at_least") {
+        if (c.threshold) {
+          detail::spec_fail(what, text, "give one of above= and at_least=, not both");
+        }
+        c.threshold = spec_number(text, arg, what);
+        c.inclusive = arg.key == "at_least";
       } else {
-        detail::unknown_parameter(what, text, arg, "max, ratio");
+        detail::unknown_parameter(what, text, arg, "max, ratio, earn, spend, above, at_least");
       }
     }
     detail::validate_spec(what, text, c);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -259,6 +260,7 @@ void add_linear_and_log(std::vector<chart>& out, chart c, const std::vector<doub
 struct client_row {
   double latency;
   double attempts;
+  bool completed;
 };
 
 // clients.csv grouped by strategy (columns strategy,id,first_attempt_s,done_s,attempts,
@@ -271,7 +273,7 @@ std::map<std::string, std::vector<client_row>> read_clients(const fs::path& file
   while (csv_read_record(in, field)) {
     if (field.size() != 7) continue;
     try {
-      out[field[0]].push_back({std::stod(field[5]), std::stod(field[4])});
+      out[field[0]].push_back({std::stod(field[5]), std::stod(field[4]), field[6] == "completed"});
     } catch (const std::exception&) {
       continue;  // a damaged row is left out of a chart rather than failing the run
     }
@@ -348,11 +350,12 @@ void summary_charts(const plain_run& run, std::vector<chart>& out) {
     std::vector<double> values;
     for (const auto& s : r.strategies) {
       // A strategy where nothing completed has no latency: NaN, which gnuplot leaves out.
-      const latency_summary l = s.latency_s.value_or(latency_summary{
-          std::nan(""), std::nan(""), std::nan(""), std::nan(""), std::nan(""), std::nan("")});
-      c.data += fmt::format("{} {} {} {} {} {}\n", dq(s.name), num(l.p50), num(l.p75), num(l.p90),
-                            num(l.p99), num(l.max));
-      if (s.latency_s) values.insert(values.end(), {l.p50, l.p75, l.p90, l.p99, l.max});
+      const double nan = std::nan("");
+      const latency_summary l =
+          s.latency_s.value_or(latency_summary{nan, nan, nan, nan, nan, nan, nan});
+      c.data += fmt::format("{} {} {} {} {} {} {}\n", dq(s.name), num(l.p50), num(l.p75),
+                            num(l.p90), num(l.p95), num(l.p99), num(l.max));
+      if (s.latency_s) values.insert(values.end(), {l.p50, l.p75, l.p90, l.p95, l.p99, l.max});
     }
     c.body = title_cmd(r.scenario + ": latency percentiles per strategy", "strategy",
                        "latency (" + unit + ")") +
@@ -360,7 +363,8 @@ void summary_charts(const plain_run& run, std::vector<chart>& out) {
              "set style data histograms\nset style histogram clustered gap 1\n"
              "set style fill solid 0.85 border -1\nset xtics rotate by -20 nomirror\n"
              "plot DATA using 2:xtic(1) title 'p50', '' using 3 title 'p75', "
-             "'' using 4 title 'p90', '' using 5 title 'p99', '' using 6 title 'max'\n";
+             "'' using 4 title 'p90', '' using 5 title 'p95', '' using 6 title 'p99', "
+             "'' using 7 title 'max'\n";
     if (any_positive(values)) out.push_back(std::move(c));
   }
   {
@@ -381,6 +385,50 @@ void summary_charts(const plain_run& run, std::vector<chart>& out) {
              "'' using 3 title 'operations completed'\n";
     if (any_positive(values)) out.push_back(std::move(c));
   }
+}
+
+// The latency distribution of the completed operations, one line per strategy: the fraction
+// done within each latency (hedged against not, in hedging-tail). The tail is what matters, so
+// every point above the median is kept and the rest thinned.
+void latency_cdf_chart(const plain_run& run, std::map<std::string, std::vector<client_row>>& rows,
+                       std::vector<chart>& out) {
+  chart c = make_chart("latency-cdf",
+                       "Latency distribution: the fraction of completed operations done within a "
+                       "latency");
+  std::vector<std::string> titles;
+  std::vector<double> latencies;
+  constexpr std::size_t max_points = 2000;
+  for (const auto& s : run.r.strategies) {
+    auto it = rows.find(s.name);
+    if (it == rows.end()) continue;
+    std::vector<double> done;
+    for (const client_row& row : it->second) {
+      if (row.completed) done.push_back(row.latency);
+    }
+    if (done.empty()) continue;
+    std::sort(done.begin(), done.end());
+    const std::size_t n = done.size();
+    const std::size_t step = std::max<std::size_t>(1, n / max_points);
+    for (std::size_t i = 0; i < n; ++i) {
+      // The last row at each latency: the fraction done within it.
+      if (i + 1 < n && done[i + 1] == done[i]) continue;
+      if (i + 1 < n && i < n / 2 && i % step != 0) continue;
+      c.data += fmt::format("{} {}\n", num(done[i]),
+                            num(static_cast<double>(i + 1) / static_cast<double>(n)));
+      latencies.push_back(done[i]);
+    }
+    c.data += "\n\n";
+    titles.push_back(s.name);
+  }
+  if (titles.empty() || !any_positive(latencies)) return;
+  const bool log_x =
+      spans(latencies, 100) && *std::min_element(latencies.begin(), latencies.end()) > 0;
+  c.body = title_cmd(run.r.scenario + ": latency distribution (completed operations)",
+                     "latency (" + run.unit + ")" + (log_x ? ", log scale" : ""),
+                     "fraction done within") +
+           (log_x ? "set logscale x\n" : "") + "set yrange [0:1.02]\nset key bottom right\n" +
+           plot_blocks(titles, "using 1:2 with steps lw 2");
+  out.push_back(std::move(c));
 }
 
 // Per operation (per client in seed 001's model), sorted by latency. Large runs are thinned to
@@ -428,6 +476,7 @@ void client_charts(const plain_run& run, const fs::path& clients_csv, std::vecto
       out.push_back(std::move(lat));
       out.push_back(std::move(att));
     }
+    latency_cdf_chart(run, rows, out);
   }
 }
 
@@ -510,6 +559,15 @@ void window_chart(const plain_run& run, std::vector<chart>& out) {
   }
 }
 
+// The outage as a grey band behind a time chart, when the model has one.
+std::string outage_band(const scenario_result& r) {
+  if (!r.outage_s) return {};
+  return fmt::format(
+      "set object 1 rectangle from {}, graph 0 to {}, graph 1 behind fillcolor rgb '#e8e8e8' "
+      "fillstyle solid 1.0 noborder\n",
+      num(r.outage_s->first), num(r.outage_s->second));
+}
+
 // Around an outage: goodput, and concurrency on a log scale (it spans 10 to 10^5).
 void outage_charts(const plain_run& run, std::vector<chart>& out) {
   const scenario_result& r = run.r;
@@ -535,7 +593,7 @@ void outage_charts(const plain_run& run, std::vector<chart>& out) {
       g.data += "\n\n";
       n.data += "\n\n";
     }
-    g.body = title_cmd(r.scenario + ": goodput", time_label, "successes " + per) +
+    g.body = title_cmd(r.scenario + ": goodput", time_label, "successes " + per) + outage_band(r) +
              "set yrange [0:*]\n" + plot_blocks(names, "using 1:2 with steps lw 1.5");
     n.body =
         title_cmd(r.scenario + ": concurrency (log scale)", time_label, "requests in service") +
@@ -569,6 +627,88 @@ void outage_charts(const plain_run& run, std::vector<chart>& out) {
   }
 }
 
+// The server work a model reports (recorder::work) per second over time, the outage shaded:
+// outage-amplification's load over its base rate.
+void work_chart(const plain_run& run, std::vector<chart>& out) {
+  const scenario_result& r = run.r;
+  std::string label;
+  for (const auto& s : r.strategies) {
+    if (!s.work_label.empty()) label = s.work_label;
+  }
+  if (label.empty()) return;
+  chart c = make_chart(
+      "work", "Server work over time: " + label + (r.outage_s ? " (the outage shaded)" : ""));
+  std::vector<double> values;
+  for (const auto& s : r.strategies) {
+    const double width = static_cast<double>(s.bucket_width) * s.seconds_per_unit;
+    for (std::size_t i = 0; i < s.buckets.size(); ++i) {
+      const double v = width > 0 ? s.buckets[i].work / width : 0;
+      c.data += num(static_cast<double>(i) * width) + ' ' + num(v) + '\n';
+      values.push_back(v);
+    }
+    c.data += "\n\n";
+  }
+  if (!any_positive(values)) return;
+  c.body = title_cmd(r.scenario + ": server work", run.time_label, label) + outage_band(r) +
+           "set yrange [0:*]\n" + plot_blocks(run.names, "using 1:2 with steps lw 1.5");
+  out.push_back(std::move(c));
+}
+
+// The model's own figures (model_field), one bar chart per group: the fields named GROUP.x,
+// clustered per strategy (retry-layers' calls per layer, load_amplification's phases), and
+// each ungrouped field alone.
+void field_charts(const plain_run& run, std::vector<chart>& out) {
+  const scenario_result& r = run.r;
+  std::vector<std::string> groups;
+  const auto group_of = [](const std::string& name) { return name.substr(0, name.find('.')); };
+  for (const auto& s : r.strategies) {
+    for (const auto& f : s.fields) {
+      const std::string g = group_of(f.name);
+      if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+    }
+  }
+  for (const std::string& g : groups) {
+    std::vector<std::string> members;  // full names, first-seen order
+    for (const auto& s : r.strategies) {
+      for (const auto& f : s.fields) {
+        if (group_of(f.name) == g &&
+            std::find(members.begin(), members.end(), f.name) == members.end()) {
+          members.push_back(f.name);
+        }
+      }
+    }
+    chart c = make_chart("field-" + slug(g), g + " per strategy");
+    std::vector<double> values;
+    for (const auto& s : r.strategies) {
+      std::string row = dq(s.name);
+      for (const std::string& m : members) {
+        double v = std::nan("");
+        for (const auto& f : s.fields) {
+          if (f.name == m && f.value) v = *f.value;
+        }
+        if (!std::isnan(v)) values.push_back(v);
+        row += ' ' + num(v);
+      }
+      c.data += row + '\n';
+    }
+    if (!any_positive(values)) continue;
+    std::string plot = "plot ";
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const std::string title = members[i].size() > g.size() ? members[i].substr(g.size() + 1) : g;
+      plot += fmt::format("{}{} using {}{} title {}", i == 0 ? "" : ", ", i == 0 ? "DATA" : "''",
+                          i + 2, i == 0 ? ":xtic(1)" : "", gq(title));
+    }
+    c.body = title_cmd(r.scenario + ": " + g + " per strategy", "strategy", g) +
+             (spans(values, 100) && *std::min_element(values.begin(), values.end()) > 0
+                  ? "set logscale y\n"
+                  : "set yrange [0:*]\n") +
+             "set style data histograms\nset style histogram clustered gap 1\n"
+             "set style fill solid 0.85 border -1\nset xtics rotate by -20 nomirror\n" +
+             plot + "\n";
+    out.push_back(std::move(c));
+  }
+}
+
 void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<chart>& out) {
   if (r.strategies.empty()) return;
   const bool ticks = is_ticks(r.strategies.front().seconds_per_unit);
@@ -584,14 +724,16 @@ void plain_charts(const scenario_result& r, const fs::path& dir, std::vector<cha
   server_charts(run, out);
   window_chart(run, out);
   outage_charts(run, out);
+  work_chart(run, out);
+  field_charts(run, out);
 }
 
 // ---- sweeps ---------------------------------------------------------------------------------
 
 struct metric {
   std::string field, label, title;
-  double (*get)(const strategy_summary&);
-  bool percent;  // a share of runs: 0 to 100, no t-interval (it would cross 100)
+  std::function<double(const strategy_summary&)> get;
+  bool percent;  // a share: 0 to 100, no t-interval (it would cross 100)
 };
 
 // The x of a point: the first key's value as a number (durations in seconds), or nothing when it
@@ -654,6 +796,14 @@ sweep_lines sweep_lines_of(const scenario_result& r) {
       l.cells[static_cast<std::size_t>(it - l.names.begin())].emplace_back(x, &cell);
     }
   }
+  // Lines run left to right whatever the order of the points (a source's list out of order, as
+  // retry-failure-rate's 0.75 between 0.05 and 0.1).
+  if (l.numeric_x) {
+    for (auto& cells : l.cells) {
+      std::stable_sort(cells.begin(), cells.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+  }
   return l;
 }
 
@@ -664,10 +814,15 @@ std::vector<metric> sweep_metrics(const scenario_result& r, const std::string& u
        [](const strategy_summary& s) { return static_cast<double>(s.completed); }, false},
       {"attempts", "attempts (requests sent)", "work (attempts)",
        [](const strategy_summary& s) { return static_cast<double>(s.attempts); }, false},
-      {"attempts_per_operation", "attempts per operation", "attempts per operation",
+      {"attempts_per_operation", "load (attempts per operation)", "load (attempts per operation)",
        [](const strategy_summary& s) { return s.attempts_per_operation; }, false},
+      {"success_rate", "success rate (% of operations completed)", "success rate",
+       [](const strategy_summary& s) { return 100.0 * s.success_rate(); }, true},
       {"makespan_s", "completion time (" + unit + ")", "completion time (makespan)",
        [](const strategy_summary& s) { return s.makespan_s; }, false},
+      {"latency_s_p95", "p95 latency (" + unit + ")", "p95 latency",
+       [](const strategy_summary& s) { return s.latency_s ? s.latency_s->p95 : std::nan(""); },
+       false},
       {"latency_s_p99", "p99 latency (" + unit + ")", "p99 latency",
        [](const strategy_summary& s) { return s.latency_s ? s.latency_s->p99 : std::nan(""); },
        false},
@@ -675,6 +830,29 @@ std::vector<metric> sweep_metrics(const scenario_result& r, const std::string& u
        std::string("goodput (operations per ") + (unit == "s" ? "s" : "tick") + ")", "goodput",
        [](const strategy_summary& s) { return s.goodput_per_s; }, false},
   };
+  // The model's own fields (model_field), each against the swept key.
+  std::vector<std::string> fields;
+  for (const auto& p : r.points) {
+    for (const auto& cell : p.strategies) {
+      for (const auto& run : cell.runs) {
+        for (const auto& f : run.fields) {
+          if (std::find(fields.begin(), fields.end(), f.name) == fields.end()) {
+            fields.push_back(f.name);
+          }
+        }
+      }
+    }
+  }
+  for (const std::string& name : fields) {
+    metrics.push_back({name, name, name,
+                       [name](const strategy_summary& s) {
+                         for (const auto& f : s.fields) {
+                           if (f.name == name && f.value) return *f.value;
+                         }
+                         return std::nan("");
+                       },
+                       false});
+  }
   if (r.outage) {
     metrics.push_back(
         {"recovery_s", "recovery time after the outage (" + unit + ")",

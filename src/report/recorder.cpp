@@ -99,6 +99,16 @@ void recorder::window(time_units t, double cwnd, double ssthresh) {
   b.ssthresh = ssthresh;
 }
 
+void recorder::field(std::string_view name, std::optional<double> value) {
+  for (auto& f : fields_) {
+    if (f.name == name) {
+      f.value = value;
+      return;
+    }
+  }
+  fields_.push_back({std::string(name), value});
+}
+
 void recorder::operation_done(const op_record& r) {
   const char* status = "completed";
   switch (r.status) {
@@ -147,10 +157,10 @@ strategy_summary recorder::finish(time_units end, std::uint64_t events) {
       operations_ == 0 ? 0.0 : static_cast<double>(attempts_) / static_cast<double>(operations_);
   out.makespan_s = static_cast<double>(last_completion_) * s;
   if (completed_ > 0) {
-    const auto p = latency_.percentiles({0.50, 0.75, 0.90, 0.99, 0.999});
+    const auto p = latency_.percentiles({0.50, 0.75, 0.90, 0.95, 0.99, 0.999});
     const auto sec = [&](std::int64_t v) { return static_cast<double>(v) * s; };
-    out.latency_s =
-        latency_summary{sec(p[0]), sec(p[1]), sec(p[2]), sec(p[3]), sec(p[4]), sec(latency_.max())};
+    out.latency_s = latency_summary{sec(p[0]), sec(p[1]), sec(p[2]),          sec(p[3]),
+                                    sec(p[4]), sec(p[5]), sec(latency_.max())};
   }
   out.goodput_per_s = out.makespan_s > 0 ? static_cast<double>(completed_) / out.makespan_s : 0.0;
   out.peak_load = peak_load_;
@@ -171,6 +181,8 @@ strategy_summary recorder::finish(time_units end, std::uint64_t events) {
                                rate(phase_successes_[2], std::min(up, end), end)};
   }
   out.buckets = std::move(buckets_);
+  out.fields = std::move(fields_);
+  out.work_label = std::move(work_label_);
   return out;
 }
 

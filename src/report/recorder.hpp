@@ -19,6 +19,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "result.hpp"
@@ -93,6 +94,13 @@ class recorder {
   void load(time_units t, std::int64_t in_service, std::int64_t queued);
   void window(time_units t, double cwnd, double ssthresh);
   void operation_done(const op_record& r);
+  // Server work at t (the model's unit: requests served, service seconds, multiples of a base
+  // load), summed per bucket; the work chart shows it per second under `label`.
+  void work(time_units t, double amount) { at(t).work += amount; }
+  void work_label(std::string label) { work_label_ = std::move(label); }
+  // A figure of the model's own (result.hpp's model_field), reported once per run, before
+  // finish(); a name given twice keeps the last value.
+  void field(std::string_view name, std::optional<double> value);
 
   strategy_summary finish(time_units end, std::uint64_t events);
 
@@ -123,6 +131,8 @@ class recorder {
   bool has_window_ = false;
   double cwnd_now_ = 0, ssthresh_now_ = 0;
   std::string row_;
+  std::vector<model_field> fields_;
+  std::string work_label_;
   std::uint64_t phase_successes_[3] = {0, 0, 0};  // before, during, after the outage
   void count_phase(time_units t) {
     if (!options_.outage) return;

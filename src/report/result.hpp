@@ -22,10 +22,19 @@ struct series_bucket {
   std::uint64_t new_operations = 0, attempts = 0, successes = 0, errors = 0, timeouts = 0;
   std::int64_t in_service = 0, queued = 0;  // at the end of the bucket
   double cwnd = 0, ssthresh = 0;            // at the end of the bucket (when has_window)
+  double work = 0;  // the server work the model reported in the bucket (recorder::work)
 };
 
 struct latency_summary {
-  double p50 = 0, p75 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0;
+  double p50 = 0, p75 = 0, p90 = 0, p95 = 0, p99 = 0, p999 = 0, max = 0;
+};
+
+// A figure of the model's own (SPEC 7.3: load_amplification.peak, deepest_calls_per_request):
+// a name with at most one dot, which groups it in summary.json ({"load_amplification":
+// {"peak": ..}}), and its value, or none (null) when the run had nothing to measure it on.
+struct model_field {
+  std::string name;
+  std::optional<double> value;
 };
 
 // Goodput (successes per second) in the three phases of a run with an outage.
@@ -53,6 +62,16 @@ struct strategy_summary {
   // Runs with a known outage that ask for it (`backoff load --experiment`): goodput over the
   // time before the outage, during it, and from its end to the end of the run.
   std::optional<phase_goodput> phases;
+  // The model's own figures, in the order it reported them.
+  std::vector<model_field> fields;
+  // What series_bucket::work measures, per second (the work chart's axis); empty when the
+  // model reports no work.
+  std::string work_label;
+
+  // completed / operations: 0 when there were no operations (nothing succeeded).
+  double success_rate() const noexcept {
+    return operations == 0 ? 0.0 : static_cast<double>(completed) / static_cast<double>(operations);
+  }
 };
 
 // A server outage, in model units: [start, end).
@@ -110,6 +129,7 @@ struct scenario_result {
   // Each strategy's backoff policy, by name (the delay chart draws it).
   std::vector<std::pair<std::string, backoff_policy>> policies;
   bool outage = false;  // the model has an outage: recovery_s is meaningful
+  std::optional<std::pair<double, double>> outage_s;  // ... from, to (s or ticks), for the charts
   bool sweep = false;
   std::uint32_t replications = 1;
   std::vector<std::string> sweep_keys;  // the swept keys, in axis order

@@ -66,11 +66,22 @@ const std::vector<latency_field>& latency_fields() {
       {"p50", [](const latency_summary& l) { return l.p50; }},
       {"p75", [](const latency_summary& l) { return l.p75; }},
       {"p90", [](const latency_summary& l) { return l.p90; }},
+      {"p95", [](const latency_summary& l) { return l.p95; }},
       {"p99", [](const latency_summary& l) { return l.p99; }},
       {"p999", [](const latency_summary& l) { return l.p999; }},
       {"max", [](const latency_summary& l) { return l.max; }},
   };
   return all;
+}
+
+// Sets j["a.b"] as j["a"]["b"].
+void put(nlohmann::ordered_json& j, const std::string& path, nlohmann::ordered_json value) {
+  const auto dot = path.find('.');
+  if (dot == std::string::npos) {
+    j[path] = value;
+  } else {
+    j[path.substr(0, dot)][path.substr(dot + 1)] = value;
+  }
 }
 
 nlohmann::ordered_json strategy_json(const strategy_summary& s) {
@@ -83,6 +94,9 @@ nlohmann::ordered_json strategy_json(const strategy_summary& s) {
   j["unfinished"] = s.unfinished;
   j["attempts"] = s.attempts;
   j["attempts_per_operation"] = s.attempts_per_operation;
+  // SPEC 7.3's names for the two ratios every model has.
+  j["success_rate"] = s.success_rate();
+  j["load"] = s.attempts_per_operation;
   j["makespan_s"] = s.makespan_s;
   auto& latency = j["latency_s"];
   for (const auto& [name, get] : latency_fields()) {
@@ -100,6 +114,7 @@ nlohmann::ordered_json strategy_json(const strategy_summary& s) {
   j["peak_load"] = s.peak_load;
   j["mean_load"] = s.mean_load;
   j["events"] = s.events;
+  for (const auto& f : s.fields) put(j, f.name, number_or_null(f.value));
   return j;
 }
 
@@ -120,6 +135,8 @@ const std::vector<summary_metric>& metrics() {
       {"unfinished", [](S s) -> value { return static_cast<double>(s.unfinished); }},
       {"attempts", [](S s) -> value { return static_cast<double>(s.attempts); }},
       {"attempts_per_operation", [](S s) -> value { return s.attempts_per_operation; }},
+      {"success_rate", [](S s) -> value { return s.success_rate(); }},
+      {"load", [](S s) -> value { return s.attempts_per_operation; }},
       {"makespan_s", [](S s) -> value { return s.makespan_s; }},
       {"latency_s.p50",
        [](S s) -> value { return s.latency_s ? value(s.latency_s->p50) : value(); }},
@@ -127,6 +144,8 @@ const std::vector<summary_metric>& metrics() {
        [](S s) -> value { return s.latency_s ? value(s.latency_s->p75) : value(); }},
       {"latency_s.p90",
        [](S s) -> value { return s.latency_s ? value(s.latency_s->p90) : value(); }},
+      {"latency_s.p95",
+       [](S s) -> value { return s.latency_s ? value(s.latency_s->p95) : value(); }},
       {"latency_s.p99",
        [](S s) -> value { return s.latency_s ? value(s.latency_s->p99) : value(); }},
       {"latency_s.p999",
@@ -152,6 +171,31 @@ std::optional<mean_ci> metric_of(const sweep_cell& cell, const summary_metric& m
   return mean_and_ci95(v);
 }
 
+// The model's own fields of the cells given, in the order they first appear.
+std::vector<std::string> field_names(const std::vector<const sweep_cell*>& cells) {
+  std::vector<std::string> names;
+  for (const sweep_cell* cell : cells) {
+    for (const auto& run : cell->runs) {
+      for (const auto& f : run.fields) {
+        if (std::find(names.begin(), names.end(), f.name) == names.end()) names.push_back(f.name);
+      }
+    }
+  }
+  return names;
+}
+
+// A model field's mean over the runs where it has a value.
+std::optional<mean_ci> field_of(const sweep_cell& cell, const std::string& name) {
+  std::vector<double> v;
+  for (const auto& run : cell.runs) {
+    for (const auto& f : run.fields) {
+      if (f.name == name && f.value) v.push_back(*f.value);
+    }
+  }
+  if (v.empty()) return std::nullopt;
+  return mean_and_ci95(v);
+}
+
 // The runs whose latency the latency means are over (those where something completed).
 std::size_t latency_runs(const sweep_cell& cell) {
   return static_cast<std::size_t>(
@@ -169,16 +213,6 @@ std::pair<std::optional<mean_ci>, std::size_t> recovery_of(const sweep_cell& cel
   return {mean_and_ci95(v), v.size()};
 }
 
-// Sets j["a.b"] as j["a"]["b"].
-void put(nlohmann::ordered_json& j, const std::string& path, nlohmann::ordered_json value) {
-  const auto dot = path.find('.');
-  if (dot == std::string::npos) {
-    j[path] = value;
-  } else {
-    j[path.substr(0, dot)][path.substr(dot + 1)] = value;
-  }
-}
-
 nlohmann::ordered_json cell_json(const sweep_cell& cell) {
   if (cell.runs.size() == 1) return strategy_json(cell.runs.front());
   nlohmann::ordered_json j, ci;
@@ -194,6 +228,11 @@ nlohmann::ordered_json cell_json(const sweep_cell& cell) {
   j["recovery_s"] = recovery ? nlohmann::ordered_json(recovery->mean) : nullptr;
   j["recovered_runs"] = recovered;
   ci["recovery_s"] = recovery ? nlohmann::ordered_json(recovery->ci95) : nullptr;
+  for (const std::string& name : field_names({&cell})) {
+    const std::optional<mean_ci> v = field_of(cell, name);
+    put(j, name, v ? nlohmann::ordered_json(v->mean) : nullptr);
+    put(ci, name, v ? nlohmann::ordered_json(v->ci95) : nullptr);
+  }
   j["ci95"] = std::move(ci);
   return j;
 }
@@ -316,8 +355,18 @@ void write_sweep_csv(const scenario_result& r, std::ostream& out) {
     std::replace(name.begin(), name.end(), '.', '_');
     header += "," + name + "," + name + "_ci95";
   }
-  header += ",recovery_s,recovery_s_ci95,recovered_runs,latency_runs\n";
-  out << header;
+  header += ",recovery_s,recovery_s_ci95,recovered_runs,latency_runs";
+  // The model's own fields last, so that the common columns keep their places.
+  std::vector<const sweep_cell*> all;
+  for (const auto& p : r.points) {
+    for (const auto& cell : p.strategies) all.push_back(&cell);
+  }
+  const std::vector<std::string> fields = field_names(all);
+  for (std::string name : fields) {
+    std::replace(name.begin(), name.end(), '.', '_');
+    header += "," + csv_field(name) + "," + csv_field(name + "_ci95");
+  }
+  out << header << '\n';
   std::string row;
   for (const auto& p : r.points) {
     for (const auto& cell : p.strategies) {
@@ -339,14 +388,26 @@ void write_sweep_csv(const scenario_result& r, std::ostream& out) {
       } else {
         row += ",,,0";
       }
-      fmt::format_to(std::back_inserter(row), ",{}\n", latency_runs(cell));
+      fmt::format_to(std::back_inserter(row), ",{}", latency_runs(cell));
+      for (const std::string& name : fields) {
+        if (const std::optional<mean_ci> v = field_of(cell, name)) {
+          fmt::format_to(std::back_inserter(row), ",{},{}", v->mean, v->ci95);
+        } else {
+          row += ",,";
+        }
+      }
+      row += '\n';
       out << row;
     }
   }
 }
 
 void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
-  out << "strategy,t_s,new,attempts,successes,errors,timeouts,in_service,queued,cwnd,ssthresh\n";
+  // A model that reports server work (recorder::work) gets its column; others keep their header.
+  const bool work = std::any_of(r.strategies.begin(), r.strategies.end(),
+                                [](const strategy_summary& s) { return !s.work_label.empty(); });
+  out << "strategy,t_s,new,attempts,successes,errors,timeouts,in_service,queued,cwnd,ssthresh"
+      << (work ? ",work\n" : "\n");
   std::string row;
   for (const auto& s : r.strategies) {
     for (std::size_t i = 0; i < s.buckets.size(); ++i) {
@@ -360,10 +421,12 @@ void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
       fmt::format_to(std::back_inserter(row), ",{},{},{},{},{},{},{},{},", t, b.new_operations,
                      b.attempts, b.successes, b.errors, b.timeouts, b.in_service, b.queued);
       if (s.has_window) {
-        fmt::format_to(std::back_inserter(row), "{},{}\n", b.cwnd, b.ssthresh);
+        fmt::format_to(std::back_inserter(row), "{},{}", b.cwnd, b.ssthresh);
       } else {
-        row += ",\n";
+        row += ",";
       }
+      if (work) fmt::format_to(std::back_inserter(row), ",{}", b.work);
+      row += '\n';
       out << row;
     }
   }
@@ -373,7 +436,7 @@ std::string comparison_table(const scenario_result& r) {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = r.sweep_keys;
   for (const char* h : {"strategy", "ops", "done", "failed", "attempts", "att/op", "makespan_s",
-                        "p50", "p75", "p99", "max", "goodput/s", "peak"}) {
+                        "p50", "p75", "p95", "p99", "max", "goodput/s", "peak"}) {
     header.emplace_back(h);
   }
   if (r.outage) header.emplace_back("recovery_s");
@@ -390,6 +453,7 @@ std::string comparison_table(const scenario_result& r) {
                    fmt::format("{:.2f}", s.attempts_per_operation), num(s.makespan_s),
                    num_or_dash(latency(s, &latency_summary::p50)),
                    num_or_dash(latency(s, &latency_summary::p75)),
+                   num_or_dash(latency(s, &latency_summary::p95)),
                    num_or_dash(latency(s, &latency_summary::p99)),
                    num_or_dash(latency(s, &latency_summary::max)), num(s.goodput_per_s),
                    std::to_string(s.peak_load)}) {
@@ -433,8 +497,8 @@ std::string comparison_table(const scenario_result& r) {
                                  ? fmt::format(" ({}/{})", timed, cell.runs.size())
                                  : std::string();
       row.push_back(num_or_dash(mean("latency_s.p50")) + of);
-      for (const char* name :
-           {"latency_s.p75", "latency_s.p99", "latency_s.max", "goodput_per_s", "peak_load"}) {
+      for (const char* name : {"latency_s.p75", "latency_s.p95", "latency_s.p99", "latency_s.max",
+                               "goodput_per_s", "peak_load"}) {
         row.push_back(num_or_dash(mean(name)));
       }
       if (r.outage) {

@@ -221,6 +221,41 @@ TEST(RetryBudget, TokenBucketCountsOutcomesAndNeverSpendsOnRetry) {
   EXPECT_EQ(std::get<token_bucket_budget>(b.get()).milli_tokens(), 3000);
 }
 
+// Brooker's retry_sim bucket: +0.1 per first try, a retry needs more than one token and takes it.
+TEST(RetryBudget, TokenBucketEarningPerRequestSpendsPerRetry) {
+  retry_budget b{
+      parse_budget("token-bucket(max=5, ratio=0.1, earn=request, spend=retry, above=1)")};
+  b.on_outcome(0s, false);  // failures cost nothing with spend=retry
+  b.on_outcome(0s, true);   // and successes earn nothing with earn=request
+  EXPECT_EQ(std::get<token_bucket_budget>(b.get()).milli_tokens(), 5000);
+  int retries = 0;
+  while (b.try_retry(0s) && retries < 100) ++retries;
+  EXPECT_EQ(retries, 4) << "5 -> 1 in four retries; 1 is not more than one";
+  for (int i = 0; i < 9; ++i) b.on_request(0s);  // 1.9
+  EXPECT_TRUE(b.try_retry(0s));                  // 0.9
+  EXPECT_FALSE(b.try_retry(0s));
+  EXPECT_EQ(std::get<token_bucket_budget>(b.get()).milli_tokens(), 900);
+}
+
+// jirfag/simulations' retry budget: a retry needs a whole token; only first tries that succeed
+// earn.
+TEST(RetryBudget, TokenBucketEarningOnFirstSuccessesOnly) {
+  retry_budget b{
+      parse_budget("token-bucket(max=2, ratio=0.5, earn=first-success, spend=retry, "
+                   "at_least=1)")};
+  EXPECT_TRUE(b.try_retry(0s));
+  EXPECT_TRUE(b.try_retry(0s)) << "exactly one token left is enough with at_least=1";
+  EXPECT_FALSE(b.try_retry(0s));
+  b.on_outcome(0s, true, /*retry=*/true);
+  EXPECT_FALSE(b.try_retry(0s)) << "a successful retry earns nothing";
+  b.on_request(0s);
+  EXPECT_FALSE(b.try_retry(0s)) << "a request earns nothing";
+  b.on_outcome(0s, true);
+  b.on_outcome(0s, true);
+  EXPECT_TRUE(b.try_retry(0s));
+  EXPECT_EQ(std::get<token_bucket_budget>(b.get()).milli_tokens(), 0);
+}
+
 TEST(RetryBudget, RatioCountsRequestsAndSpendsOnRetry) {
   retry_budget b{ratio(50, 0, 10s)};
   b.on_outcome(0s, false);  // ignored by the ratio budget
@@ -261,6 +296,26 @@ TEST(BudgetSpec, ReadsTheScenarioFileExamples) {
   EXPECT_EQ(parse_budget("ratio()"), budget_config{ratio_budget_config{}});
 }
 
+TEST(BudgetSpec, ReadsTheOtherTokenBucketRules) {
+  token_bucket_config brooker = bucket(5, 0.1);
+  brooker.earn = backoff::token_earn::request;
+  brooker.spend = backoff::token_spend::retry;
+  brooker.threshold = 1.0;
+  EXPECT_EQ(parse_budget("token-bucket(max=5, ratio=0.1, earn=request, spend=retry, above=1)"),
+            budget_config{brooker});
+  token_bucket_config jirfag = bucket(30, 0.1);
+  jirfag.earn = backoff::token_earn::first_success;
+  jirfag.spend = backoff::token_spend::retry;
+  jirfag.threshold = 1.0;
+  jirfag.inclusive = true;
+  EXPECT_EQ(parse_budget("token-bucket(max=30, ratio=0.1, earn=first-success, spend=retry, "
+                         "at_least=1)"),
+            budget_config{jirfag});
+  EXPECT_EQ(backoff::to_string(jirfag),
+            "token-bucket(max=30, ratio=0.1, earn=first-success, spend=retry, at_least=1)");
+  EXPECT_EQ(parse_budget(backoff::to_string(brooker)), budget_config{brooker});
+}
+
 TEST(BudgetSpec, CanonicalTextRoundTrips) {
   const budget_config configs[] = {bucket(10, 0.1), bucket(1000, 0.001), ratio(20, 10, 10s),
                                    ratio(0.5, 0, 1500ms)};
@@ -271,7 +326,16 @@ TEST(BudgetSpec, CanonicalTextRoundTrips) {
 
 TEST(BudgetSpec, RejectsBadSpecsWithOneLine) {
   budget_should_fail("leaky(max=10)", "unknown budget \"leaky\" (known: token-bucket, ratio)");
-  budget_should_fail("token-bucket(tokens=10)", "unknown parameter \"tokens\" (known: max, ratio)");
+  budget_should_fail("token-bucket(tokens=10)",
+                     "unknown parameter \"tokens\" (known: max, ratio, earn, spend, above, "
+                     "at_least)");
+  budget_should_fail("token-bucket(earn=failure)",
+                     "earn=failure is not one of success, request, first-success");
+  budget_should_fail("token-bucket(spend=success)", "spend=success is not one of failure, retry");
+  budget_should_fail("token-bucket(max=5, above=6)", "above=6 must be in [0, max] (max=5)");
+  budget_should_fail("token-bucket(at_least=-1)", "at_least=-1 must be in [0, max]");
+  budget_should_fail("token-bucket(above=1.0005)", "above=1.0005 has more than 3 decimals");
+  budget_should_fail("token-bucket(above=1, at_least=1)", "not both");
   budget_should_fail("token-bucket(max=0)", "max=0 must be a whole number of tokens in 1..1000");
   budget_should_fail("token-bucket(max=2.5)", "max=2.5 must be a whole number");
   budget_should_fail("token-bucket(max=1001)", "in 1..1000");

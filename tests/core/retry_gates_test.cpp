@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <variant>
 
 #include "backoff/retry.hpp"
 #include "backoff/retry_budget.hpp"
@@ -52,6 +53,29 @@ TEST(RetryGates, TokenBucketIsSharedAcrossOperationsAndRefilledBySuccesses) {
                      backoff::default_classifier{}, rec.env, backoff::no_retry_hook{}, gates);
   EXPECT_EQ(second.why, outcome::budget_exhausted);
   EXPECT_EQ(calls2, 2);
+}
+
+// jirfag/simulations' budget through the loop: the loop tells the bucket which answers were
+// retries, so a successful retry earns nothing while a successful first try does.
+TEST(RetryGates, TokenBucketEarningOnFirstSuccessesKnowsRetriesFromFirstTries) {
+  backoff::testing::recording_env rec;
+  backoff::retry_budget budget{backoff::parse_budget(
+      "token-bucket(max=3, ratio=0.5, earn=first-success, spend=retry, at_least=1)")};
+  const backoff::retry_gates gates{&budget, nullptr};
+  const auto tokens = [&] {
+    return std::get<backoff::token_bucket_budget>(budget.get()).milli_tokens();
+  };
+  int calls = 0;
+  const auto retried =
+      backoff::retry([&] { return ++calls == 2; }, constant_policy, backoff::default_classifier{},
+                     rec.env, backoff::no_retry_hook{}, gates);
+  EXPECT_EQ(retried.why, outcome::succeeded);
+  EXPECT_EQ(tokens(), 2000) << "the retry took a token; its success earned nothing";
+  const auto first =
+      backoff::retry([] { return true; }, constant_policy, backoff::default_classifier{}, rec.env,
+                     backoff::no_retry_hook{}, gates);
+  EXPECT_EQ(first.why, outcome::succeeded);
+  EXPECT_EQ(tokens(), 2500) << "a first try that succeeds earns the ratio";
 }
 
 TEST(RetryGates, PermanentFailuresDoNotSpendTheBudget) {

@@ -23,7 +23,7 @@ report::strategy_summary run(const std::string& name, std::uint64_t completed, d
   s.completed = completed;
   s.attempts = 20;
   s.attempts_per_operation = 2;
-  if (completed > 0) s.latency_s = report::latency_summary{p50, p50, p50, p50, p50, p50};
+  if (completed > 0) s.latency_s = report::latency_summary{p50, p50, p50, p50, p50, p50, p50};
   return s;
 }
 
@@ -74,18 +74,19 @@ TEST(NoLatency, APlainRunWithNothingCompletedHasNullPercentiles) {
   report::write_summary_json(r, json);
   const auto doc = nlohmann::json::parse(json.str());
   EXPECT_DOUBLE_EQ(doc["strategies"][0]["latency_s"]["p50"].get<double>(), 0.25);
-  for (const char* p : {"p50", "p75", "p90", "p99", "p999", "max"}) {
+  for (const char* p : {"p50", "p75", "p90", "p95", "p99", "p999", "max"}) {
     EXPECT_TRUE(doc["strategies"][1]["latency_s"].contains(p)) << p;
     EXPECT_TRUE(doc["strategies"][1]["latency_s"][p].is_null()) << p;
   }
   const std::string table = report::comparison_table(r);
-  // Columns: strategy ops done failed attempts att/op makespan_s p50 p75 p99 max goodput peak.
+  // Columns: strategy ops done failed attempts att/op makespan_s p50 p75 p95 p99 max goodput
+  // peak.
   const auto none_done = words_of_row(table, "none-done");
-  ASSERT_EQ(none_done.size(), 13u) << table;
-  for (std::size_t i = 7; i <= 10; ++i) EXPECT_EQ(none_done[i], "-") << i << '\n' << table;
+  ASSERT_EQ(none_done.size(), 14u) << table;
+  for (std::size_t i = 7; i <= 11; ++i) EXPECT_EQ(none_done[i], "-") << i << '\n' << table;
   const auto timed = words_of_row(table, "timed");
-  ASSERT_EQ(timed.size(), 13u) << table;
-  for (std::size_t i = 7; i <= 10; ++i) EXPECT_EQ(timed[i], "0.25") << i << '\n' << table;
+  ASSERT_EQ(timed.size(), 14u) << table;
+  for (std::size_t i = 7; i <= 11; ++i) EXPECT_EQ(timed[i], "0.25") << i << '\n' << table;
 }
 
 TEST(NoLatency, SweepMeansAreOverTheRunsThatHaveALatency) {
@@ -130,7 +131,8 @@ TEST(NoLatency, SweepMeansAreOverTheRunsThatHaveALatency) {
 
   const std::string table = report::comparison_table(r);
   EXPECT_NE(table.find("2 (2/3)"), std::string::npos) << table;
-  // Columns: k strategy ops done failed attempts att/op makespan_s p50 p75 p99 max goodput peak.
+  // Columns: k strategy ops done failed attempts att/op makespan_s p50 p75 p95 p99 max goodput
+  // peak.
   std::istringstream in(table);
   bool seen = false;
   for (std::string line; std::getline(in, line);) {
@@ -139,8 +141,8 @@ TEST(NoLatency, SweepMeansAreOverTheRunsThatHaveALatency) {
     for (std::string word; w >> word;) words.push_back(word);
     if (words.size() < 2 || words[1] != "never") continue;
     seen = true;
-    ASSERT_EQ(words.size(), 14u) << table;
-    for (std::size_t i = 8; i <= 11; ++i) EXPECT_EQ(words[i], "-") << i << '\n' << table;
+    ASSERT_EQ(words.size(), 15u) << table;
+    for (std::size_t i = 8; i <= 12; ++i) EXPECT_EQ(words[i], "-") << i << '\n' << table;
   }
   EXPECT_TRUE(seen) << table;
 }

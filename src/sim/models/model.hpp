@@ -90,6 +90,9 @@ class model_runner {
   virtual time_ns bucket() const = 0;
   // The server outage, if the model has one: the recorder then measures recovery_s.
   virtual std::optional<report::outage_window> outage() const { return std::nullopt; }
+  // How long goodput must hold at 90 % of its pre-outage level for recovery_s (SPEC 6.2: 5 s);
+  // a model whose runs are shorter names its own key (outage-amplification's recovery.hold).
+  virtual time_ns recovery_hold() const { return static_cast<time_ns>(5.0 / seconds_per_unit()); }
   // What one run holds (see memory_need).
   virtual memory_need memory() const = 0;
   // Rejects (scenario_error) a strategy this model cannot run, before any run starts.

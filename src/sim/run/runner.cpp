@@ -83,7 +83,7 @@ report::recorder_options recorder_for(const model_runner& model, const std::stri
   o.seconds_per_unit = model.seconds_per_unit();
   o.outage = model.outage();
   o.baseline = static_cast<time_ns>(30.0 / o.seconds_per_unit);
-  o.recovery_hold = static_cast<time_ns>(5.0 / o.seconds_per_unit);
+  o.recovery_hold = model.recovery_hold();
   return o;
 }
 
@@ -326,6 +326,11 @@ report::scenario_result result_for(const scenario& sc, const model_runner& model
   result.model = sc.model();
   result.seed = sc.seed();
   result.outage = model.outage().has_value();
+  if (const auto window = model.outage()) {
+    const double spu = model.seconds_per_unit();
+    result.outage_s = {static_cast<double>(window->start) * spu,
+                       static_cast<double>(window->end) * spu};
+  }
   return result;
 }
 

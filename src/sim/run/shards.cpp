@@ -58,7 +58,7 @@ nlohmann::json summary_json(const report::strategy_summary& s) {
   j["makespan_s"] = s.makespan_s;
   if (s.latency_s) {
     const report::latency_summary& l = *s.latency_s;
-    j["latency_s"] = {l.p50, l.p75, l.p90, l.p99, l.p999, l.max};
+    j["latency_s"] = {l.p50, l.p75, l.p90, l.p95, l.p99, l.p999, l.max};
   } else {
     j["latency_s"] = nullptr;  // nothing completed
   }
@@ -70,6 +70,10 @@ nlohmann::json summary_json(const report::strategy_summary& s) {
   j["has_window"] = s.has_window;
   j["seconds_per_unit"] = s.seconds_per_unit;
   j["bucket_width"] = s.bucket_width;
+  auto& fields = j["fields"] = nlohmann::json::array();
+  for (const auto& f : s.fields) {
+    fields.push_back({f.name, f.value ? nlohmann::json(*f.value) : nlohmann::json(nullptr)});
+  }
   return j;
 }
 
@@ -84,12 +88,12 @@ report::strategy_summary summary_of(const nlohmann::json& j, const std::string& 
   j.at("attempts_per_operation").get_to(s.attempts_per_operation);
   j.at("makespan_s").get_to(s.makespan_s);
   if (const auto& l = j.at("latency_s"); !l.is_null()) {
-    if (!l.is_array() || l.size() != 6) {
-      throw std::invalid_argument("latency_s: expected 6 numbers or null");
+    if (!l.is_array() || l.size() != 7) {
+      throw std::invalid_argument("latency_s: expected 7 numbers or null");
     }
-    s.latency_s =
-        report::latency_summary{l[0].get<double>(), l[1].get<double>(), l[2].get<double>(),
-                                l[3].get<double>(), l[4].get<double>(), l[5].get<double>()};
+    s.latency_s = report::latency_summary{
+        l[0].get<double>(), l[1].get<double>(), l[2].get<double>(), l[3].get<double>(),
+        l[4].get<double>(), l[5].get<double>(), l[6].get<double>()};
   }
   j.at("goodput_per_s").get_to(s.goodput_per_s);
   j.at("peak_load").get_to(s.peak_load);
@@ -99,6 +103,13 @@ report::strategy_summary summary_of(const nlohmann::json& j, const std::string& 
   j.at("has_window").get_to(s.has_window);
   j.at("seconds_per_unit").get_to(s.seconds_per_unit);
   j.at("bucket_width").get_to(s.bucket_width);
+  for (const auto& f : j.at("fields")) {
+    if (!f.is_array() || f.size() != 2) {
+      throw std::invalid_argument("fields: expected [name, value] pairs");
+    }
+    s.fields.push_back({f[0].get<std::string>(),
+                        f[1].is_null() ? std::nullopt : std::optional<double>(f[1].get<double>())});
+  }
   return s;
 }
 
