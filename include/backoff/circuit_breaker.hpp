@@ -28,6 +28,10 @@
 //   moves the breaker to half-open, where at most `half_open` trial calls are admitted; when all
 //   of them succeed it closes (with its counts cleared), and the first failure among them opens
 //   it again for another `open` (failsafe-go's success threshold; Polly with half_open=1).
+//   With `trials=ratio` (rate only; jirfag/simulations' CircuitBreaker, "Good Retry, Bad
+//   Retry"), a half-open breaker instead waits for the results of all `half_open` trials and
+//   opens again when failed trials / trials >= `threshold`, else closes: a few failures among
+//   many trials, as a dependency with a low base error rate always has, do not reopen it.
 // retry-only (jirfag/simulations, "Good Retry, Bad Retry"): never refuses an attempt; a retry is
 //   refused while failed attempts / attempts over the window (of time or of calls) is at or
 //   above `threshold`. An empty window refuses: there is no evidence that retrying helps.
@@ -59,6 +63,7 @@
 // parse_breaker reads the spec grammar (docs/POLICIES.md):
 //   breaker(kind=consecutive, failures=5, open=5s, half_open=1)
 //   breaker(kind=rate, threshold=50%, window=10s, min_calls=20, open=5s, half_open=3)
+//   breaker(kind=rate, ..., half_open=100, trials=ratio)
 //   breaker(kind=retry-only, threshold=10%, window=200ms)
 //   breaker(kind=run-ratio, threshold=10%)
 // with `keyed=true, max_keys=1000` for one breaker per key (keyed_breakers.hpp), and the presets
@@ -83,6 +88,9 @@ namespace backoff {
 
 enum class breaker_kind : std::uint8_t { consecutive, rate, retry_only, run_ratio };
 enum class breaker_state : std::uint8_t { closed, open, half_open };
+// How a half-open breaker decides: `all` trials must succeed (the first failure reopens it), or
+// the failure `ratio` of all its trials against the threshold (rate kind only).
+enum class half_open_rule : std::uint8_t { all, ratio };
 inline constexpr std::size_t breaker_state_count = 3;
 
 // "consecutive", "rate", "retry-only", "run-ratio": the spec's names.
@@ -96,15 +104,16 @@ BACKOFF_EXPORT std::string_view to_string(breaker_state state) noexcept;
 // that to_string() names every field that matters and parse_breaker reads it back equal.
 struct BACKOFF_EXPORT breaker_config {
   breaker_kind kind = breaker_kind::consecutive;
-  std::uint32_t failures = 5;                  // consecutive: failures in a row that open it
-  double threshold = 0.5;                      // rate, retry-only, run-ratio: (0, 1], millionths
-  duration window = std::chrono::seconds{10};  // rate, retry-only: a window of time, (0, 1d] ...
-  std::uint32_t window_calls = 0;              // ... or of the last N calls (then window is 0)
-  std::uint32_t min_calls = 20;                // rate: calls in the window before it may open
-  duration open = std::chrono::seconds{5};     // consecutive, rate: how long it stays open
-  std::uint32_t half_open = 1;                 // consecutive, rate: trial calls in half-open
-  bool keyed = false;                          // one breaker per key (keyed_breakers.hpp)
-  std::uint32_t max_keys = 1000;               // keyed: breakers kept at most
+  std::uint32_t failures = 5;                   // consecutive: failures in a row that open it
+  double threshold = 0.5;                       // rate, retry-only, run-ratio: (0, 1], millionths
+  duration window = std::chrono::seconds{10};   // rate, retry-only: a window of time, (0, 1d] ...
+  std::uint32_t window_calls = 0;               // ... or of the last N calls (then window is 0)
+  std::uint32_t min_calls = 20;                 // rate: calls in the window before it may open
+  duration open = std::chrono::seconds{5};      // consecutive, rate: how long it stays open
+  std::uint32_t half_open = 1;                  // consecutive, rate: trial calls in half-open
+  half_open_rule trials = half_open_rule::all;  // rate: how the trials decide (`trials=ratio`)
+  bool keyed = false;                           // one breaker per key (keyed_breakers.hpp)
+  std::uint32_t max_keys = 1000;                // keyed: breakers kept at most
 
   static breaker_config defaults(breaker_kind kind) noexcept;
 
@@ -246,6 +255,7 @@ class BACKOFF_EXPORT circuit_breaker {
   std::mutex mutex_;
   std::uint32_t trials_admitted_ = 0;  // half-open, under mutex_
   std::uint32_t trial_successes_ = 0;  // half-open, under mutex_
+  std::uint32_t trial_failures_ = 0;   // half-open with trials=ratio, under mutex_
 };
 
 }  // namespace backoff

@@ -86,7 +86,7 @@ struct BACKOFF_EXPORT token_bucket_config {
   token_spend spend = token_spend::failure;
   // Retries are allowed while tokens > threshold (>= when inclusive); none: max_tokens / 2,
   // exclusive (gRPC). In [0, max_tokens], at most 3 decimals.
-  std::optional<double> threshold;
+  std::optional<double> threshold = std::nullopt;
   bool inclusive = false;
 
   // Throws parse_error with one line naming the bad value.

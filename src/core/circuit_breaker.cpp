@@ -26,18 +26,18 @@ constexpr std::uint32_t max_half_open = 1000;
 
 // Which keys each kind takes (besides kind, keyed and max_keys, which every kind takes).
 struct kind_keys {
-  bool failures, threshold, window, min_calls, open, half_open;
+  bool failures, threshold, window, min_calls, open, half_open, trials;
 };
 constexpr kind_keys keys_of(breaker_kind kind) noexcept {
   switch (kind) {
     case breaker_kind::consecutive:
-      return {true, false, false, false, true, true};
+      return {true, false, false, false, true, true, false};
     case breaker_kind::rate:
-      return {false, true, true, true, true, true};
+      return {false, true, true, true, true, true, true};
     case breaker_kind::retry_only:
-      return {false, true, true, false, false, false};
+      return {false, true, true, false, false, false, false};
     case breaker_kind::run_ratio:
-      return {false, true, false, false, false, false};
+      return {false, true, false, false, false, false, false};
   }
   return {};
 }
@@ -46,7 +46,7 @@ std::string_view key_list(breaker_kind kind) noexcept {
     case breaker_kind::consecutive:
       return "failures, open, half_open";
     case breaker_kind::rate:
-      return "threshold, window, min_calls, open, half_open";
+      return "threshold, window, min_calls, open, half_open, trials";
     case breaker_kind::retry_only:
       return "threshold, window";
     case breaker_kind::run_ratio:
@@ -231,6 +231,7 @@ void breaker_config::validate() const {
   } else if (half_open != base.half_open) {
     invalid("half_open=" + std::to_string(half_open) + on_kind);
   }
+  if (!k.trials && trials != base.trials) invalid("trials=ratio" + on_kind);
   if (keyed) {
     if (max_keys == 0 || max_keys > max_count) {
       invalid("max_keys=" + std::to_string(max_keys) + " must be in 1..1000000");
@@ -249,6 +250,7 @@ std::string breaker_config::to_string() const {
   if (k.min_calls) out += ", min_calls=" + std::to_string(min_calls);
   if (k.open) out += ", open=" + format_duration(open);
   if (k.half_open) out += ", half_open=" + std::to_string(half_open);
+  if (k.trials && trials == half_open_rule::ratio) out += ", trials=ratio";  // `all` is implied
   if (keyed) out += ", keyed=true, max_keys=" + std::to_string(max_keys);
   return out + ")";
 }
@@ -303,10 +305,13 @@ breaker_config parse_breaker(std::string_view text) {
       applies = k.open;
     } else if (key == "half_open") {
       applies = k.half_open;
+    } else if (key == "trials") {
+      applies = k.trials;
     } else if (key != "keyed" && key != "max_keys") {
       detail::unknown_parameter(
           breaker_what, text, arg,
-          "kind, failures, threshold, window, min_calls, open, half_open, keyed, max_keys");
+          "kind, failures, threshold, window, min_calls, open, half_open, trials, keyed, "
+          "max_keys");
     }
     if (!applies) {
       detail::spec_fail(breaker_what, text,
@@ -343,6 +348,15 @@ breaker_config parse_breaker(std::string_view text) {
       c.open = spec_duration(text, arg, breaker_what);
     } else if (key == "half_open") {
       c.half_open = whole_number(text, arg, 1, max_half_open);
+    } else if (key == "trials") {
+      if (arg.value == "all") {
+        c.trials = half_open_rule::all;
+      } else if (arg.value == "ratio") {
+        c.trials = half_open_rule::ratio;
+      } else {
+        detail::spec_fail(breaker_what, text,
+                          "trials=" + arg.value + " is not a half-open rule (known: all, ratio)");
+      }
     } else if (key == "keyed") {
       c.keyed = spec_bool(text, arg, breaker_what);
     } else if (key == "max_keys") {
@@ -448,6 +462,18 @@ void circuit_breaker::record_trial(duration now, const permit& p, bool failure) 
   if (w != ((p.generation << 2) | static_cast<std::uint64_t>(breaker_state::half_open))) {
     return;  // that half-open episode is over
   }
+  if (config_.trials == half_open_rule::ratio) {
+    // jirfag/simulations CircuitBreaker.is_request_allowed: the failure ratio of the half-open
+    // calls, once enough of them have answered, against the threshold that opens it.
+    ++(failure ? trial_failures_ : trial_successes_);
+    const std::uint64_t answered = std::uint64_t{trial_failures_} + trial_successes_;
+    if (answered >= config_.half_open) {
+      move_locked(at_or_above_threshold({answered, trial_failures_}) ? breaker_state::open
+                                                                     : breaker_state::closed,
+                  now);
+    }
+    return;
+  }
   if (failure) {
     move_locked(breaker_state::open, now);
   } else if (++trial_successes_ >= config_.half_open) {
@@ -502,6 +528,7 @@ void circuit_breaker::move_locked(breaker_state to, duration now) noexcept {
     case breaker_state::half_open:
       trials_admitted_ = 0;
       trial_successes_ = 0;
+      trial_failures_ = 0;
       break;
     case breaker_state::closed:
       // A fresh start, as resilience4j resets its metrics on closing: the failures that opened

@@ -208,6 +208,74 @@ TEST(RateBreaker, ClosingClearsTheWindow) {
   EXPECT_EQ(b.state(1s), breaker_state::open);
 }
 
+// trials=ratio (jirfag/simulations' CircuitBreaker): the half-open trials decide together.
+
+TEST(RateBreaker, TrialsRatioClosesDespiteAFailureBelowTheThreshold) {
+  circuit_breaker b{parse_breaker(
+      "breaker(kind=rate, threshold=50%, window=10s, min_calls=2, open=1s, half_open=4, "
+      "trials=ratio)")};
+  attempt(b, 0s, true);
+  attempt(b, 0s, true);
+  ASSERT_EQ(b.state(0s), breaker_state::open);
+  EXPECT_TRUE(attempt(b, 1s, true));  // a failed trial does not reopen it at once
+  EXPECT_EQ(b.state(1s), breaker_state::half_open);
+  EXPECT_TRUE(attempt(b, 1s, false));
+  EXPECT_TRUE(attempt(b, 1s, false));
+  EXPECT_EQ(b.state(1s), breaker_state::half_open);  // 3 of 4 answered
+  EXPECT_TRUE(attempt(b, 1s, false));                // 1 of 4 failed: 25 % < 50 %
+  EXPECT_EQ(b.state(1s), breaker_state::closed);
+  EXPECT_EQ(b.current_counts(1s).calls, 0u);  // closing clears the window, as with `all`
+}
+
+TEST(RateBreaker, TrialsRatioReopensAtTheThreshold) {
+  circuit_breaker b{parse_breaker(
+      "breaker(kind=rate, threshold=50%, window=10s, min_calls=2, open=1s, half_open=4, "
+      "trials=ratio)")};
+  attempt(b, 0s, true);
+  attempt(b, 0s, true);
+  ASSERT_EQ(b.state(0s), breaker_state::open);
+  for (const bool f : {true, false, true}) EXPECT_TRUE(attempt(b, 1s, f));
+  EXPECT_EQ(b.state(1s), breaker_state::half_open);
+  EXPECT_TRUE(attempt(b, 1s, false));  // 2 of 4 failed: 50 %, at the threshold
+  EXPECT_EQ(b.state(1s), breaker_state::open);
+  EXPECT_FALSE(attempt(b, 1500ms, false));  // open for another second
+  // The next half-open episode counts afresh.
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(attempt(b, 2s, false));
+  EXPECT_EQ(b.state(2s), breaker_state::closed);
+}
+
+TEST(RateBreaker, TrialsRatioAdmitsNoMoreThanHalfOpenTrialsAndTakesBackReleasedOnes) {
+  circuit_breaker b{parse_breaker(
+      "breaker(kind=rate, threshold=10%, window=10s, min_calls=1, open=1s, half_open=2, "
+      "trials=ratio)")};
+  attempt(b, 0s, true);
+  ASSERT_EQ(b.state(0s), breaker_state::open);
+  const auto p1 = b.try_acquire(1s, true);
+  const auto p2 = b.try_acquire(1s, false);
+  ASSERT_TRUE(p1 && p2);
+  EXPECT_TRUE(p1.trial && p2.trial);
+  EXPECT_FALSE(b.try_acquire(1s, true));  // both trials are out
+  b.release(p2);
+  const auto p3 = b.try_acquire(1s, true);
+  ASSERT_TRUE(p3);
+  b.record(1s, p1, false);
+  EXPECT_EQ(b.state(1s), breaker_state::half_open);  // one answer of two
+  b.record(1s, p3, false);
+  EXPECT_EQ(b.state(1s), breaker_state::closed);
+}
+
+TEST(RateBreaker, TrialsAllIsTheDefaultAndReopensAtTheFirstFailure) {
+  const auto c = parse_breaker("breaker(kind=rate, min_calls=2, open=1s, half_open=4)");
+  EXPECT_EQ(c.trials, backoff::half_open_rule::all);
+  EXPECT_EQ(parse_breaker("breaker(kind=rate, min_calls=2, open=1s, half_open=4, trials=all)"), c);
+  circuit_breaker b{c};
+  attempt(b, 0s, true);
+  attempt(b, 0s, true);
+  ASSERT_EQ(b.state(0s), breaker_state::open);
+  EXPECT_TRUE(attempt(b, 1s, true));
+  EXPECT_EQ(b.state(1s), breaker_state::open);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Retry-only (jirfag/simulations) and run-ratio (Brooker's retry_sim).
 
@@ -416,6 +484,8 @@ TEST(BreakerSpec, CanonicalTextReadsBackEqual) {
         "breaker(kind=retry-only, threshold=10%, window=200ms)",
         "breaker(kind=retry-only, threshold=33.3333%, window=50calls)",
         "breaker(kind=run-ratio, threshold=10%)",
+        "breaker(kind=rate, threshold=10%, window=200ms, min_calls=100, open=100ms, "
+        "half_open=100, trials=ratio)",
         "breaker(kind=consecutive, failures=5, open=5s, half_open=1, keyed=true, max_keys=7)"}) {
     const breaker_config c = parse_breaker(text);
     EXPECT_EQ(c.to_string(), text);
@@ -442,8 +512,8 @@ TEST(BreakerSpec, PresetsAreSpecNamesAndTakeOverrides) {
 TEST(BreakerSpec, ErrorsAreOneLineNamingTheBadPart) {
   EXPECT_EQ(parse_error_of("breaker(kind=rate, failures=5)"),
             "bad breaker \"breaker(kind=rate, failures=5)\": parameter \"failures\" does not "
-            "apply to kind=rate (it takes threshold, window, min_calls, open, half_open, keyed, "
-            "max_keys)");
+            "apply to kind=rate (it takes threshold, window, min_calls, open, half_open, trials, "
+            "keyed, max_keys)");
   EXPECT_EQ(parse_error_of("breaker(kind=run-ratio, window=1s)"),
             "bad breaker \"breaker(kind=run-ratio, window=1s)\": parameter \"window\" does not "
             "apply to kind=run-ratio (it takes threshold, keyed, max_keys)");
@@ -452,7 +522,7 @@ TEST(BreakerSpec, ErrorsAreOneLineNamingTheBadPart) {
             "consecutive, rate, retry-only, run-ratio)");
   EXPECT_EQ(parse_error_of("breaker(failurs=5)"),
             "bad breaker \"breaker(failurs=5)\": unknown parameter \"failurs\" (known: kind, "
-            "failures, threshold, window, min_calls, open, half_open, keyed, max_keys)");
+            "failures, threshold, window, min_calls, open, half_open, trials, keyed, max_keys)");
   EXPECT_EQ(parse_error_of("breaker(max_keys=10)"),
             "bad breaker \"breaker(max_keys=10)\": parameter \"max_keys\" applies only with "
             "keyed=true");
@@ -479,6 +549,12 @@ TEST(BreakerSpec, ErrorsAreOneLineNamingTheBadPart) {
             "finer than a millionth (4 decimals of a percent)");
   EXPECT_EQ(parse_error_of("breaker(open=0s)"),
             "bad breaker \"breaker(open=0s)\": open=0s must be in (0, 1d]");
+  EXPECT_EQ(parse_error_of("breaker(trials=ratio)"),
+            "bad breaker \"breaker(trials=ratio)\": parameter \"trials\" does not apply to "
+            "kind=consecutive (it takes failures, open, half_open, keyed, max_keys)");
+  EXPECT_EQ(parse_error_of("breaker(kind=rate, trials=most)"),
+            "bad breaker \"breaker(kind=rate, trials=most)\": trials=most is not a half-open "
+            "rule (known: all, ratio)");
   EXPECT_EQ(parse_error_of("circuit(failures=1)"),
             "bad breaker \"circuit(failures=1)\": unknown breaker \"circuit\" (known: breaker, "
             "retry-only-10pct, run-ratio-10pct)");
@@ -502,6 +578,9 @@ TEST(BreakerSpec, ConfigsBuiltInCodeAreCheckedToo) {
   both.min_calls = 5;
   EXPECT_THROW(circuit_breaker{both}, backoff::parse_error);  // window=10s and 10calls
   EXPECT_THROW(backoff::keyed_breakers{both}, backoff::parse_error);
+  breaker_config ratio_on_consecutive;
+  ratio_on_consecutive.trials = backoff::half_open_rule::ratio;
+  EXPECT_THROW(ratio_on_consecutive.validate(), backoff::parse_error);
 }
 
 // ---------------------------------------------------------------------------------------------
