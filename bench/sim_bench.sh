@@ -32,3 +32,14 @@ run "one-client-burst x500 (10^6 ops, 25k slots)" one-client-burst \
 run "mm1 (2 h, ~580k customers)" mm1 --set run.duration=2h
 run "mm1 (24 h, ~6.9M customers)" mm1 --set run.duration=24h
 run "tick-burst" tick-burst
+# Issue 22's retry storms, each pinned to one point of its sweep and scaled up (>= 10 M events/s).
+run "retry-failure-rate (x10 duration, failure 0.5)" retry-failure-rate --set failure_rate=0.5 \
+  --set replications=1 --set run.duration=100s --set run.limit=200s
+run "retry-client-count (1000 clients, failure 0.5)" retry-client-count --set clients=1000 \
+  --set failure_rate=0.5 --set replications=1 --set run.duration=100s --set run.limit=200s
+run "retry-layers (x20: 200k requests)" retry-layers --set workload.requests=200000 \
+  --set workload.rate_per_s=2000
+run "hedging-tail x500 (10^6 calls)" hedging-tail --set workload.operations=1000000 \
+  --set run.limit=30h
+run "hedging-overload (2x10^6 calls, u=0.3)" hedging-overload --set workload.utilization=0.3 \
+  --set replications=1 --set workload.operations=2000000

@@ -146,14 +146,17 @@ TEST(BrookerRetryFailureRate, SameSeedSameRunOtherSeedOtherRun) {
 }
 
 TEST(BrookerRetryClientCount, ManySmallClientsBreakRetriesAndKeepTheirTokens) {
-  // 100 calls/s in total. With 1000 clients each makes about one call: its breaker, seeing one
-  // failure in one call, refuses every retry (no-retries), while its untouched bucket pays for
-  // up to 4 retries (three-retries or more). With 10 clients both see enough calls to act on
-  // the 5 % rate as designed.
+  // 100 calls/s in total. With 1000 clients each makes about two calls (one in the first 10 ms,
+  // as sim_loop starts every client then): its breaker, seeing one failure among so few first
+  // tries, refuses the retry (no-retries), while its full bucket pays for up to 4 retries (as
+  // three-retries). With 10 clients both see enough calls to act on the 5 % rate as designed.
   const double x = 0.05;
   const auto few = at("retry-client-count", x, {"clients=10"});
   const auto many = at("retry-client-count", x, {"clients=1000"});
-  EXPECT_GT(few.at("breaker").success_rate(), 0.99);
+  // Orderings, not levels: the few-client breaker's success is about 0.987 on average, and one
+  // seed's 10 s run moves it by +-0.01.
+  EXPECT_GT(few.at("breaker").success_rate(), few.at("no-retries").success_rate() + 0.015);
+  EXPECT_GT(few.at("breaker").success_rate(), many.at("breaker").success_rate() + 0.02);
   EXPECT_LT(many.at("breaker").success_rate(), 0.97);
   EXPECT_LT(load(many.at("breaker")), load(few.at("breaker")));
 
