@@ -204,6 +204,8 @@ class hedging final : public model_runner, public model {
     busy_ = 0;
     started_ = finished_ = pending_starts_ = 0;
     work_ns_ = needed_ns_ = 0;
+    at_server_ = 0;
+    draining_ = false;
     self_ = e.add(*this);
     net_ = e.add_lane(one_way_);
     // Most hedge timers fall `delay` after a copy is sent, and outlive their call (an event is
@@ -233,10 +235,31 @@ class hedging final : public model_runner, public model {
     for (const op& o : slots_) {
       if (o.hedge && !o.done) {
         out.operation_done(
-            {o.id, o.first_attempt, end, o.hedge->sent(), report::op_status::unfinished});
+            {o.id, o.first_attempt, end, o.transmitted, report::op_status::unfinished});
       }
     }
-    // Server work done over the work the operations' first copies alone would have needed.
+    if (finished_ == static_cast<std::uint64_t>(operations_)) {
+      // Every call has ended, but losers may still be queued or in service: the server does that
+      // work for these calls all the same, so let it finish (without recording: the run, its
+      // series and its makespan end with the last call). Else work_amplification would depend on
+      // where the last slice cut the run. A run stopped by run.limit counts the work up to the
+      // stop, as that is all the server did.
+      draining_ = true;
+      time_ns t_drain = end;
+      while (at_server_ > 0 && e.pending() > 0) {
+        t_drain += slice;
+        e.run_until(t_drain);
+      }
+    } else {
+      // Stopped by run.limit: copies in service have worked until the stop.
+      for (const op& o : slots_) {
+        if (!o.hedge) continue;
+        for (std::uint32_t n = 1; n <= o.hedge->sent(); ++n) {
+          if (o.copies[n - 1] == copy_state::serving) work_ns_ += end - o.service_start[n - 1];
+        }
+      }
+    }
+    // Server work done for the run's calls over the work their first copies alone would need.
     out.field("work_amplification", needed_ns_ > 0
                                         ? std::optional<double>(static_cast<double>(work_ns_) /
                                                                 static_cast<double>(needed_ns_))
@@ -291,6 +314,7 @@ class hedging final : public model_runner, public model {
     std::array<copy_state, hedge_policy::max_attempts_limit> copies{};
     std::uint32_t generation = 0;  // bumped when the slot is freed: older events are stale
     std::uint8_t at_server = 0;    // copies sent and not yet served or dropped
+    std::uint8_t transmitted = 0;  // copies actually sent (a paced copy may be dropped unsent)
     bool done = false;
   };
 
@@ -334,6 +358,7 @@ class hedging final : public model_runner, public model {
     o.hedge.reset();
     o.timer_at = never;
     o.copies.fill(copy_state::unsent);
+    o.transmitted = 0;
     o.done = false;
     ++o.generation;
     free_.push_back(slot);
@@ -456,6 +481,8 @@ class hedging final : public model_runner, public model {
     if (o == nullptr || o->done) return;  // paced by the throttle past the call's end: not sent
     o->copies[copy_of(payload) - 1] = copy_state::travelling;
     ++o->at_server;
+    ++o->transmitted;
+    ++at_server_;
     out_->attempt(e.now());
     e.schedule_in(net_, self_, arrive, payload);
   }
@@ -472,7 +499,7 @@ class hedging final : public model_runner, public model {
       push(payload);
       ++waiting_;
     }
-    out_->load(e.now(), busy_, waiting_);
+    if (!draining_) out_->load(e.now(), busy_, waiting_);
   }
 
   void begin_service(engine& e, std::uint64_t payload) {
@@ -490,6 +517,7 @@ class hedging final : public model_runner, public model {
     if (o == nullptr || o->copies[n - 1] != copy_state::serving) return;  // stopped by a cancel
     o->copies[n - 1] = copy_state::answered;
     --o->at_server;
+    --at_server_;
     const time_ns since = o->service_start[n - 1];
     e.schedule_in(net_, self_, reply, payload);
     maybe_free(slot_of(payload));
@@ -501,7 +529,7 @@ class hedging final : public model_runner, public model {
     --busy_;
     const time_ns worked = e.now() - since;
     work_ns_ += worked;
-    out_->work(e.now(), static_cast<double>(worked) * 1e-9);
+    if (!draining_) out_->work(e.now(), static_cast<double>(worked) * 1e-9);
     while (queue_count_ > 0) {
       const std::uint64_t next = pop();
       const op* o = find(next);
@@ -510,7 +538,7 @@ class hedging final : public model_runner, public model {
       begin_service(e, next);
       break;
     }
-    out_->load(e.now(), busy_, waiting_);
+    if (!draining_) out_->load(e.now(), busy_, waiting_);
   }
 
   void on_cancel(engine& e, std::uint64_t payload) {
@@ -521,12 +549,14 @@ class hedging final : public model_runner, public model {
     if (c == copy_state::queued) {
       c = copy_state::dropped;  // left in the ring, skipped when its turn comes
       --o->at_server;
+      --at_server_;
       --waiting_;
       maybe_free(slot_of(payload));
-      out_->load(e.now(), busy_, waiting_);
+      if (!draining_) out_->load(e.now(), busy_, waiting_);
     } else if (c == copy_state::serving && cancel_ == cancel_mode::running) {
       c = copy_state::dropped;
       --o->at_server;
+      --at_server_;
       const time_ns since = o->service_start[n - 1];
       maybe_free(slot_of(payload));
       release_worker(e, since);
@@ -547,7 +577,7 @@ class hedging final : public model_runner, public model {
     op& o = slots_[i];
     o.done = true;
     ++finished_;
-    out_->operation_done({o.id, o.first_attempt, e.now(), o.hedge->sent(), status});
+    out_->operation_done({o.id, o.first_attempt, e.now(), o.transmitted, status});
     if (cancel_ != cancel_mode::none) {
       // A6: the losers are cancelled; the server hears of it one way later.
       for (std::uint32_t n = 1; n <= o.hedge->sent(); ++n) {
@@ -616,6 +646,8 @@ class hedging final : public model_runner, public model {
   std::uint64_t started_ = 0, finished_ = 0;
   std::uint64_t pending_starts_ = 0;  // closed: calls scheduled to start, not yet started
   time_ns work_ns_ = 0, needed_ns_ = 0;
+  std::uint64_t at_server_ = 0;  // copies sent and not yet served or dropped, all calls
+  bool draining_ = false;        // every call ended; the server finishes the losers it holds
   handler_id self_ = 0;
   lane_id net_ = 0;
   std::optional<lane_id> timer_lane_;
