@@ -130,9 +130,76 @@ TEST(IsaevOutageAmplificationKeys, WithoutSpareCapacityRetriesKeepTheServerDown)
   EXPECT_LT(field(r.at("retry-3x"), "success_by_phase.after"), 0.5);
   EXPECT_TRUE(r.at("no-retries").recovery_s.has_value());
   EXPECT_GT(field(r.at("retry-budget"), "success_by_phase.after"), 0.9);
-  // The server drops work whose caller has given up: deadline propagation recovers.
+  // The server drops work whose caller has given up: deadline propagation recovers, and with
+  // less work than plain retry-2x once the outage is over (expired retries cost 1/20).
   EXPECT_GT(field(r.at("deadline-propagation"), "success_by_phase.after"),
             field(r.at("retry-2x"), "success_by_phase.after"));
+  EXPECT_LT(field(r.at("deadline-propagation"), "load_amplification.after"),
+            field(r.at("retry-2x"), "load_amplification.after"));
+  EXPECT_EQ(field(r.at("retry-2x"), "server_workers"), 41);  // int(2 * 2000 * 10.317 ms)
+}
+
+TEST(IsaevOutageAmplificationKeys, WorkersAreTheSourcesIntOfSpareTimesBaseLoad) {
+  // simulation_main.py: int(4 * coef * rps * 10 ms * exp(0.25^2 / 2)): 2.32x at 1000/s is
+  // 23 workers (a real spare of 2.23), at 5000/s 119 (2.31).
+  const auto a = by_name(run_builtin("outage-amplification",
+                                     {"workload.rate_per_s=1000", "server.spare=2.32",
+                                      "run.duration=\"1s\"", "outage.duration=\"300ms\""},
+                                     1));
+  EXPECT_EQ(field(a.at("no-retries"), "server_workers"), 23);
+  const auto b = by_name(
+      run_builtin("outage-amplification",
+                  {"server.spare=2.32", "run.duration=\"600ms\"", "outage.duration=\"100ms\""}, 1));
+  EXPECT_EQ(field(b.at("no-retries"), "server_workers"), 119);
+}
+
+TEST(IsaevOutageAmplificationKeys, EachCallDrawsOneTimeoutOfTheList) {
+  const std::vector<std::string> base{"run.duration=\"1s\"", "outage.duration=\"300ms\""};
+  auto sets = with(base);
+  sets.push_back("client.timeouts=[\"1ms\"]");
+  const auto none = by_name(run_builtin("outage-amplification", sets, 4));
+  sets.back() = "client.timeouts=[\"1ms\", \"10s\"]";
+  const auto half = by_name(run_builtin("outage-amplification", sets, 4));
+  // 1 ms is below every network delay plus service: no call with it succeeds, whatever
+  // client.timeout says; drawn per call from two, about half the calls get 10 s.
+  EXPECT_EQ(none.at("no-retries").completed, 0u);
+  EXPECT_EQ(none.at("retry-2x").completed, 0u);
+  const double rate = half.at("no-retries").success_rate();  // 0.7 of calls outside the outage
+  EXPECT_GT(rate, 0.7 * 0.5 - 0.07);
+  EXPECT_LT(rate, 0.7 * 0.5 + 0.07);
+}
+
+TEST(IsaevOutageAmplificationKeys, ARefusedClientBreakerCallMakesNoAttempt) {
+  // The outage lasts from 0.1 s to the end: once open, the breaker refuses first tries; an
+  // admitted call makes 3 attempts, so fewer attempts than calls means refused calls made none.
+  const auto r = by_name(run_builtin("outage-amplification",
+                                     with({"run.duration=\"1s\"", "outage.start=\"100ms\"",
+                                           "outage.duration=\"900ms\"", "phase.warmup=\"0s\""}),
+                                     5));
+  const auto& cb = r.at("client-breaker");
+  EXPECT_LT(cb.attempts, cb.operations);
+  EXPECT_GT(r.at("retry-2x").attempts, 2 * r.at("retry-2x").operations);
+}
+
+// Every permit the first-try gate takes is recorded or released: a leaked half-open trial would
+// hold the breaker half-open (refusing every call) for the rest of the run. A deadline whose
+// min_useful ends calls before some retries exercises the paths that end a call early.
+TEST(IsaevOutageAmplificationKeys, TheClientBreakerClosesAgainWithADeadline) {
+  std::string text = builtin_source("outage-amplification").text;
+  text +=
+      "\n[[strategy]]\nname = \"client-breaker-deadline\"\npolicy = \"none\"\n"
+      "max_attempts = 3\nbreaker = \"breaker(kind=rate, threshold=10%, window=200ms, "
+      "min_calls=100, open=100ms, half_open=100, trials=ratio)\"\n"
+      "deadline = \"deadline(total=60ms, min_useful=30ms)\"\n";
+  sim::scenario sc =
+      sim::scenario::load(sim::scenario_source{"builtin/outage-amplification.toml", text},
+                          with({"run.duration=\"1.5s\"", "outage.duration=\"300ms\""}));
+  sc.set_seed(1);
+  const auto r = by_name(sim::run_scenario(sc, {}));
+  const auto& s = r.at("client-breaker-deadline");
+  // A breaker stuck half-open refuses every call: after the outage almost nothing would succeed.
+  EXPECT_GT(field(s, "success_by_phase.after"), 0.6);
+  EXPECT_GT(s.completed, s.operations / 2);
 }
 
 TEST(IsaevOutageAmplificationKeys, SameSeedSameFields) {

@@ -11,7 +11,8 @@
 // round trip up front, as client.py's call_server does); the answer is back the instant the
 // server finishes. The client gives up on an attempt after its timeout (client.timeout, or one
 // of client.timeouts drawn per operation) and the server still does the work.
-// Server (server.py CpuBoundServer): `workers` = int(spare * rate * mean service) in a FIFO pool;
+// Server (server.py CpuBoundServer): `workers` = int(spare * rate * mean service), as Python
+// computes it (reported as the field server_workers), in a FIFO pool;
 // service = server.service * LogNormal(0, sigma). The outcome is decided when the work ends
 // (_base_handle): inside the outage an attempt fails with probability outage.fraction (by call)
 // or when its user's id mod 1000 is below fraction * 1000 (by user, fixed for the operation's
@@ -60,7 +61,7 @@ class outage_amplification final : public model_runner, public model {
         duration_(keys.duration_value("run.duration", std::chrono::milliseconds{1500},
                                       std::chrono::nanoseconds{1})
                       .count()),
-        bucket_(keys.duration_value("run.bucket", std::chrono::milliseconds{50},
+        bucket_(keys.duration_value("run.bucket", std::chrono::milliseconds{20},
                                     std::chrono::nanoseconds{1})
                     .count()),
         limit_(
@@ -91,10 +92,14 @@ class outage_amplification final : public model_runner, public model {
                 "times run.duration must give 1 to 10^8 operations, not " + std::to_string(ops));
     }
     operations_ = static_cast<std::uint64_t>(ops);
-    // simulation_main.py build_input: cpu_count = int(4 * coef * rps * mean service / 1 s).
-    const double mean_service = static_cast<double>(service_) * std::exp(sigma_ * sigma_ / 2);
+    // simulation_main.py build_input: cpu_count = int(4 * cpu_count_coef * target_rps *
+    // SIMPLE_HANLDER_MEAN_DURATION_FLOAT / TIME_DURATION_SECOND), evaluated left to right in
+    // doubles as Python does (spare = 4 * coef is exact: a power of two), the mean in ns being
+    // 10^7 * exp(0 + sigma^2 / 2). Only exp's last bit (numpy's against libm's) could differ,
+    // and it changes int() only when the product is within ~1e-13 of a whole number.
+    const double mean_service = static_cast<double>(service_) * std::exp(0.0 + sigma_ * sigma_ / 2);
     workers_ =
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(spare_ * rate_ * mean_service * 1e-9));
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(spare_ * rate_ * mean_service / 1e9));
     if (warmup_ > outage_start_) keys.fail("phase.warmup", "is after outage.start");
     if (outage_start_ + outage_length_ > duration_) {
       keys.fail("outage.duration", "the outage must end by run.duration");
@@ -268,12 +273,6 @@ class outage_amplification final : public model_runner, public model {
         static_cast<std::uint16_t>(std::min(999.0, std::floor(uniform01(workload_rng_) * 1000)));
     o.deadline = o.first + (total_ > 0 ? total_ : o.timeout);
     out_->operation_started(e.now());
-    if (gate_ != nullptr) {
-      c.permit = gate_->try_acquire(duration{e.now()}, true);
-      // client.py: a call the breaker refuses fails at once, with no attempt.
-      if (!c.permit) return finish(e, i, report::op_status::failed);
-      o.permit_pending = true;
-    }
     c.control.emplace(strategy_->policy(), duration{e.now()}, gates_);
     attempt(e, i);
   }
@@ -287,11 +286,16 @@ class outage_amplification final : public model_runner, public model {
     }
     const auto g = c.control->before_attempt(now(), client_rng_);
     if (!g.send) return finish(e, i, report::op_status::failed);
-    if (gate_ != nullptr && !o.permit_pending) {
-      // first_try_gate: a retry is never refused (client.py asks only before the first try);
-      // an allowed one is recorded, one the breaker would refuse goes unrecorded (jirfag's
-      // breaker clears its window on every transition, so its results while open never count).
-      c.permit = gate_->try_acquire(now(), false);
+    if (gate_ != nullptr) {
+      // first_try_gate, asked only once nothing else can stop the attempt, so that every permit
+      // taken is recorded (a half-open trial never taken back would hold the breaker half-open).
+      // client.py: a call the breaker refuses fails at once, with no attempt. A retry is never
+      // refused (client.py asks only before the first try); an allowed one is recorded, one the
+      // breaker would refuse goes unrecorded (jirfag's breaker clears its window on every
+      // transition, so its results while open never count).
+      const bool first = o.attempt == 0;
+      c.permit = gate_->try_acquire(now(), first);
+      if (first && !c.permit) return finish(e, i, report::op_status::failed);
       o.permit_pending = c.permit.allowed;
     }
     o.attempt = o.attempt + 1;
@@ -342,6 +346,12 @@ class outage_amplification final : public model_runner, public model {
 
   void finish(engine& e, std::uint32_t i, report::op_status status) {
     op& o = ops_[i];
+    if (o.permit_pending) {
+      // Defensive: no path ends a call with a permit out today, but a leaked half-open trial
+      // would keep the breaker half-open for the rest of the run.
+      gate_->release(calls_[i].permit);
+      o.permit_pending = false;
+    }
     o.done = true;
     ++finished_;
     out_->operation_done({i, o.first, e.now(), o.sent, status});
@@ -467,6 +477,8 @@ class outage_amplification final : public model_runner, public model {
           peak, static_cast<double>(handled_[b]) / (static_cast<double>(bucket_) * 1e-9 * rate_));
     }
     out.field("load_amplification.peak", peak);
+    // The real spare is server_workers / (rate * mean service): int() makes it depend on the rate.
+    out.field("server_workers", static_cast<double>(workers_));
     out.field("load_amplification.outage_mean", per_base(handled_outage_, outage_start_, end));
     out.field("load_amplification.after", per_base(handled_after_, end, duration_));
     const auto ratio = [](const phase_count& p) -> std::optional<double> {
