@@ -35,11 +35,13 @@ run "tick-burst" tick-burst
 # Issue 22's retry storms, each pinned to one point of its sweep and scaled up (>= 10 M events/s).
 run "retry-failure-rate (x10 duration, failure 0.5)" retry-failure-rate --set failure_rate=0.5 \
   --set replications=1 --set run.duration=100s --set run.limit=200s
-run "retry-client-count (1000 clients, failure 0.5)" retry-client-count --set clients=1000 \
-  --set failure_rate=0.5 --set replications=1 --set run.duration=100s --set run.limit=200s
+run "retry-client-count (1000 clients, failure 0.5, 1000 s)" retry-client-count --set clients=1000 \
+  --set failure_rate=0.5 --set replications=1 --set run.duration=1000s --set run.limit=2000s
 run "retry-layers (x20: 200k requests)" retry-layers --set workload.requests=200000 \
   --set workload.rate_per_s=2000
 run "hedging-tail x500 (10^6 calls)" hedging-tail --set workload.operations=1000000 \
   --set run.limit=30h
 run "hedging-overload (2x10^6 calls, u=0.3)" hedging-overload --set workload.utilization=0.3 \
   --set replications=1 --set workload.operations=2000000
+run "outage-amplification (Isaev scale)" outage-amplification
+run "outage-amplification x20 (100k calls/s)" outage-amplification --set workload.rate_per_s=100000
