@@ -355,15 +355,17 @@ class lexer {
     }
     const bool duplicate = r.how == redirect::kind::duplicate;
     if (at_end() || text_[pos_] == '\n' || text_[pos_] == '#' || is_operator(text_[pos_])) {
-      errors_.fail(line_, duplicate
-                              ? "'" + escape_controls(op) + "' needs a file descriptor number after it, as in 2>&1"
-                              : "redirection '" + escape_controls(op) + "' needs a file name after it");
+      errors_.fail(line_, duplicate ? "'" + escape_controls(op) +
+                                          "' needs a file descriptor number after it, as in 2>&1"
+                                    : "redirection '" + escape_controls(op) +
+                                          "' needs a file name after it");
     }
     token target = read_word(/*fd_allowed=*/false);
     if (duplicate) {
       const auto digits = plain_text(target.value);
       if (!digits || !all_digits(*digits)) {
-        errors_.fail(target.line, "'" + escape_controls(op) + "' needs a file descriptor number, as in 2>&1, not " +
+        errors_.fail(target.line, "'" + escape_controls(op) +
+                                      "' needs a file descriptor number, as in 2>&1, not " +
                                       quote_for_message(target.source));
       }
       r.other_fd = read_fd(*digits, target.line);
