@@ -121,9 +121,37 @@ struct run_stop {
   std::uint64_t resident = 0;  // memory: the resident set found over the limit
 };
 
+// One boundary point of a metastable map (issue 23, SPEC 7.3 `metastable-map`): at base load
+// `load` (in the mapped scenario's own units, named by map_axes::load_key), the trigger (outage
+// length or load spike, map_axes::trigger_key) above which the system stays down. Adaptive
+// bisection brackets it: the largest trigger seen to recover is trigger_lo, the smallest seen to
+// stay down trigger_hi; `trigger` is their midpoint. A load where even the smallest trigger of the
+// range stays down has trigger_lo = trigger_hi = the range's low end (and `always_down`); one
+// where the largest still recovers, trigger_lo = trigger_hi = the high end (`never_down`).
+struct boundary_point {
+  std::string model;     // the mapped scenario's model ("outage-recovery", "metastable-queue")
+  std::string mapped;    // the mapped scenario (a built-in name or file)
+  std::string strategy;  // the strategy whose clients sustain the loop
+  double load = 0;
+  double trigger = 0, trigger_lo = 0, trigger_hi = 0;
+  std::uint32_t replications = 0;  // runs per probe
+  std::uint32_t probes = 0;        // probes the bisection spent at this load
+  bool always_down = false, never_down = false;
+};
+
+// The axes of one map, for the chart and the CSV's readers.
+struct map_axes {
+  std::string model, mapped, strategy;
+  std::string load_key, load_unit;        // e.g. "workload.rate_per_s", "1/s"
+  std::string trigger_key, trigger_unit;  // e.g. "outage.duration", "s"
+};
+
 struct scenario_result {
   std::string scenario;
   std::string model;
+  // The scenario's [about] table: what it models, its source, and the source's claim (the report
+  // shows them beside our result); empty when the file has none.
+  std::string description, source, claim;
   std::uint64_t seed = 0;
   std::vector<strategy_summary> strategies;  // a plain run
   // Each strategy's backoff policy, by name (the delay chart draws it).
@@ -135,7 +163,11 @@ struct scenario_result {
   std::vector<std::string> sweep_keys;  // the swept keys, in axis order
   std::vector<point_result> points;     // a sweep
   std::optional<shard_spec> shard;      // a slice of the sweep only
-  std::string fingerprint;              // the scenario's (shards of one sweep share it)
+  // A metastable map (scenario with [[map]]): its boundary points, map by map, and each map's
+  // axes (boundary[i] belongs to the map whose model, mapped scenario and strategy it names).
+  std::vector<map_axes> maps;
+  std::vector<boundary_point> boundary;
+  std::string fingerprint;  // the scenario's (shards of one sweep share it)
   std::uint64_t events = 0;
   double wall_s = 0;
   std::optional<run_stop> stopped;  // set when the outputs are partial

@@ -324,6 +324,9 @@ report::scenario_result result_for(const scenario& sc, const model_runner& model
   report::scenario_result result;
   result.scenario = sc.name();
   result.model = sc.model();
+  result.description = sc.about().description;
+  result.source = sc.about().source;
+  result.claim = sc.about().claim;
   result.seed = sc.seed();
   result.outage = model.outage().has_value();
   if (const auto window = model.outage()) {

@@ -428,6 +428,9 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
   }
   sc.seed_ =
       static_cast<std::uint64_t>(r.integer("seed", 1, 0, std::numeric_limits<std::int64_t>::max()));
+  sc.about_.description = r.string("about.description", "");
+  sc.about_.source = r.string("about.source", "");
+  sc.about_.claim = r.string("about.claim", "");
 
   r.consume("strategy");
   if (point_of != nullptr) {
@@ -743,8 +746,8 @@ void scenario::read_sweep(const toml::table& root) {
     }
     grid *= f.axis.values.size();
     if (f.axis.key == "seed" || f.axis.key == "scenario" || f.axis.key == "model" ||
-        f.axis.key == "replications" || f.axis.key.starts_with("strategy") ||
-        f.axis.key.starts_with("sweep")) {
+        f.axis.key.starts_with("about.") || f.axis.key == "replications" ||
+        f.axis.key.starts_with("strategy") || f.axis.key.starts_with("sweep")) {
       throw scenario_error(f.axis.where + ": sweep." + f.axis.key +
                            ": cannot be swept (use replications for seeds)");
     }

@@ -105,6 +105,15 @@ class config_reader {
   std::set<std::string, std::less<>> used_;
 };
 
+// What a scenario is about, for the report (all optional, plain text, shown escaped):
+//   [about]
+//   description = "1000 closed-loop clients against a server that pauses for 10 s"
+//   source = "smira, \"Exponential Backoff or how not to crash a server\" (2016)"
+//   claim = "fixed backoff never recovers; exponential does"
+struct scenario_about {
+  std::string description, source, claim;
+};
+
 struct sweep_axis {
   std::string key;    // dotted scenario key, e.g. "clients" or "outage.duration"
   std::string where;  // "file:line:col" of its declaration
@@ -134,6 +143,7 @@ class scenario {
 
   const std::string& name() const noexcept { return name_; }
   const std::string& model() const noexcept { return model_; }
+  const scenario_about& about() const noexcept { return about_; }
   std::uint64_t seed() const noexcept { return seed_; }
   void set_seed(std::uint64_t seed) noexcept { seed_ = seed; }
   // Identifies what a run computes: the file's text, the --set overrides and the seed (not the
@@ -165,6 +175,7 @@ class scenario {
   config_reader config_;
   std::string name_;
   std::string model_;
+  scenario_about about_;
   std::uint64_t seed_ = 1;
   std::vector<client_strategy> strategies_;
   std::shared_ptr<const toml::table> base_;  // a sweep's tree without [sweep], for at()
