@@ -18,9 +18,10 @@ set(parent_prefix "${BACKOFF_BUILD_DIR}/fetchcontent-prefix")
 file(REMOVE_RECURSE "${parent_build}" "${parent_prefix}")
 
 # 1. Configure. FETCHCONTENT_TRY_FIND_PACKAGE_MODE=NEVER: the source tree, never an installed
-# backoff.
+# backoff. A unity build: the test checks what the parent gets, not the compile.
 consumer_configure_args(args "${BACKOFF_CONSUMER_SOURCE_DIR}/fetchcontent" "${parent_build}"
   "-DBACKOFF_SOURCE_DIR=${BACKOFF_SOURCE_DIR}" -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON
+  -DCMAKE_UNITY_BUILD=ON
   -DFETCHCONTENT_TRY_FIND_PACKAGE_MODE=NEVER -DFETCHCONTENT_FULLY_DISCONNECTED=ON)
 run_step(configure "${CMAKE_COMMAND}" ${args})
 
