@@ -11,7 +11,7 @@ SHELL := bash
 .DELETE_ON_ERROR:
 MAKEFLAGS += --no-print-directory
 
-# CI (CI=true) builds with the ci preset: the same as default, plus -Werror.
+# CI (CI=true) builds with the ci preset: the default flags plus -Werror, in unity batches.
 PRESET ?= $(if $(CI),ci,default)
 JOBS ?= $(shell nproc)
 
