@@ -2,7 +2,11 @@
 // `backoff sweep`: runs a sweep scenario's grid (every point x strategy x replication) on all
 // cores and writes summary.json and sweep.csv (SPEC 2.4); `--shard I/N` runs one slice of it and
 // writes shard-I-of-N.json, and `--merge DIR...` joins the slices into the outputs the whole
-// sweep gives. docs/SIMULATOR.md shows the shards as a Slurm job array and under GNU parallel.
+// sweep gives. `--shard auto` takes the shard from a job array's environment, and `--emit
+// slurm|condor|k8s` writes the job file that runs the shards (sweep_jobs.hpp); a shard already
+// written for the same scenario is skipped, so a requeued or resubmitted array only runs what is
+// missing. docs/SIMULATOR.md shows the shards on Slurm, HTCondor, Kubernetes, AWS Batch and GNU
+// parallel.
 // --memory-limit and Ctrl-C work as for `backoff sim`: an interrupted sweep writes its finished
 // cells and marks the others (an interrupted shard writes nothing: it cannot be merged).
 #include <charconv>
@@ -21,7 +25,9 @@
 #include "report/summary.hpp"
 #include "scenario_files.hpp"
 #include "sim/run/runner.hpp"
+#include "sim/run/shards.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sweep_jobs.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -32,7 +38,16 @@ struct sweep_options {
   std::string seed;
   std::vector<std::string> sets;
   std::string shard;
+  std::uint32_t shard_count = 0;  // --shard-count, with --shard auto; 0: not given
   std::vector<std::string> merge;
+  std::string emit;  // slurm, condor, k8s; empty: run
+  std::uint32_t shards = 0;
+  unsigned retries = 3;
+  std::string image;
+  std::string volume_claim = "backoff-results";
+  std::string executable;
+  std::string job_name = "backoff-sweep";
+  std::vector<std::string> emit_only;  // the --emit flags given, for the message without --emit
   std::string format = "table";
   unsigned threads = 0;
   bool progress = true;
@@ -89,7 +104,8 @@ int merge_command(const sweep_options& o) {
     return exit_usage;
   }
   std::vector<std::filesystem::path> inputs(o.merge.begin(), o.merge.end());
-  const report::scenario_result r = sim::merge_shards(inputs);
+  const sim::merged_sweep merged = sim::merge_sweep(inputs);
+  const report::scenario_result& r = merged.result;
   if (!o.out.empty()) {
     report::output_folder folder(o.out);
     report::write_run_files(r, folder);
@@ -98,7 +114,7 @@ int merge_command(const sweep_options& o) {
   if (!o.out.empty()) {
     std::cerr << "backoff sweep: merged outputs written to " << escape_controls(o.out) << '\n';
   }
-  if (o.plot) plot(r, o.out, {});
+  if (o.plot) plot(r, o.out, merged.inputs);
   return exit_ok;
 }
 
@@ -122,9 +138,24 @@ int sweep_command(const sweep_options& o) {
     return exit_usage;
   }
   std::optional<report::shard_spec> shard;
+  if (o.shard_count != 0 && o.shard != "auto") {
+    std::cerr << "backoff sweep: --shard-count goes with --shard auto (--shard I/N names the "
+                 "count itself)\n";
+    return exit_usage;
+  }
   if (!o.shard.empty()) {
     std::string error;
-    shard = parse_shard(o.shard, error);
+    if (o.shard == "auto") {
+      // Every value in the environment is checked; a bad one is permanent (exit 2).
+      const auto found = shard_from_environment(process_environment(), {o.shard_count}, error);
+      if (found) {
+        shard = found->shard;
+        std::cerr << "backoff sweep: shard " << shard->index << "/" << shard->count << " from the "
+                  << found->from << '\n';
+      }
+    } else {
+      shard = parse_shard(o.shard, error);
+    }
     if (!shard) {
       std::cerr << "backoff sweep: " << error << '\n';
       return exit_usage;
@@ -148,8 +179,25 @@ int sweep_command(const sweep_options& o) {
     std::cerr << "backoff sweep: " << error << '\n';
     return exit_usage;
   }
+  if (shard) {
+    // A rerun (a retry, a requeue, the whole array submitted again) skips a shard written whole
+    // for this very scenario, overrides and seed.
+    const auto found = sim::find_complete_shard(o.out, *shard, sc.fingerprint());
+    if (found.complete) {
+      std::cerr << "backoff sweep: shard " << shard->index << "/" << shard->count
+                << " skipped: already complete in " << escape_controls(found.file.string())
+                << " (scenario fingerprint " << sc.fingerprint() << ")\n";
+      return exit_ok;
+    }
+    if (!found.why_not.empty()) {
+      std::cerr << "backoff sweep: " << escape_controls(found.file.string())
+                << " is not this shard's complete output (" << found.why_not
+                << "): running the shard\n";
+    }
+  }
   sim::run_options run;
-  if (!o.out.empty()) run.out = std::filesystem::path(o.out);
+  // A shard's file is written here, with what report.html shows of the scenario.
+  if (!o.out.empty() && !shard) run.out = std::filesystem::path(o.out);
   run.progress = o.progress;
   run.threads = o.threads;
   run.shard = shard;
@@ -157,6 +205,7 @@ int sweep_command(const sweep_options& o) {
   const stop_signals signals;
   const report::scenario_result r = sim::run_scenario(sc, run);
   if (r.stopped) return report_stopped_sweep(o, shard, r);
+  if (shard) sim::write_shard_file(o.out, r, {sc.source().path, sc.source().text, sc.sets()});
   if (const int signo = sim::interrupt_signal(); signo != 0)
     return interrupted_after_writing(signo);
   if (shard) {
@@ -174,13 +223,104 @@ int sweep_command(const sweep_options& o) {
   return exit_ok;
 }
 
+// `--emit slurm|condor|k8s --shards N --out DIR`: the job file whose tasks run the shards.
+int emit_command(const sweep_options& o) {
+  if (o.scenario.empty() || o.out.empty() || o.shards == 0) {
+    std::cerr << "backoff sweep: --emit needs a scenario, --shards N and --out DIR\n";
+    return exit_usage;
+  }
+  if (!o.shard.empty() || o.shard_count != 0 || !o.merge.empty() || o.plot) {
+    std::cerr << "backoff sweep: --emit writes a job file; it takes no --shard, --shard-count, "
+                 "--merge or --plot (its tasks run --shard auto)\n";
+    return exit_usage;
+  }
+  job_spec spec;
+  spec.kind = o.emit == "slurm"    ? job_kind::slurm
+              : o.emit == "condor" ? job_kind::condor
+                                   : job_kind::k8s;
+  if (spec.kind != job_kind::k8s && !o.image.empty()) {
+    std::cerr << "backoff sweep: --image goes with --emit k8s\n";
+    return exit_usage;
+  }
+  std::string error;
+  if (!memory_limit_option(o.memory_limit, error)) {
+    std::cerr << "backoff sweep: " << error << '\n';
+    return exit_usage;
+  }
+  // The scenario is checked now, point by point, so a mistake fails here and not in N tasks.
+  const sim::scenario_source source = resolve_scenario(o.scenario);
+  sim::scenario sc = sim::scenario::load(source, o.sets);
+  if (!o.seed.empty()) sc.set_seed(std::stoull(o.seed));
+  if (!sc.is_sweep()) {
+    std::cerr << "backoff sweep: " << sc.path()
+              << ": not a sweep (no [sweep] table and replications = 1); run it with "
+                 "'backoff sim'\n";
+    return exit_usage;
+  }
+  sim::check_scenario(sc);
+  namespace fs = std::filesystem;
+  fs::path out = fs::absolute(fs::path(o.out)).lexically_normal();
+  if (out.filename().empty()) out = out.parent_path();  // "DIR/" -> "DIR"
+  spec.shards = o.shards;
+  spec.out = out;
+  spec.scenario_text = source.text;
+  spec.sets = o.sets;
+  spec.seed = o.seed;
+  spec.threads = o.threads != 0 ? o.threads : 1;
+  spec.memory_limit = o.memory_limit;
+  spec.image = o.image;
+  spec.volume_claim = o.volume_claim;
+  spec.name = o.job_name;
+  spec.retries = o.retries;
+  spec.executable = o.executable;
+  if (spec.executable.empty()) {
+    // On a cluster's shared file system, this very backoff; in a container, the image's.
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    spec.executable = spec.kind == job_kind::k8s || ec ? "backoff" : self.string();
+  }
+  emitted_job job;
+  try {
+    job = emit_job(spec);
+  } catch (const job_text_error& e) {
+    std::cerr << "backoff sweep: --emit " << o.emit << ": " << e.what() << '\n';
+    return exit_usage;
+  }
+  std::cout << job.merge << '\n';
+  if (!flush_stdout("backoff sweep")) return exit_failure;
+  // Shards of another split left in the folder would make the merge refuse the set.
+  const std::string ours = "-of-" + std::to_string(spec.shards) + ".json";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out / "shards", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("shard-") && name.ends_with(".json") && !name.ends_with(ours)) {
+      std::cerr << "backoff sweep: note: " << escape_controls(entry.path().string())
+                << " is of another split: remove it before the merge\n";
+      break;
+    }
+  }
+  std::cerr << "backoff sweep: wrote " << escape_controls(job.files.front().string()) << " ("
+            << spec.shards << " shards of "
+            << sc.points().size() * sc.strategies().size() * sc.replications() << " runs, up to "
+            << spec.retries << " retries each); submit it with: " << escape_controls(job.submit)
+            << "; once every task has succeeded, merge with the command on stdout\n";
+  return exit_ok;
+}
+
 int run_sweep(const sweep_options& o) {
-  if (o.plot && (o.out.empty() || !o.shard.empty())) {
+  if (!o.emit_only.empty() && o.emit.empty()) {
+    std::cerr << "backoff sweep: " << o.emit_only.front() << " goes with --emit\n";
+    return exit_usage;
+  }
+  if (o.emit.empty() && o.plot && (o.out.empty() || !o.shard.empty())) {
     std::cerr << "backoff sweep: --plot needs --out DIR and a whole sweep (not --shard)\n";
     return exit_usage;
   }
-  return simulation_status("backoff sweep",
-                           [&] { return o.merge.empty() ? sweep_command(o) : merge_command(o); });
+  return simulation_status("backoff sweep", [&] {
+    return !o.emit.empty()   ? emit_command(o)
+           : o.merge.empty() ? sweep_command(o)
+                             : merge_command(o);
+  });
 }
 
 }  // namespace
@@ -199,7 +339,34 @@ void setup_sweep(CLI::App& app, int& status) {
                   "Worker threads (default: one per core); the results do not depend on it")
       ->check(CLI::Range(1U, 4096U));
   cmd->add_option("--shard", options->shard,
-                  "Run only the I-th of N slices of the runs (I from 1), e.g. 3/8");
+                  "Run only the I-th of N slices of the runs (I from 1), e.g. 3/8; 'auto': the "
+                  "slice a Slurm, Kubernetes, AWS Batch or HTCondor array task is");
+  cmd->add_option("--shard-count", options->shard_count,
+                  "With --shard auto: the number of shards (required on Kubernetes; elsewhere "
+                  "checked against the scheduler's count)")
+      ->check(CLI::Range(1U, 4294967295U));
+  cmd->add_option("--emit", options->emit,
+                  "Write a job file into --out that runs the sweep's shards as an array job, and "
+                  "print the merge command")
+      ->check(CLI::IsMember({"slurm", "condor", "k8s"}));
+  std::vector<CLI::Option*> emit_only{
+      cmd->add_option("--shards", options->shards, "With --emit: the number of shards (tasks)")
+          ->check(CLI::Range(1U, 100000U)),
+      cmd->add_option("--retries", options->retries,
+                      "With --emit: retries per shard after a retryable exit status")
+          ->check(CLI::Range(0U, 10U))
+          ->capture_default_str(),
+      cmd->add_option("--image", options->image,
+                      "With --emit k8s: the container image the pods run (backoff on its PATH)"),
+      cmd->add_option("--volume-claim", options->volume_claim,
+                      "With --emit k8s: the PersistentVolumeClaim mounted at --out in every pod")
+          ->capture_default_str(),
+      cmd->add_option("--executable", options->executable,
+                      "With --emit: the backoff the tasks run (default: this one; k8s: backoff)"),
+      cmd->add_option("--job-name", options->job_name,
+                      "With --emit: the job's name (a-z, 0-9, '-')")
+          ->capture_default_str(),
+  };
   cmd->add_option("--merge", options->merge,
                   "Join shard outputs (folders with shard-*-of-*.json, or the files) into the "
                   "whole sweep's outputs")
@@ -219,7 +386,13 @@ void setup_sweep(CLI::App& app, int& status) {
                 "Also draw charts of each metric against the swept key and report.html into --out");
   cmd->add_flag("!--no-progress", options->progress,
                 "Do not draw the progress bar (drawn only on a terminal, after 1 s, with an ETA)");
-  cmd->callback([options, &status] { status = run_sweep(*options); });
+  cmd->callback([options, emit_only, &status] {
+    options->emit_only.clear();
+    for (const CLI::Option* given : emit_only) {
+      if (given->count() != 0) options->emit_only.push_back(given->get_name());
+    }
+    status = run_sweep(*options);
+  });
 }
 
 }  // namespace backoff::cli

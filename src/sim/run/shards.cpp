@@ -3,7 +3,12 @@
 // exact (JSON doubles round-trip), and merge_shards() puts N of them back into the result of the
 // unsharded run, so that summary.json (but its wall time) and sweep.csv come out byte for byte
 // the same. A shard names its sweep by the scenario's fingerprint: shards of different files,
-// overrides or seeds are refused rather than mixed.
+// overrides or seeds are refused rather than mixed. A shard also carries what the whole result
+// shows beside the figures (the scenario's [about] table, the outage window), so the merged
+// result is the unsharded one field for field. find_complete_shard (shards.hpp) lets a rerun skip
+// a shard that is already written.
+#include "shards.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +23,8 @@
 #include <set>
 #include <sstream>
 
+#include "backoff/error.hpp"
+#include "report/output_files.hpp"
 #include "runner.hpp"
 
 namespace backoff::sim {
@@ -148,7 +155,9 @@ std::string shard_file_name(const report::shard_spec& shard) {
   return "shard-" + std::to_string(shard.index) + "-of-" + std::to_string(shard.count) + ".json";
 }
 
-void write_shard_json(const report::scenario_result& r, std::ostream& out) {
+namespace {
+
+nlohmann::json shard_document(const report::scenario_result& r, const report::report_inputs* from) {
   const report::shard_spec part = r.shard.value_or(report::shard_spec{});
   nlohmann::json doc;
   doc["format"] = shard_format;
@@ -159,6 +168,10 @@ void write_shard_json(const report::scenario_result& r, std::ostream& out) {
   doc["shard"] = {{"index", part.index}, {"count", part.count}};
   doc["replications"] = r.replications;
   doc["outage"] = r.outage;
+  // Added in issue 23; absent from older shard files, read as empty / none.
+  doc["about"] = {{"description", r.description}, {"source", r.source}, {"claim", r.claim}};
+  doc["outage_s"] = r.outage_s ? nlohmann::json::array({r.outage_s->first, r.outage_s->second})
+                               : nlohmann::json(nullptr);
   doc["wall_s"] = r.wall_s;
   doc["sweep_keys"] = r.sweep_keys;
   auto& points = doc["points"] = nlohmann::json::array();
@@ -189,7 +202,29 @@ void write_shard_json(const report::scenario_result& r, std::ostream& out) {
       }
     }
   }
-  out << doc.dump() << '\n';
+  if (from != nullptr) {
+    // What report.html shows of the scenario, so that a merged sweep's report is the unsharded
+    // one's (absent from older shard files and from shards runner.cpp writes itself).
+    doc["inputs"] = {{"scenario_path", from->scenario_path},
+                     {"scenario_toml", from->scenario_toml},
+                     {"sets", from->sets}};
+  }
+  return doc;
+}
+
+}  // namespace
+
+void write_shard_json(const report::scenario_result& r, std::ostream& out) {
+  out << shard_document(r, nullptr).dump() << '\n';
+}
+
+void write_shard_file(const std::filesystem::path& dir, const report::scenario_result& r,
+                      const report::report_inputs& from) {
+  // A shards folder is shared by many tasks: no manifest, nothing removed.
+  report::output_folder folder(dir, report::output_folder::manifest::none);
+  report::atomic_file file = folder.create(shard_file_name(r.shard.value_or(report::shard_spec{})));
+  file.stream() << shard_document(r, &from).dump() << '\n';
+  file.commit();
 }
 
 namespace {
@@ -292,6 +327,17 @@ void lay_out_from(const nlohmann::json& doc, report::scenario_result& result) {
   result.fingerprint = doc.at("fingerprint").get<std::string>();
   result.replications = doc.at("replications").get<std::uint32_t>();
   result.outage = doc.at("outage").get<bool>();
+  if (const auto about = doc.find("about"); about != doc.end()) {
+    result.description = about->at("description").get<std::string>();
+    result.source = about->at("source").get<std::string>();
+    result.claim = about->at("claim").get<std::string>();
+  }
+  if (const auto window = doc.find("outage_s"); window != doc.end() && !window->is_null()) {
+    if (!window->is_array() || window->size() != 2) {
+      throw std::invalid_argument("outage_s: expected [from, to] or null");
+    }
+    result.outage_s = {(*window)[0].get<double>(), (*window)[1].get<double>()};
+  }
   result.sweep = true;
   result.sweep_keys = doc.at("sweep_keys").get<std::vector<std::string>>();
   const auto names = doc.at("strategies").get<std::vector<std::string>>();
@@ -377,8 +423,14 @@ void check_complete(const std::map<std::uint32_t, std::string>& seen, std::uint3
 }  // namespace
 
 report::scenario_result merge_shards(const std::vector<std::filesystem::path>& inputs) {
-  report::scenario_result result;
-  std::map<std::uint32_t, std::string> seen;  // shard index -> its file
+  return merge_sweep(inputs).result;
+}
+
+merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs) {
+  merged_sweep merged;
+  report::scenario_result& result = merged.result;
+  std::optional<nlohmann::json> first_inputs;  // of the lowest shard index that has them
+  std::map<std::uint32_t, std::string> seen;   // shard index -> its file
   std::uint32_t count = 0;
   const std::vector<std::filesystem::path> files = shard_files(inputs);
   for (const auto& file : files) {
@@ -413,6 +465,10 @@ report::scenario_result merge_shards(const std::vector<std::filesystem::path>& i
       }
       seen[index] = where;
       add_runs(doc, where, result);
+      if (const auto given = doc.find("inputs");
+          given != doc.end() && seen.begin()->first == index) {
+        first_inputs = *given;  // shards of one fingerprint differ at most in the file's path
+      }
     } catch (const nlohmann::json::exception& e) {
       throw scenario_error(where + ": malformed shard file: " + e.what());
     } catch (const std::invalid_argument& e) {
@@ -420,7 +476,80 @@ report::scenario_result merge_shards(const std::vector<std::filesystem::path>& i
     }
   }
   check_complete(seen, count, result);
-  return result;
+  if (first_inputs) {
+    try {
+      merged.inputs.scenario_path = first_inputs->at("scenario_path").get<std::string>();
+      merged.inputs.scenario_toml = first_inputs->at("scenario_toml").get<std::string>();
+      merged.inputs.sets = first_inputs->at("sets").get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception& e) {
+      throw scenario_error(seen.begin()->second + ": malformed shard file: inputs: " + e.what());
+    }
+  }
+  return merged;
+}
+
+existing_shard find_complete_shard(const std::filesystem::path& dir,
+                                   const report::shard_spec& shard,
+                                   const std::string& fingerprint) {
+  namespace fs = std::filesystem;
+  existing_shard found;
+  found.file = dir / shard_file_name(shard);
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(found.file, ec);
+  if (ec || status.type() == fs::file_type::not_found) return found;
+  if (status.type() != fs::file_type::regular) {
+    found.why_not = "not a regular file";
+    return found;
+  }
+  try {
+    const nlohmann::json doc = read_shard(found.file);
+    const std::string where = found.file.string();
+    check_shape(doc, where);
+    const auto index = doc.at("shard").at("index").get<std::uint32_t>();
+    const auto count = doc.at("shard").at("count").get<std::uint32_t>();
+    const auto theirs = doc.at("fingerprint").get<std::string>();
+    if (index != shard.index || count != shard.count) {
+      found.why_not = "it names shard " + std::to_string(index) + "/" + std::to_string(count);
+      return found;
+    }
+    if (theirs != fingerprint) {
+      found.why_not =
+          "of another sweep (fingerprint " + theirs + ", this one's " + fingerprint + ")";
+      return found;
+    }
+    // Every run it must hold, each readable as the merge reads it.
+    report::scenario_result scratch;
+    lay_out_from(doc, scratch);
+    add_runs(doc, where, scratch);
+    // ... and only its own: run t (numbered point by point, strategy by strategy, replication
+    // by replication) belongs to shard t mod count + 1; with the count checked by check_shape,
+    // no run missing either.
+    const std::size_t strategies = doc.at("strategies").size();
+    for (const auto& run : doc.at("runs")) {
+      const std::size_t task = (run.at("point").get<std::size_t>() * strategies +
+                                run.at("strategy").get<std::size_t>()) *
+                                   scratch.replications +
+                               run.at("replication").get<std::size_t>();
+      if (task % count != index - 1) {
+        found.why_not = "it holds a run of another shard";
+        return found;
+      }
+    }
+    std::size_t held = 0;
+    for (const auto& p : scratch.points) {
+      for (const auto& cell : p.strategies) {
+        held += static_cast<std::size_t>(std::count(cell.ran.begin(), cell.ran.end(), 1));
+      }
+    }
+    if (held != doc.at("runs").size()) {
+      found.why_not = "it holds a run twice";
+      return found;
+    }
+    found.complete = true;
+  } catch (const std::exception& e) {
+    found.why_not = escape_controls(e.what());
+  }
+  return found;
 }
 
 }  // namespace backoff::sim
