@@ -24,6 +24,31 @@ PY
   rm -f "$out" "$out.rss"
 }
 
+# Whole-process time per attempt (issue 23): start-up, every strategy's run and the output, over
+# the attempts of all strategies; the median of 5 runs, elapsed and CPU (user + system).
+per_attempt() {
+  local label="$1"; shift
+  local out
+  out=$(mktemp)
+  for _ in 1 2 3 4 5; do
+    /usr/bin/time -a -f "%e %U %S" -o "$out.time" "$cli" sim "$@" --format json --no-progress >"$out"
+  done
+  python3 - "$label" "$out" "$out.time" <<'PY'
+import json, statistics, sys
+label, path, times = sys.argv[1:4]
+doc = json.load(open(path))
+attempts = sum(s["attempts"] for s in doc["strategies"])
+rows = [line.split() for line in open(times) if line.strip() and line[0].isdigit()]
+wall = statistics.median(float(r[0]) for r in rows)
+cpu = statistics.median(float(r[1]) + float(r[2]) for r in rows)
+print(f"{label:<44} {attempts:>12,} attempts {wall:>8.3f} s "
+      f"{wall / attempts * 1e9:>7.1f} ns/attempt elapsed, {cpu / attempts * 1e9:.1f} ns/attempt CPU")
+PY
+  rm -f "$out" "$out.time"
+}
+
+per_attempt "one-client-burst x10, whole process" one-client-burst \
+  --set workload.operations=20000 --set workload.rate_per_s=10000 --set server.max_busy=500
 run "one-client-burst (seed scale)" one-client-burst
 run "one-client-burst x10 (20k ops, 500 slots)" one-client-burst \
   --set workload.operations=20000 --set workload.rate_per_s=10000 --set server.max_busy=500

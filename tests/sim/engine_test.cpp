@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// The engine's contract: time order, ties broken by insertion order (across the heap and lanes
-// alike), run_until's bound, and no scheduling into the past.
+// The engine's contract: time order, ties broken by insertion order (across the timer queue and
+// lanes alike), run_until's bound, and no scheduling into the past. The timer queue (heap, then
+// calendar) against a std::priority_queue of (time, sequence) under adversarial schedules.
 #include "sim/engine/engine.hpp"
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <queue>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "backoff/random.hpp"
+#include "sim/engine/timer_queue.hpp"
 
 namespace {
 
@@ -110,6 +115,235 @@ TEST(Engine, RefusesToScheduleIntoThePast) {
   e.schedule_at(10, id, 0, 1);
   e.run();
   EXPECT_THROW(e.schedule_at(5, id, 0, 2), std::logic_error);
+}
+
+// --- The timer queue against a reference -------------------------------------------------
+
+// The reference: std::priority_queue ordered by (time, sequence), earliest first.
+using timer_ref_key = std::pair<sim::time_ns, std::uint64_t>;
+using timer_ref =
+    std::priority_queue<timer_ref_key, std::vector<timer_ref_key>, std::greater<timer_ref_key>>;
+
+// Draws the next event's delay after `now`; each schedule stresses one part of the calendar.
+using timer_delay_fn = std::function<sim::time_ns(backoff::random_generator&, sim::time_ns now)>;
+
+struct timer_schedule {
+  const char* name;
+  timer_delay_fn delay;
+};
+
+std::vector<timer_schedule> timer_schedules() {
+  const auto uniform = [](backoff::random_generator& g, std::uint64_t n) {
+    return static_cast<sim::time_ns>(g() % n);
+  };
+  return {
+      // Backoff sleepers: 50 ms x 2^k with full jitter, capped at 30 s.
+      {"backoff",
+       [=](backoff::random_generator& g, sim::time_ns) {
+         const sim::time_ns cap = 50'000'000LL << (g() % 10);
+         return uniform(g, static_cast<std::uint64_t>(std::min<sim::time_ns>(cap, 30'000'000'000)));
+       }},
+      // Many events at the very same times: ties only the sequence breaks.
+      {"equal-times",
+       [=](backoff::random_generator& g, sim::time_ns now) {
+         const sim::time_ns slot = (now / 1000 + 1 + uniform(g, 4)) * 1000;
+         return slot - now;
+       }},
+      // Zero delays (due now, behind the horizon) mixed with far-future ones and time_max.
+      {"far-future",
+       [=](backoff::random_generator& g, sim::time_ns now) -> sim::time_ns {
+         switch (g() % 8) {
+           case 0:
+             return 0;
+           case 1:
+             return sim::time_max - now;
+           case 2:
+             return (sim::time_max - now) / 2 + uniform(g, 1000);
+           case 3:
+             return static_cast<sim::time_ns>(
+                 (g() >> 2) % (static_cast<std::uint64_t>(sim::time_max - now) + 1));
+           default:
+             return uniform(g, 1'000'000);
+         }
+       }},
+      // Just before, at and after powers of two (the bucket edges whatever the width).
+      {"bucket-edges",
+       [=](backoff::random_generator& g, sim::time_ns now) {
+         const int k = static_cast<int>(g() % 40);
+         const sim::time_ns edge = ((now >> k) + 1 + uniform(g, 3)) << k;
+         return std::max<sim::time_ns>(0, edge - now + uniform(g, 3) - 1);
+       }},
+      // Dense then sparse: a spread 10^6 times wider every few thousand events.
+      {"density-swings",
+       [=](backoff::random_generator& g, sim::time_ns now) {
+         const std::uint64_t scale =
+             (static_cast<std::uint64_t>(now) >> 20) % 3 == 0 ? 1'000 : 1'000'000'000;
+         return uniform(g, scale);
+       }},
+  };
+}
+
+// Pushes and pops in bursts (a growing population, then a draining one) and checks every pop
+// against the reference. Pushes never go before the last popped time, as in the engine.
+void check_timer_queue(const timer_schedule& schedule, std::uint64_t seed) {
+  SCOPED_TRACE(schedule.name);
+  backoff::random_generator g{seed};
+  sim::timer_queue q;
+  timer_ref ref;
+  sim::time_ns now = 0;
+  std::uint64_t sequence = 0;
+  bool calendar_seen = false;
+  const auto push = [&] {
+    // Nothing after time_max: the last representable time takes whatever would go beyond.
+    const sim::time_ns at = now + std::min(schedule.delay(g, now), sim::time_max - now);
+    q.push(sim::event{at, sequence, 0, 0, sequence});
+    ref.emplace(at, sequence);
+    ++sequence;
+  };
+  const auto pop = [&] {
+    ASSERT_FALSE(q.empty());
+    const sim::event top = q.top();
+    ASSERT_EQ(std::make_pair(top.time, top.sequence), ref.top()) << "after " << sequence;
+    ASSERT_EQ(top.payload, top.sequence);
+    now = top.time;
+    q.pop();
+    ref.pop();
+    ASSERT_EQ(q.size(), ref.size());
+  };
+  // Populations 20k (a calendar), 3k (the heap alone), 40k, then empty; each event popped may
+  // schedule another (a sleeper waking and sleeping again).
+  for (const std::size_t population : {20'000U, 3'000U, 40'000U, 0U}) {
+    while (ref.size() < population) push();
+    for (int churn = 0; churn < 20'000; ++churn) {
+      if (ref.empty()) break;
+      pop();
+      if (::testing::Test::HasFatalFailure()) return;
+      calendar_seen = calendar_seen || q.calendar();
+      if (ref.size() < population || g() % 2 == 0) push();
+    }
+    while (ref.size() > population) {
+      pop();
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_TRUE(calendar_seen) << "the schedule never reached the calendar";
+  EXPECT_GE(q.stats().spawns, 1U);
+  EXPECT_GE(q.stats().merges, 1U);
+}
+
+TEST(TimerQueueOrder, MatchesAPriorityQueueUnderAdversarialSchedules) {
+  for (const auto& schedule : timer_schedules()) check_timer_queue(schedule, 42);
+}
+
+TEST(TimerQueueOrder, ReachesItsColdPaths) {
+  // Far-future events wait in the overflow and come back by a jump; a thinned population makes
+  // the buckets too narrow and the calendar re-cuts.
+  backoff::random_generator g{7};
+  sim::timer_queue q;
+  timer_ref ref;
+  std::uint64_t sequence = 0;
+  const auto push = [&](sim::time_ns at) {
+    q.push(sim::event{at, sequence, 0, 0, 0});
+    ref.emplace(at, sequence++);
+  };
+  // 10k events within 10 us, and 5k a second later (far beyond the ring that 10k events cut).
+  for (int i = 0; i < 10'000; ++i) push(static_cast<sim::time_ns>(g() % 10'000));
+  for (int i = 0; i < 5'000; ++i)
+    push(1'000'000'000 + static_cast<sim::time_ns>(g() % 100'000'000));
+  sim::time_ns now = 0;
+  while (!ref.empty()) {
+    ASSERT_EQ(std::make_pair(q.top().time, q.top().sequence), ref.top());
+    now = q.top().time;
+    q.pop();
+    ref.pop();
+    // While the second group drains, a few sleepers far apart: mostly empty buckets.
+    if (now >= 1'000'000'000 && g() % 4 == 0)
+      push(now + static_cast<sim::time_ns>(g() % 10'000'000'000));
+  }
+  EXPECT_GE(q.stats().jumps + q.stats().migrations, 1U);
+  EXPECT_GE(q.stats().spawns, 1U);
+}
+
+// The engine with timers and lanes interleaved against a reference engine made of one
+// std::priority_queue (a lane's event is just an event `delay` later): the same driver, the
+// same random stream, the same handled sequence.
+struct engine_calendar_driver {
+  backoff::random_generator rng{11};
+  int left = 36'000;
+  // Decides what one handled event schedules: (delay or lane, payload) pairs.
+  template <class Schedule, class Lane>
+  void act(sim::time_ns now, Schedule&& at, Lane&& in) {
+    if (--left <= 0) return;
+    const int fanout = left > 18'000 ? 2 : (rng() % 3 == 0 ? 0 : 1);  // grow, then drain
+    for (int k = 0; k < fanout; ++k) {
+      const auto tag = static_cast<std::uint64_t>(left) * 4 + static_cast<std::uint64_t>(k);
+      switch (rng() % 6) {
+        case 0:
+          in(0, tag);
+          break;
+        case 1:
+          in(1, tag);
+          break;
+        case 2:
+          at(now, tag);
+          break;  // due now: behind every bucket
+        case 3:
+          at(now + static_cast<sim::time_ns>(rng() % 4) * 50'000'000, tag);
+          break;  // ties
+        default:
+          at(now + static_cast<sim::time_ns>(rng() % 30'000'000'000ULL), tag);
+          break;
+      }
+    }
+  }
+};
+
+TEST(EngineCalendarOrder, TimersAndLanesMatchAReferenceQueue) {
+  constexpr sim::time_ns lane_delay[2] = {100'000'000, 500'000'000};
+  using seen_t = std::vector<std::pair<sim::time_ns, std::uint64_t>>;
+
+  seen_t expected;
+  {
+    engine_calendar_driver d;
+    std::priority_queue<std::tuple<sim::time_ns, std::uint64_t, std::uint64_t>,
+                        std::vector<std::tuple<sim::time_ns, std::uint64_t, std::uint64_t>>,
+                        std::greater<>>
+        pending;
+    std::uint64_t sequence = 0;
+    for (int i = 0; i < 12'000; ++i) pending.emplace(i % 7, sequence++, 1'000'000 + i);
+    while (!pending.empty()) {
+      const auto [t, seq, tag] = pending.top();
+      pending.pop();
+      expected.emplace_back(t, tag);
+      d.act(
+          t, [&](sim::time_ns at, std::uint64_t p) { pending.emplace(at, sequence++, p); },
+          [&](int lane, std::uint64_t p) { pending.emplace(t + lane_delay[lane], sequence++, p); });
+    }
+  }
+
+  struct engine_driver final : sim::model {
+    engine_calendar_driver d;
+    sim::lane_id lanes[2] = {0, 0};
+    sim::handler_id self = 0;
+    seen_t seen;
+    void handle(sim::engine& e, const sim::event& ev) override {
+      seen.emplace_back(e.now(), ev.payload);
+      d.act(
+          e.now(), [&](sim::time_ns at, std::uint64_t p) { e.schedule_at(at, self, 0, p); },
+          [&](int lane, std::uint64_t p) { e.schedule_in(lanes[lane], self, 0, p); });
+    }
+  } m;
+  sim::engine e;
+  m.self = e.add(m);
+  m.lanes[0] = e.add_lane(lane_delay[0]);
+  m.lanes[1] = e.add_lane(lane_delay[1]);
+  for (int i = 0; i < 12'000; ++i)
+    e.schedule_at(i % 7, m.self, 0, 1'000'000 + static_cast<std::uint64_t>(i));
+  e.run();
+  ASSERT_EQ(m.seen.size(), expected.size());
+  EXPECT_GT(expected.size(), 40'000U);
+  EXPECT_TRUE(m.seen == expected);
 }
 
 }  // namespace

@@ -14,18 +14,7 @@ void engine::schedule_at(time_ns at, handler_id target, std::uint32_t kind, std:
     throw std::logic_error("sim::engine: event scheduled at " + std::to_string(at) +
                            " before now " + std::to_string(now_));
   }
-  // Sift up from a local copy: re-reading the slot just written would stall on
-  // store-to-load forwarding.
-  const event ev{at, next_sequence_++, target, kind, payload};
-  std::size_t i = heap_.size();
-  heap_.push_back(ev);
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 4;
-    if (!later(heap_[parent], ev)) break;
-    heap_[i] = heap_[parent];
-    i = parent;
-  }
-  heap_[i] = ev;
+  queue_.push(event{at, next_sequence_++, target, kind, payload});
 }
 
 lane_id engine::add_lane(time_ns delay) {
@@ -45,36 +34,8 @@ void engine::lane::push(const event& ev) {
   ++count;
 }
 
-// A 4-ary heap: half the depth of a binary heap, and the four children of a node share a cache
-// line or two, which makes sift_down (the hot half) cheaper. schedule_at() sifts up.
-void engine::sift_down(std::size_t i) noexcept {
-  const std::size_t n = heap_.size();
-  const event moving = heap_[i];
-  for (;;) {
-    const std::size_t first = 4 * i + 1;
-    if (first >= n) break;
-    std::size_t best = first;
-    const std::size_t last = first + 4 < n ? first + 4 : n;
-    for (std::size_t c = first + 1; c < last; ++c) {
-      if (later(heap_[best], heap_[c])) best = c;
-    }
-    if (!later(moving, heap_[best])) break;
-    heap_[i] = heap_[best];
-    i = best;
-  }
-  heap_[i] = moving;
-}
-
-event engine::pop_heap() noexcept {
-  const event top = heap_.front();
-  heap_.front() = heap_.back();
-  heap_.pop_back();
-  if (!heap_.empty()) sift_down(0);
-  return top;
-}
-
 const event* engine::earliest(int& source) const noexcept {
-  const event* best = heap_.empty() ? nullptr : &heap_.front();
+  const event* best = queue_.empty() ? nullptr : &queue_.top();
   source = -1;
   for (std::size_t l = 0; l < lanes_.size(); ++l) {
     if (lanes_[l].count == 0) continue;
@@ -87,12 +48,21 @@ const event* engine::earliest(int& source) const noexcept {
   return best;
 }
 
-event engine::take(int source) noexcept {
-  if (source < 0) return pop_heap();
+event engine::take(int source) {
+  if (source < 0) {
+    const event ev = queue_.top();
+    queue_.pop();
+    return ev;
+  }
   lane& l = lanes_[static_cast<std::size_t>(source)];
   const event ev = l.front();
   l.pop();
   return ev;
+}
+
+void engine::hint_next() const noexcept {
+  int source = -1;
+  if (const event* next = earliest(source)) models_[next->target]->prefetch(*next);
 }
 
 void engine::checkpoint() {
@@ -111,6 +81,7 @@ bool engine::step() {
   const event ev = take(source);
   now_ = ev.time;
   ++processed_;
+  if (prefetch_) hint_next();
   models_[ev.target]->handle(*this, ev);
   if ((processed_ & run_guard::poll_mask) == 0) [[unlikely]]
     checkpoint();
@@ -131,6 +102,7 @@ void engine::run_until(time_ns until) {
     const event ev = take(source);
     now_ = ev.time;
     ++processed_;
+    if (prefetch_) hint_next();
     models_[ev.target]->handle(*this, ev);
     if ((processed_ & run_guard::poll_mask) == 0) [[unlikely]]
       checkpoint();

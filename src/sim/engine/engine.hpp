@@ -11,19 +11,21 @@
 //
 // Time is integer nanoseconds (tick models count ticks). Events at the same time run in the
 // order they were scheduled (the insertion sequence breaks ties), which is what makes a seed
-// reproduce a run bit for bit. The hot path is a flat 4-ary heap of 32-byte plain events and one
-// virtual call per event: no allocation (after the heap has grown) and no std::function per
-// event. An event cannot be cancelled; models ignore stale ones (e.g. by carrying a generation
-// number in the payload), which is cheaper than searching the heap.
+// reproduce a run bit for bit. The hot path is a timer queue of 32-byte plain events
+// (timer_queue.hpp: a flat 4-ary heap while a few thousand are pending, a calendar of buckets
+// beyond, in the same order) and one virtual call per event: no allocation (after the queue has
+// grown) and no std::function per event. An event cannot be cancelled; models ignore stale ones
+// (e.g. by carrying a generation number in the payload), which is cheaper than searching the
+// queue.
 //
 // Lanes: most events of a model come after a constant delay (a network hop, a fixed service
 // time). Events scheduled through a lane of fixed delay d are due in the order they were
-// scheduled, so a lane is a FIFO queue, O(1) each way, instead of O(log n) in the heap:
+// scheduled, so a lane is a FIFO queue, O(1) each way, with no comparison on the way in:
 //
 //   const auto hop = e.add_lane(100'000'000);         // a 100 ms hop
 //   e.schedule_in(hop, server, arrive, request);       // due at now() + 100 ms
 //
-// The next event is the earliest of the heap's top and the lanes' fronts, by (time, sequence),
+// The next event is the earliest of the queue's top and the lanes' fronts, by (time, sequence),
 // so lanes change the speed, never the order.
 //
 // An engine given a run_guard (guard.hpp) polls it every 2^16 events, which may end
@@ -41,24 +43,12 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <vector>
 
+#include "engine_types.hpp"
+#include "timer_queue.hpp"
+
 namespace backoff::sim {
-
-using time_ns = std::int64_t;
-inline constexpr time_ns time_max = std::numeric_limits<time_ns>::max();
-
-using handler_id = std::uint32_t;
-using lane_id = std::uint32_t;
-
-struct event {
-  time_ns time;
-  std::uint64_t sequence;  // insertion order: the tie-breaker
-  handler_id target;       // which model handles it
-  std::uint32_t kind;      // the model's own event type
-  std::uint64_t payload;   // the model's own data (an index, an id, a packed pair)
-};
 
 class engine;
 struct run_guard;
@@ -67,6 +57,11 @@ class model {
  public:
   virtual ~model() = default;
   virtual void handle(engine& e, const event& ev) = 0;
+  // A hint, for an engine told prefetch_next(): `next` is the event due after the one about to
+  // be handled (unless that one schedules an earlier one). A model whose per-event state is
+  // large and cold (one record per operation, 10^4 to 10^6 of them) starts loading it here, so
+  // that the miss overlaps the current event's work. Never changes what runs or in what order.
+  virtual void prefetch(const event& next) const noexcept { (void)next; }
 };
 
 class engine {
@@ -83,11 +78,11 @@ class engine {
   time_ns now() const noexcept { return now_; }
   std::uint64_t events_processed() const noexcept { return processed_; }
   std::size_t pending() const noexcept {
-    std::size_t n = heap_.size();
+    std::size_t n = queue_.size();
     for (const auto& l : lanes_) n += l.size();
     return n;
   }
-  void reserve(std::size_t events) { heap_.reserve(events); }
+  void reserve(std::size_t events) { queue_.reserve(events); }
 
   // Schedules an event at an absolute time, which must not be in the past.
   void schedule_at(time_ns at, handler_id target, std::uint32_t kind, std::uint64_t payload = 0);
@@ -110,6 +105,8 @@ class engine {
   void run_until(time_ns until);
   // Makes run()/run_until() return after the current event.
   void stop() noexcept { stopped_ = true; }
+  // From now on, before handling each event, calls model::prefetch() with the next one.
+  void prefetch_next() noexcept { prefetch_ = true; }
 
  private:
   // A growable ring buffer of events in due order.
@@ -126,24 +123,22 @@ class engine {
     void push(const event& ev);
   };
 
-  static bool later(const event& a, const event& b) noexcept {
-    return a.time != b.time ? a.time > b.time : a.sequence > b.sequence;
-  }
-  void sift_down(std::size_t i) noexcept;
-  event pop_heap() noexcept;
-  // The earliest pending event: its source (-1 for the heap, else the lane) and the event.
+  static bool later(const event& a, const event& b) noexcept { return timer_queue::later(a, b); }
+  // The earliest pending event: its source (-1 for the timer queue, else the lane) and the event.
   const event* earliest(int& source) const noexcept;
-  event take(int source) noexcept;
+  event take(int source);
+  void hint_next() const noexcept;
   // Every 2^16 events: the events-per-instant limit, then the guard (both throw run_stopped).
   void checkpoint();
 
-  std::vector<event> heap_;
+  timer_queue queue_;  // every event not in a lane
   std::vector<lane> lanes_;
   std::vector<model*> models_;
   time_ns now_ = 0;
   std::uint64_t next_sequence_ = 0;
   std::uint64_t processed_ = 0;
   bool stopped_ = false;
+  bool prefetch_ = false;
   run_guard* guard_ = nullptr;
   std::uint64_t max_events_per_instant_ = 0;  // 0: no limit
   time_ns polled_time_ = -1;                  // the time the last poll saw ...
