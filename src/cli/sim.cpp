@@ -20,6 +20,7 @@
 #include "report/plots.hpp"
 #include "report/summary.hpp"
 #include "scenario_files.hpp"
+#include "sim/run/map.hpp"
 #include "sim/run/runner.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -62,22 +63,39 @@ struct sim_options {
   std::string memory_limit;  // empty: the default
 };
 
+// What a metastable map may name: the files given on the command line, then the built-in suite
+// (sim/run/map.hpp; by scenario name, never by path).
+std::vector<sim::scenario_source> map_candidates(const std::vector<sim::scenario_source>& given) {
+  std::vector<sim::scenario_source> all;
+  for (const auto& s : given) {
+    if (!s.path.starts_with("builtin/")) all.push_back(s);
+  }
+  for (const auto& s : sim::builtin_scenarios()) all.push_back(s);
+  return all;
+}
+
 // Loads and checks every scenario before running any, so a typo in the last fails at once.
-std::vector<sim::scenario> load_all(const sim_options& o, std::uint64_t memory_limit) {
+std::vector<sim::scenario> load_all(const sim_options& o, std::uint64_t memory_limit,
+                                    std::vector<sim::scenario_source>& candidates) {
   std::vector<sim::scenario_source> sources;
   if (o.scenarios.empty()) {
     sources = sim::builtin_scenarios();
   } else {
     for (const auto& s : o.scenarios) sources.push_back(resolve_scenario(s));
   }
+  candidates = map_candidates(sources);
   std::vector<sim::scenario> loaded;
   for (const auto& source : sources) {
     loaded.push_back(sim::scenario::load(source, o.sets));
     if (!o.seed.empty()) loaded.back().set_seed(std::stoull(o.seed));
   }
   for (auto& sc : loaded) {
-    // The memory estimate builds (and so checks) every point's model.
-    if (memory_limit != 0) {
+    // A map's probes are plain runs of small scenarios; each is checked (and its models built)
+    // here, and guarded by the memory limit as it runs.
+    if (sc.is_map()) {
+      sim::check_map(sc, candidates);
+    } else if (memory_limit != 0) {
+      // The memory estimate builds (and so checks) every point's model.
       sim::check_memory(sc, o.threads, memory_limit);
     } else {
       sim::check_scenario(sc);
@@ -111,14 +129,16 @@ int report_stopped_sim(const sim_options& o, const sim::run_options& run,
 
 // Runs one scenario; a status when the command must end now.
 std::optional<int> run_one(const sim_options& o, sim::scenario& sc, std::uint64_t memory_limit,
-                           report::output_folder* top, sim_outputs& outputs) {
+                           report::output_folder* top, sim_outputs& outputs,
+                           const std::vector<sim::scenario_source>& candidates) {
   sim::run_options run;
   if (!o.out.empty()) run.out = top ? top->subfolder(sc.name()) : std::filesystem::path(o.out);
   run.progress = o.progress;
   run.threads = o.threads;
   run.memory_limit = memory_limit;
   run.preflight = false;  // estimated by load_all, every scenario before the first runs
-  const report::scenario_result r = sim::run_scenario(sc, run);
+  const report::scenario_result r =
+      sc.is_map() ? sim::run_map(sc, candidates, run) : sim::run_scenario(sc, run);
   // Interrupted: what was done is written; the rest is not run.
   if (r.stopped) return report_stopped_sim(o, run, r);
   if (const int signo = sim::interrupt_signal(); signo != 0)
@@ -177,14 +197,15 @@ int run_sim(const sim_options& o) {
   }
   const stop_signals signals;
   return simulation_status("backoff sim", [&] {
-    std::vector<sim::scenario> loaded = load_all(o, *limit);
+    std::vector<sim::scenario_source> candidates;
+    std::vector<sim::scenario> loaded = load_all(o, *limit, candidates);
     // With several scenarios, --out holds one sub-folder each (and index.html with --plot); its
     // manifest lists them, so a later run removes what this one wrote and that one does not.
     std::optional<report::output_folder> top;
     if (!o.out.empty() && loaded.size() > 1) top.emplace(o.out);
     sim_outputs outputs;
     for (auto& sc : loaded) {
-      if (const auto status = run_one(o, sc, *limit, top ? &*top : nullptr, outputs)) {
+      if (const auto status = run_one(o, sc, *limit, top ? &*top : nullptr, outputs, candidates)) {
         return *status;
       }
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backoff/error.hpp"
+#include "boundary.hpp"
 #include "csv.hpp"
 #include "text_table.hpp"
 
@@ -312,7 +313,7 @@ void write_summary_json(const scenario_result& r, std::ostream& out) {
                       : stop.signal == SIGTERM ? "SIGTERM"
                                                : std::to_string(stop.signal);
     }
-    if (r.sweep) {
+    if (r.sweep || !r.maps.empty()) {  // a map counts its loads as runs
       doc["runs_done"] = stop.runs_done;
       doc["runs"] = stop.runs;
     } else {
@@ -323,7 +324,10 @@ void write_summary_json(const scenario_result& r, std::ostream& out) {
       doc["not_run"] = stop.not_run;
     }
   }
-  if (r.sweep) {
+  if (!r.maps.empty()) {
+    // A metastable map: its boundaries instead of strategies (report/boundary.hpp).
+    doc["map"] = map_json(r);
+  } else if (r.sweep) {
     doc["replications"] = r.replications;
     auto& points = doc["points"] = nlohmann::ordered_json::array();
     for (const auto& p : r.points) {
@@ -433,6 +437,7 @@ void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
 }
 
 std::string comparison_table(const scenario_result& r) {
+  if (!r.maps.empty()) return map_table(r);
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = r.sweep_keys;
   for (const char* h : {"strategy", "ops", "done", "failed", "attempts", "att/op", "makespan_s",
@@ -543,7 +548,11 @@ std::string json_text(const nlohmann::ordered_json& doc, int indent) {
 }
 
 void write_run_files(const scenario_result& r, output_folder& out) {
-  {
+  if (!r.maps.empty()) {
+    atomic_file boundary = out.create("boundary.csv");
+    write_boundary_csv(r, boundary.stream());
+    boundary.commit();
+  } else {
     atomic_file table = out.create(r.sweep ? "sweep.csv" : "timeseries.csv");
     if (r.sweep) {
       write_sweep_csv(r, table.stream());

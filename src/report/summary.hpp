@@ -37,10 +37,12 @@ void write_sweep_csv(const scenario_result& r, std::ostream& out);
 inline constexpr const char* clients_csv_header =
     "strategy,id,first_attempt_s,done_s,attempts,latency_s,status\n";
 
-// A plain run: timeseries.csv then summary.json; a sweep: sweep.csv then summary.json. Then the
+// A plain run: timeseries.csv then summary.json; a sweep: sweep.csv then summary.json; a
+// metastable map (scenario_result::maps): boundary.csv then summary.json. Then the
 // folder's manifest (files of an earlier run that this one did not write are removed).
 void write_run_files(const scenario_result& r, output_folder& out);
 
+// The strategies side by side; a metastable map's boundary table (report::map_table).
 std::string comparison_table(const scenario_result& r);
 
 }  // namespace backoff::report

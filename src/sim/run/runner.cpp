@@ -20,6 +20,8 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
+#include "map.hpp"
+#include "report/boundary.hpp"
 #include "report/output_files.hpp"
 #include "report/summary.hpp"
 #include "sim/models/model.hpp"
@@ -85,6 +87,15 @@ report::recorder_options recorder_for(const model_runner& model, const std::stri
   o.baseline = static_cast<time_ns>(30.0 / o.seconds_per_unit);
   o.recovery_hold = model.recovery_hold();
   return o;
+}
+
+// A metastable map is not run by the runner: `backoff sim` runs it (sim/run/map.hpp).
+void refuse_map(const scenario& sc) {
+  if (sc.is_map()) {
+    throw scenario_error(sc.path() + ": scenario '" + sc.name() +
+                         "' is a metastable map ([[map]]): run it with `backoff sim`, which "
+                         "searches its boundaries (a map is not a sweep)");
+  }
 }
 
 // The result's shape before any run: each point's values and, per strategy, a slot for each
@@ -204,6 +215,7 @@ class sweep_pool {
     const run_info info =
         model->run(strategy, replication_seed(sc_.seed(), rep), e, rec, [](double) {});
     report::strategy_summary summary = rec.finish(info.end, info.events);
+    add_felt_outage(*model, info.end, summary);
     summary.buckets.clear();
     summary.buckets.shrink_to_fit();
     result_.points[p].strategies[s].runs[rep] = std::move(summary);
@@ -310,7 +322,40 @@ void run_sweep(scenario& sc, const model_runner& model, const run_options& optio
 
 }  // namespace
 
+void add_felt_outage(const model_runner& model, time_ns end, report::strategy_summary& summary) {
+  const auto window = model.outage();
+  if (!window) return;
+  report::down_rule rule;
+  rule.outage = *window;
+  rule.end = end;
+  const report::recorder_options o = recorder_for(model, summary.name);
+  rule.baseline = o.baseline;
+  rule.hold = o.recovery_hold;
+  rule.fraction = o.recovery_fraction;
+  const auto periods = report::down_periods(summary, rule);
+  summary.fields.push_back(
+      {report::felt_outage_field,
+       periods ? std::optional<double>(report::felt_outage(*periods)) : std::nullopt});
+}
+
+report::strategy_summary run_once(scenario& sc, model_runner& model, std::size_t strategy,
+                                  std::uint64_t seed, run_guard& guard) {
+  const client_strategy& s = sc.strategies().at(strategy);
+  report::recorder rec(recorder_for(model, s.name()), nullptr);
+  engine e(&guard, model.max_events_per_instant());
+  const run_info info = model.run(s, seed, e, rec, [](double) {});
+  report::strategy_summary summary = rec.finish(info.end, info.events);
+  add_felt_outage(model, info.end, summary);
+  summary.buckets.clear();
+  summary.buckets.shrink_to_fit();
+  return summary;
+}
+
 void check_scenario(scenario& sc) {
+  if (sc.is_map()) {  // against the built-in suite (the CLI adds the files it is given)
+    check_map(sc, builtin_scenarios());
+    return;
+  }
   (void)make_model(sc);
   for (const auto& p : sc.is_sweep() ? sc.points() : std::vector<sweep_point>{}) {
     scenario at = sc.at(p);
@@ -426,6 +471,7 @@ report::scenario_result plain_scenario(scenario& sc, model_runner& model,
       const run_info info =
           model.run(strategies[i], sc.seed(), e, rec, [&](double f) { bar.update(f); });
       result.strategies.push_back(rec.finish(info.end, info.events));
+      add_felt_outage(model, info.end, result.strategies.back());
       result.events += info.events;
     } catch (const run_stopped& stopped) {
       result.stopped = stopped_run(sc, model, i, stopped, rec, result);
@@ -442,6 +488,7 @@ report::scenario_result plain_scenario(scenario& sc, model_runner& model,
 }  // namespace
 
 report::scenario_result run_scenario(scenario& sc, const run_options& options) {
+  refuse_map(sc);
   std::unique_ptr<model_runner> model = make_model(sc);
   // Made before the run when checked up front (so that the message shows what the process held
   // then), else only when the guard stops the run.

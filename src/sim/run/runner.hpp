@@ -36,6 +36,7 @@
 #include "report/recorder.hpp"
 #include "report/result.hpp"
 #include "sim/engine/guard.hpp"
+#include "sim/models/model.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace backoff::sim {
@@ -62,11 +63,22 @@ struct run_options {
 std::uint64_t replication_seed(std::uint64_t seed, std::uint32_t replication);
 
 // Checks the model's keys and the strategies without running anything (scenario_error on the
-// first bad one).
+// first bad one); a metastable map's maps against the built-in suite (map.hpp check_map).
 void check_scenario(scenario& sc);
 
-// Checks the model's keys (scenario_error on the first bad one), then runs every strategy.
+// Checks the model's keys (scenario_error on the first bad one), then runs every strategy. A
+// metastable map is refused with one line: `backoff sim` runs it through map.hpp.
 report::scenario_result run_scenario(scenario& sc, const run_options& options);
+
+// One run of strategy `strategy` of the plain scenario `sc` (its model made by make_model) on
+// `seed`, with no files: a metastable map's probe (map.hpp) runs these. The summary keeps no time
+// series. `guard` stops it as it stops the runner's own runs (run_stopped).
+report::strategy_summary run_once(scenario& sc, model_runner& model, std::size_t strategy,
+                                  std::uint64_t seed, run_guard& guard);
+
+// The model's felt outage (report/boundary.hpp, felt_outage_s) added to `summary` as a model
+// field, when the model has an outage; called on every run's summary before its series goes.
+void add_felt_outage(const model_runner& model, time_ns end, report::strategy_summary& summary);
 
 // A shard's runs, every number exact, for merge_shards (`shard-I-of-N.json`).
 void write_shard_json(const report::scenario_result& r, std::ostream& out);

@@ -120,6 +120,36 @@ struct sweep_axis {
   std::vector<report::sweep_value> values;
 };
 
+// One [[map]] of a metastable map (issue 23; docs/models/metastable-map.md): where the mapped
+// scenario tips from "recovers" to "stays down", by adaptive bisection of a trigger range at each
+// base load. Durations are held in seconds here (the probes write them back as durations).
+//
+//   [[map]]
+//   scenario = "outage-recovery"         # a built-in scenario's name, or one given to the CLI
+//   strategy = "fixed"                   # the strategy whose clients sustain the loop
+//   set = ["workload.think_mean=5s"]     # --set overrides for the mapped scenario
+//   load = { key = "workload.clients", values = [100, 200, 300], unit = "clients" }
+//   trigger = { key = "outage.duration", low = "1s", high = "60s", resolution = "1s" }
+//   replications = 3                     # runs per probe (common seeds across probes)
+//   max_probes = 12                      # per load, the two range ends included
+struct map_spec {
+  std::string where;     // "file:line:col" of its [[map]] table
+  std::string scenario;  // the mapped scenario's name
+  std::string strategy;
+  std::vector<std::string> sets;
+  std::string load_key, load_unit;
+  std::vector<report::sweep_value> loads;
+  std::vector<double> load_values;  // the same, as numbers (durations in seconds)
+  std::string trigger_key, trigger_unit;
+  bool trigger_is_duration = false;
+  bool trigger_is_integer = false;           // low, high and resolution were all integers
+  double low = 0, high = 0, resolution = 0;  // seconds when trigger_is_duration
+  std::uint32_t replications = 3;
+  std::uint32_t max_probes = 12;
+  // The TOML text that sets the trigger to `value` (a quoted duration, or a number).
+  std::string trigger_toml(double value) const;
+};
+
 // One point of the grid: a value for each axis, in axis order.
 struct sweep_point {
   std::size_t index = 0;  // position in points()
@@ -133,6 +163,10 @@ class scenario {
 
   // A sweep: at least one axis, or more than one replication.
   bool is_sweep() const noexcept { return !axes_.empty() || replications_ > 1; }
+  // A metastable map: [[map]] tables, run by sim/run/map.hpp instead of a model. Its model is
+  // "metastable-map"; it has no [[strategy]] of its own and cannot be a sweep.
+  bool is_map() const noexcept { return !maps_.empty(); }
+  const std::vector<map_spec>& maps() const noexcept { return maps_; }
   const std::vector<sweep_axis>& axes() const noexcept { return axes_; }
   std::uint32_t replications() const noexcept { return replications_; }
   // The grid (one empty point when there are no axes). Points refer into axes().
@@ -167,6 +201,7 @@ class scenario {
                        const scenario* point_of);
   void read_strategies(const toml::table& root);
   void read_sweep(const toml::table& root);
+  void read_maps(const toml::table& root);
 
   scenario_source source_;
   std::vector<std::string> sets_;
@@ -178,6 +213,7 @@ class scenario {
   scenario_about about_;
   std::uint64_t seed_ = 1;
   std::vector<client_strategy> strategies_;
+  std::vector<map_spec> maps_;
   std::shared_ptr<const toml::table> base_;  // a sweep's tree without [sweep], for at()
 };
 

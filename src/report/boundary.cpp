@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "boundary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "backoff/error.hpp"
+#include "csv.hpp"
+#include "text_table.hpp"
+
+namespace backoff::report {
+
+std::optional<std::vector<double>> down_periods(const strategy_summary& s, const down_rule& rule) {
+  const time_units w = s.bucket_width;
+  if (w <= 0) return std::nullopt;
+  const std::vector<series_bucket>& b = s.buckets;
+  const time_units down = rule.outage.start;
+  // The baseline exactly as recorder::recovery takes it: whole buckets in [down - baseline, down).
+  const time_units from = std::max<time_units>(0, down - rule.baseline);
+  const auto first = static_cast<std::size_t>((from + w - 1) / w);
+  const auto last = static_cast<std::size_t>(down / w);
+  if (last <= first || last > b.size()) return std::nullopt;
+  double sum = 0;
+  for (std::size_t i = first; i < last; ++i) sum += static_cast<double>(b[i].successes);
+  const double baseline = sum / static_cast<double>(last - first);
+  if (baseline <= 0) return std::nullopt;
+  const double threshold = rule.fraction * baseline;
+  const auto hold = static_cast<std::size_t>(std::max<time_units>((rule.hold + w - 1) / w, 1));
+  const std::size_t complete = std::min(static_cast<std::size_t>(rule.end / w), b.size());
+
+  std::vector<double> periods;
+  const double bucket_s = static_cast<double>(w) * s.seconds_per_unit;
+  bool in = false;
+  std::size_t start = 0, last_down = 0, up_run = 0;
+  for (std::size_t i = static_cast<std::size_t>(down / w); i < complete; ++i) {
+    if (static_cast<double>(b[i].successes) < threshold) {
+      if (!in) {
+        in = true;
+        start = i;
+      }
+      last_down = i;
+      up_run = 0;
+    } else if (in && ++up_run == hold) {
+      periods.push_back(static_cast<double>(last_down + 1 - start) * bucket_s);
+      in = false;
+    }
+  }
+  if (in) periods.push_back(static_cast<double>(last_down + 1 - start) * bucket_s);
+  return periods;
+}
+
+double felt_outage(const std::vector<double>& periods) {
+  double sum = 0, squares = 0;
+  for (const double x : periods) {
+    sum += x;
+    squares += x * x;
+  }
+  return sum > 0 ? squares / (2 * sum) : 0.0;
+}
+
+namespace {
+
+const map_axes* axes_of(const scenario_result& r, const boundary_point& p) {
+  for (const auto& m : r.maps) {
+    if (m.model == p.model && m.mapped == p.mapped && m.strategy == p.strategy) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void write_boundary_csv(const scenario_result& r, std::ostream& out) {
+  out << "model,load,trigger,trigger_lo,trigger_hi,replications,strategy,probes,always_down,"
+         "never_down,load_key,trigger_key,mapped\n";
+  std::string row;
+  for (const auto& p : r.boundary) {
+    const map_axes* axes = axes_of(r, p);
+    row.clear();
+    csv_append(row, p.model);
+    fmt::format_to(std::back_inserter(row), ",{},{},{},{},{},", p.load, p.trigger, p.trigger_lo,
+                   p.trigger_hi, p.replications);
+    csv_append(row, p.strategy);
+    fmt::format_to(std::back_inserter(row), ",{},{},{},", p.probes, p.always_down ? 1 : 0,
+                   p.never_down ? 1 : 0);
+    csv_append(row, axes ? axes->load_key : std::string());
+    row += ',';
+    csv_append(row, axes ? axes->trigger_key : std::string());
+    row += ',';
+    csv_append(row, p.mapped);
+    row += '\n';
+    out << row;
+  }
+}
+
+nlohmann::ordered_json map_json(const scenario_result& r) {
+  nlohmann::ordered_json maps = nlohmann::ordered_json::array();
+  for (const auto& m : r.maps) {
+    nlohmann::ordered_json j;
+    j["model"] = m.model;
+    j["mapped"] = m.mapped;
+    j["strategy"] = m.strategy;
+    j["load_key"] = m.load_key;
+    j["load_unit"] = m.load_unit;
+    j["trigger_key"] = m.trigger_key;
+    j["trigger_unit"] = m.trigger_unit;
+    auto& points = j["boundary"] = nlohmann::ordered_json::array();
+    for (const auto& p : r.boundary) {
+      if (p.model != m.model || p.mapped != m.mapped || p.strategy != m.strategy) continue;
+      points.push_back({{"load", p.load},
+                        {"trigger", p.trigger},
+                        {"trigger_lo", p.trigger_lo},
+                        {"trigger_hi", p.trigger_hi},
+                        {"replications", p.replications},
+                        {"probes", p.probes},
+                        {"always_down", p.always_down},
+                        {"never_down", p.never_down}});
+    }
+    maps.push_back(std::move(j));
+  }
+  return {{"maps", std::move(maps)}};
+}
+
+std::string map_table(const scenario_result& r) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"model", "strategy", "load", "trigger", "trigger_lo", "trigger_hi", "reps",
+                  "probes", "verdict"});
+  const auto num = [](double v) { return fmt::format("{:.4g}", v); };
+  for (const auto& p : r.boundary) {
+    // text_table escapes every cell.
+    rows.push_back({p.model, p.strategy, num(p.load), num(p.trigger), num(p.trigger_lo),
+                    num(p.trigger_hi), std::to_string(p.replications), std::to_string(p.probes),
+                    p.always_down  ? "down at the range's low end"
+                    : p.never_down ? "recovers at the range's high end"
+                                   : "boundary"});
+  }
+  std::string out =
+      fmt::format("{} (metastable map, seed {})\n", escape_controls(r.scenario), r.seed);
+  for (const auto& m : r.maps) {
+    out += fmt::format("  {} / {}: load = {}{}, trigger = {}{}\n", escape_controls(m.model),
+                       escape_controls(m.strategy), escape_controls(m.load_key),
+                       m.load_unit.empty() ? "" : " (" + escape_controls(m.load_unit) + ")",
+                       escape_controls(m.trigger_key),
+                       m.trigger_unit.empty() ? "" : " (" + escape_controls(m.trigger_unit) + ")");
+  }
+  out += text_table{std::move(rows), 2}.render();
+  if (r.stopped)
+    out += "partial: " + describe(*r.stopped) + "; the maps stop at the last load done\n";
+  return out;
+}
+
+}  // namespace backoff::report
