@@ -1,9 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# The browser test of issue 6: opens report.html files in headless Chromium (Debian's `chromium`,
-# installed here only when missing, so only runs of this test pay for it), takes a screenshot of
-# each, and fails unless every chart image decoded. report.html marks the result on <body>:
-# data-images="images-ok N/N" once every <img class="chart"> has loaded with a non-zero width.
+# The browser test of issues 6 and 23: opens report.html files in headless Chromium (Debian's
+# `chromium`, installed here only when missing, so only runs of this test pay for it), takes a
+# screenshot of each, and fails unless every chart image decoded, the page is under 1 MB, and
+# the advice leads it: a ranking table (<table class="ranking">, id "ranking", or "boundary" for
+# a metastable map) with at least one row, as the browser parsed it. report.html marks the images
+# on <body>: data-images="images-ok N/N" once every <img class="chart"> has loaded with a non-zero
+# width.
 #
 #   tests/browser/report_screenshot.sh [--out SHOTS_DIR] REPORT_DIR_OR_HTML...
 #   tests/browser/report_screenshot.sh --backoff build/bin/backoff [--out SHOTS_DIR]
@@ -19,7 +22,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --backoff) backoff="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -74,7 +77,24 @@ for report in "$@"; do
   fi
   abs="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
   name="$(basename "$(dirname "$abs")")"
+  # Issue 23: a page an SRE can open anywhere, mailed or attached: under 1 MB (1,000,000 bytes).
+  size="$(wc -c <"$abs")"
+  if [ "$size" -ge 1000000 ]; then
+    echo "FAIL $report: $size bytes, over the 1 MB a report may weigh" >&2
+    status=1
+  fi
   dom="$(run_browser --dump-dom "file://$abs" || true)"
+  # The ranking table as the browser parsed it (an unclosed tag before it would swallow it):
+  # the table element, then a body row with a cell.
+  table="$(printf '%s' "$dom" | tr '\n' ' ' |
+    grep -o '<table class="ranking" id="\(ranking\|boundary\)">.*</table>' | head -n 1 || true)"
+  if [ -z "$table" ]; then
+    echo "FAIL $report: no ranking table" >&2
+    status=1
+  elif ! printf '%s' "$table" | grep -q '<tbody>[[:space:]]*<tr><td'; then
+    echo "FAIL $report: the ranking table has no rows" >&2
+    status=1
+  fi
   marker="$(printf '%s' "$dom" | grep -o 'data-images="[^"]*"' | head -n 1 || true)"
   run_browser --screenshot="$out/$name.png" --window-size=1200,4000 "file://$abs" >/dev/null || true
   case "$marker" in
@@ -85,7 +105,7 @@ for report in "$@"; do
         echo "FAIL $report: no charts in the report" >&2
         status=1
       else
-        echo "ok   $report: $count charts loaded; screenshot $out/$name.png"
+        echo "ok   $report: $count charts loaded, $size bytes, ranking table; screenshot $out/$name.png"
       fi
       ;;
     *)

@@ -117,16 +117,38 @@ void expect_self_contained_report(const fs::path& dir, const std::vector<std::st
     }
     return values;
   };
+  // Every chart but those kept on disk only (a log twin, the same data as another: issue 23's
+  // 1 MB page), each listed by name when not shown.
   const auto sources = attribute_values("<img", "src");
-  EXPECT_EQ(sources.size(), charts.size());
-  for (const auto& src : sources) EXPECT_EQ(src.rfind("data:image/svg+xml;base64,", 0), 0u);
+  EXPECT_LE(sources.size(), charts.size());
+  EXPECT_GE(sources.size(), charts.size() / 2);
+  for (const auto& c : charts) {
+    const bool shown = html.find("<figure id=\"" + c + "\">") != std::string::npos;
+    const bool listed =
+        html.find(c + ", ") != std::string::npos || html.find(c + ".</p>") != std::string::npos;
+    EXPECT_TRUE(shown || listed) << c;
+  }
+  for (const auto& src : sources) {
+    EXPECT_EQ(src.rfind("data:image/svg+xml;charset=utf-8,", 0), 0u);
+    EXPECT_EQ(src.find_first_of("#\n"), std::string::npos);  // a fragment or a dropped newline
+  }
   for (const auto& href : attribute_values("<a", "href")) {
     EXPECT_EQ(href.rfind('#', 0), 0u) << href;  // in-page anchors only
   }
-  EXPECT_EQ(html.find("http://"), std::string::npos);
-  EXPECT_EQ(html.find("https://"), std::string::npos);
-  EXPECT_EQ(html.find("<link"), std::string::npos);
-  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  // Outside the charts (an SVG names its XML namespaces with http URIs, which nothing fetches).
+  std::string page = html;
+  for (const auto& src : sources) {
+    if (const auto at = page.find(src); at != std::string::npos) page.erase(at, src.size());
+  }
+  EXPECT_EQ(page.find("http://"), std::string::npos);
+  EXPECT_EQ(page.find("https://"), std::string::npos);
+  EXPECT_EQ(page.find("<link"), std::string::npos);
+  EXPECT_EQ(page.find("<script src"), std::string::npos);
+  // Inside them: nothing to fetch either (no external image or stylesheet).
+  for (const auto& src : sources) {
+    EXPECT_EQ(src.find("xlink:href='http"), std::string::npos);
+    EXPECT_EQ(src.find("@import"), std::string::npos);
+  }
 }
 
 TEST(Plots, DrawsEveryChartOfAPlainRunAndAReportThatNeedsNothingElse) {

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// The advice at the top of report.html (issue 23): the strategies of a run ranked by one
+// documented rule, and one sentence per question an SRE asks (which makes the fewest calls, which
+// has the shortest tail, which survives the outage), so a strategy can be picked without reading
+// a CSV. A plain run is ranked on its summaries; a sweep point on the means of its replications.
+//
+//   report::ranking r = report::rank_plain(result);
+//   for (const auto& row : r.rows) ...;       // best first
+//   for (const auto& s : r.sentences) ...;    // plain text: escape it for HTML
+//
+// The rule (ranks_before): with an outage, the share of runs that recovered, more first; then the
+// success rate as shown (0.1 percentage point), higher first; then p99 latency, lower first (none
+// last); then attempts per operation, fewer first; then the scenario's order. Everything here is
+// text and numbers computed from the result: no clock, no machine, the same bytes every time.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "result.hpp"
+
+namespace backoff::report {
+
+// One strategy's figures as the ranking table shows them; latencies in the run's unit (s, or
+// ticks in tick models), each the mean over the runs that completed something.
+struct ranking_row {
+  std::string name;
+  std::size_t runs = 0;               // replications behind the figures (1 in a plain run)
+  double success = 0;                 // completed / operations, 0..1 (mean over runs)
+  double attempts_per_operation = 0;  // the `load` field: attempts per operation (mean)
+  std::optional<double> p50, p99, max;
+  std::size_t recovered_runs = 0;    // runs with a recovery_s (meaningful with an outage)
+  std::optional<double> recovery_s;  // mean over the recovered runs
+};
+
+struct ranking {
+  std::string unit = "s";              // of the latencies: "s" or "ticks"
+  bool outage = false;                 // the model has an outage: `recovers` is meaningful
+  std::vector<ranking_row> rows;       // best first
+  std::vector<std::string> sentences;  // fewest calls, shortest tail, survives the outage
+};
+
+// Strategies by name with their runs (one for a plain run), in the scenario's order.
+using ranking_input = std::vector<std::pair<std::string, std::vector<const strategy_summary*>>>;
+
+// True when `a` ranks above `b` (the rule in the header comment).
+bool ranks_before(const ranking_row& a, const ranking_row& b, bool outage);
+
+ranking rank_strategies(const ranking_input& strategies, bool outage);
+ranking rank_plain(const scenario_result& r);
+ranking rank_point(const scenario_result& r, const point_result& point);
+
+// "failure_rate=0.1, clients=10": a sweep point's parameters as text.
+std::string point_label(const point_result& point);
+
+// One line for the reports index: the first-ranked strategy and its figures (a plain run), how
+// often each strategy ranks first (a sweep), or the map's boundary; empty when nothing ran.
+std::string verdict(const scenario_result& r);
+
+// Numbers as the report prints them: seconds with three significant digits (no exponent from
+// 0.001 to 10^6), percentages with one decimal, attempts with two.
+std::string format_latency(double v);
+std::string format_percent(double share);  // 0.625 -> "62.5"
+std::string format_attempts(double v);
+
+}  // namespace backoff::report

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: Apache-2.0
+// The report that advises (issue 23): the ranking's rule and its sentences on hand-built results,
+// and report.html drawn from hand-built results: a ranking table with units leads it, hostile
+// text from a scenario file stays text, more than four strategies become small multiples, the
+// window chart tells cwnd from ssthresh by colour, and a metastable map gets its phase chart and
+// boundary table instead of a ranking.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "report/plots.hpp"
+#include "report/ranking.hpp"
+#include "report/result.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace report = backoff::report;
+
+report::strategy_summary advice_strategy(const std::string& name, std::uint64_t completed,
+                                         double attempts_per_operation, double p99) {
+  report::strategy_summary s;
+  s.name = name;
+  s.operations = 1000;
+  s.completed = completed;
+  s.attempts = static_cast<std::uint64_t>(attempts_per_operation * 1000);
+  s.attempts_per_operation = attempts_per_operation;
+  if (completed > 0) s.latency_s = report::latency_summary{p99 / 10, 0, 0, 0, p99, 0, p99 * 2};
+  // A short time series, so the time charts have something to draw.
+  s.bucket_width = 1'000'000'000;
+  for (int i = 0; i < 20; ++i) {
+    report::series_bucket b;
+    b.attempts = static_cast<std::uint64_t>(10 + i);
+    b.successes = static_cast<std::uint64_t>(5 + i % 3);
+    b.in_service = 3 + i % 4;
+    s.buckets.push_back(b);
+  }
+  return s;
+}
+
+std::vector<std::string> advice_names(const report::ranking& k) {
+  std::vector<std::string> out;
+  for (const auto& row : k.rows) out.push_back(row.name);
+  return out;
+}
+
+std::string advice_slurp(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct advice_dir {
+  fs::path path;
+  advice_dir() {
+    std::string pattern = (fs::temp_directory_path() / "backoff-advice-test-XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~advice_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+TEST(ReportRanking, OrdersBySuccessThenTailThenCalls) {
+  report::scenario_result r;
+  r.strategies = {advice_strategy("cheap-but-failing", 600, 1.0, 0.1),
+                  advice_strategy("slow", 1000, 1.5, 9.0), advice_strategy("fast", 1000, 3.0, 0.5),
+                  advice_strategy("fast-and-cheap", 1000, 2.0, 0.5),
+                  // 99.96 % shows as 100.0: ranked with those, by what comes next.
+                  advice_strategy("almost", 1000, 1.2, 0.2)};
+  r.strategies.back().operations = 10000;
+  r.strategies.back().completed = 9996;
+  r.strategies.push_back(advice_strategy("nothing-completed", 0, 1.0, 0));
+  const report::ranking k = report::rank_plain(r);
+  EXPECT_EQ(advice_names(k), (std::vector<std::string>{"almost", "fast-and-cheap", "fast", "slow",
+                                                       "cheap-but-failing", "nothing-completed"}));
+  EXPECT_EQ(k.unit, "s");
+  ASSERT_EQ(k.sentences.size(), 2u) << "no outage: no survival sentence";
+  // The cheapest fails 40 %: the sentence says so and names the cheapest among the good ones.
+  EXPECT_NE(k.sentences[0].find("Fewest calls: cheap-but-failing, 1.00 attempts"),
+            std::string::npos)
+      << k.sentences[0];
+  EXPECT_NE(k.sentences[0].find("60.0 % of operations succeeded"), std::string::npos);
+  EXPECT_NE(k.sentences[0].find("almost, 1.20 attempts"), std::string::npos) << k.sentences[0];
+  EXPECT_NE(k.sentences[1].find("Shortest tail: cheap-but-failing, p99 latency 0.1 s"),
+            std::string::npos)
+      << k.sentences[1];
+  EXPECT_NE(k.sentences[1].find("almost, p99 0.2 s"), std::string::npos) << k.sentences[1];
+}
+
+TEST(ReportRanking, WithAnOutageRecoveryComesFirstAndIsAnswered) {
+  report::scenario_result r;
+  r.outage = true;
+  r.strategies = {advice_strategy("fixed", 1000, 5.0, 0.2),
+                  advice_strategy("exponential", 990, 1.1, 3.0)};
+  r.strategies[1].recovery_s = 58.0;
+  const report::ranking k = report::rank_plain(r);
+  EXPECT_EQ(advice_names(k), (std::vector<std::string>{"exponential", "fixed"}));
+  ASSERT_EQ(k.sentences.size(), 3u);
+  EXPECT_EQ(k.sentences[2],
+            "Survives the outage: exponential (58 s after the outage). Stays down: fixed.");
+}
+
+TEST(ReportRanking, ASweepPointRanksOnItsReplicationsAndTheVerdictCountsFirsts) {
+  report::scenario_result r;
+  r.sweep = true;
+  r.replications = 2;
+  for (double x : {0.1, 0.5}) {
+    report::point_result p;
+    p.params.push_back({"failure_rate", {"0.1", x == 0.1 ? "0.1" : "0.5"}});
+    report::sweep_cell a{"retries",
+                         {advice_strategy("retries", 1000, 1.2, 1.0),
+                          advice_strategy("retries", x == 0.1 ? 1000 : 500, 1.2, 1.0)},
+                         {1, 1}};
+    report::sweep_cell b{
+        "budget",
+        {advice_strategy("budget", 900, 1.0, 0.5), advice_strategy("budget", 900, 1.0, 0.5)},
+        {1, 1}};
+    p.strategies = {a, b};
+    r.points.push_back(p);
+  }
+  // 0.1: retries 100 % vs budget 90 %; 0.5: retries 75 % (mean) vs budget 90 %.
+  EXPECT_EQ(advice_names(report::rank_point(r, r.points[0])),
+            (std::vector<std::string>{"retries", "budget"}));
+  EXPECT_EQ(advice_names(report::rank_point(r, r.points[1])),
+            (std::vector<std::string>{"budget", "retries"}));
+  EXPECT_EQ(report::verdict(r), "ranked first at 1 of 2 points: retries; 1 of 2 points: budget");
+}
+
+TEST(ReportPage, LeadsWithARankingTableAndKeepsHostileTextAsText) {
+  advice_dir dir;
+  report::scenario_result r;
+  r.scenario = "hostile";
+  r.model = "m";
+  r.description = "<script>alert(1)</script> & more";
+  r.claim = "it \"works\" <b>always</b>";
+  r.source = "someone's blog";
+  const fs::path marker = dir.path / "ran";
+  const std::string evil = "x'; system('touch " + marker.string() + "'); print 'DATA";
+  r.strategies = {advice_strategy(evil, 1000, 1.0, 0.5), advice_strategy("plain", 900, 2.0, 1.0)};
+  (void)report::write_plots(r, dir.path);
+  EXPECT_FALSE(fs::exists(marker)) << "a strategy name ran as gnuplot code";
+  const std::string html = advice_slurp(dir.path / "report.html");
+  const auto table = html.find("<table class=\"ranking\" id=\"ranking\">");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_LT(table, html.find("<h2>Charts</h2>")) << "the ranking leads the page";
+  for (const char* header :
+       {"success %", "load x (attempts/op)", "p50 (s)", "p99 (s)", "max (s)"}) {
+    EXPECT_NE(html.find(header), std::string::npos) << header;
+  }
+  EXPECT_EQ(html.find("recovers</th>"), std::string::npos) << "no outage, no recovers column";
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; more"), std::string::npos);
+  EXPECT_NE(html.find("it &quot;works&quot; &lt;b&gt;always&lt;/b&gt;"), std::string::npos);
+  EXPECT_NE(html.find("<meta name=\"backoff-verdict\" content=\"first: x&#39;; system("),
+            std::string::npos);
+  EXPECT_LT(html.size(), 1'000'000u);
+}
+
+TEST(ReportPage, MoreThanFourStrategiesAreSmallMultiplesAndTheWindowHasTwoColours) {
+  advice_dir dir;
+  report::scenario_result r;
+  r.scenario = "many";
+  r.model = "m";
+  for (int i = 0; i < 6; ++i) {
+    r.strategies.push_back(advice_strategy("s" + std::to_string(i), 1000, 1.0 + i, 0.5 + i));
+  }
+  r.strategies[0].has_window = true;
+  for (auto& b : r.strategies[0].buckets) {
+    b.cwnd = 4;
+    b.ssthresh = 8;
+  }
+  const auto charts = report::write_plots(r, dir.path);
+  const std::string rate = advice_slurp(dir.path / "rate.svg");
+  EXPECT_NE(rate.find("one panel per strategy"), std::string::npos);
+  const std::string window = advice_slurp(dir.path / "window.svg");
+  EXPECT_NE(window.find("rgb(  0, 114, 178)"), std::string::npos) << "cwnd in blue";
+  EXPECT_NE(window.find("rgb(213,  94,   0)"), std::string::npos) << "ssthresh in vermilion";
+  const std::string latency = advice_slurp(dir.path / "latency.svg");
+  EXPECT_NE(latency.find("log scale"), std::string::npos);
+  // The per-strategy server charts stay on disk; the report shows one small-multiples chart.
+  EXPECT_TRUE(fs::exists(dir.path / "server-s0.svg"));
+  const std::string html = advice_slurp(dir.path / "report.html");
+  EXPECT_NE(html.find("<figure id=\"server\">"), std::string::npos);
+  EXPECT_EQ(html.find("<figure id=\"server-s0\">"), std::string::npos);
+  EXPECT_NE(html.find("data:image/svg+xml;charset=utf-8,"), std::string::npos);
+}
+
+TEST(ReportPage, AMapGetsAPhaseChartAndABoundaryTable) {
+  advice_dir dir;
+  report::scenario_result r;
+  r.scenario = "map";
+  r.model = "metastable-map";
+  r.maps.push_back({"outage-recovery", "outage-recovery", "fixed", "workload.clients", "clients",
+                    "outage.duration", "s"});
+  const auto point = [](double load, double lo, double hi, bool always, bool never) {
+    report::boundary_point b{"outage-recovery",
+                             "outage-recovery",
+                             "fixed",
+                             load,
+                             (lo + hi) / 2,
+                             lo,
+                             hi,
+                             3,
+                             7,
+                             always,
+                             never};
+    return b;
+  };
+  r.boundary = {point(150, 5, 6, false, false), point(200, 4, 4.75, false, false),
+                point(300, 0.25, 0.25, true, false), point(100, 20, 20, false, true)};
+  const auto charts = report::write_plots(r, dir.path);
+  ASSERT_EQ(charts, (std::vector<std::string>{"phase-outage-recovery-fixed"}));
+  const std::string svg = advice_slurp(dir.path / "phase-outage-recovery-fixed.svg");
+  for (const char* text : {"stays down", "recovers", "always down", "never down",
+                           "outage.duration (s)", "workload.clients (clients)"}) {
+    EXPECT_NE(svg.find(text), std::string::npos) << text;
+  }
+  const std::string html = advice_slurp(dir.path / "report.html");
+  EXPECT_NE(html.find("id=\"boundary\""), std::string::npos);
+  EXPECT_EQ(html.find("id=\"ranking\""), std::string::npos);
+  EXPECT_NE(html.find("the smallest trigger that keeps it down is 4.38 s"), std::string::npos);
+}
+
+}  // namespace
