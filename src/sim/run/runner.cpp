@@ -386,7 +386,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// A sweep, or one shard of it: summary.json and sweep.csv, or the shard's file.
+// A sweep, or one shard of it: summary.json and sweep.csv (a shard writes nothing here).
 report::scenario_result sweep_scenario(scenario& sc, const model_runner& model,
                                        const run_options& options, bool checked) {
   report::scenario_result result = result_for(sc, model);
@@ -394,14 +394,9 @@ report::scenario_result sweep_scenario(scenario& sc, const model_runner& model,
   std::optional<interrupt_deferral> deferred;  // set once the runs start, held to the last write
   run_sweep(sc, model, options, checked, result, deferred);
   result.wall_s = seconds_since(wall_start);
-  if (options.out && options.shard && result.stopped) {
-    // A partial shard cannot be merged: nothing is written, the shard is run again.
-  } else if (options.out && options.shard) {
-    // A shards folder is shared by many tasks: no manifest, nothing removed.
-    report::output_folder folder(*options.out, report::output_folder::manifest::none);
-    report::atomic_file shard = folder.create(shard_file_name(*options.shard));
-    write_shard_json(result, shard.stream());
-    shard.commit();
+  if (options.shard) {
+    // A shard's file is its caller's to write (shards.hpp's write_shard_file, with the report's
+    // inputs), and only when the shard is complete: a partial one cannot be merged.
   } else if (options.out) {
     report::output_folder folder(*options.out);
     report::write_run_files(result, folder);

@@ -52,8 +52,10 @@ struct run_options {
   std::optional<std::filesystem::path> out;  // where to write the files; none: no files
   bool progress = false;                     // draw a progress bar on stderr
   unsigned threads = 0;                      // sweeps: worker threads (0: one per core)
-  std::optional<report::shard_spec> shard;  // sweeps: run only this slice; writes shard-I-of-N.json
-  std::uint64_t memory_limit = 0;           // bytes of resident set (memory.hpp); 0: no limit
+  // sweeps: run only this slice, writing no file (the caller writes shard-I-of-N.json with
+  // shards.hpp's write_shard_file once the slice is complete)
+  std::optional<report::shard_spec> shard;
+  std::uint64_t memory_limit = 0;  // bytes of resident set (memory.hpp); 0: no limit
   // false: skip the up-front estimate, leaving only the guard during the run (for tests).
   bool preflight = true;
 };
