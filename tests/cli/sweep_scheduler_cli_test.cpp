@@ -412,7 +412,7 @@ TEST(SweepSchedulerAuto, MapsEachSchedulersIndexToAOneBasedShard) {
     std::vector<std::string> flags;
     std::string shard;
   };
-  const std::vector<accepted> cases{
+  const std::vector<accepted> accepted_cases{
       {slurm_task("1"), {}, "shard 1/16"},
       {slurm_task("16"), {"--shard-count", "16"}, "shard 16/16"},
       {slurm_task("007"), {}, "shard 7/16"},
@@ -430,7 +430,7 @@ TEST(SweepSchedulerAuto, MapsEachSchedulersIndexToAOneBasedShard) {
       {{{"AWS_BATCH_JOB_ARRAY_INDEX", "9"}, {"AWS_BATCH_JOB_ARRAY_SIZE", "10"}}, {}, "shard 10/10"},
       {{{"BACKOFF_SHARD_INDEX", "2"}}, {"--shard-count", "3"}, "shard 3/3"},
   };
-  for (const auto& c : cases) {
+  for (const auto& c : accepted_cases) {
     std::vector<std::string> args{"sweep", "no-such-scenario", "--shard", "auto", "--out", "x"};
     args.insert(args.end(), c.flags.begin(), c.flags.end());
     const auto r = backoff_scheduled(args, c.env);
@@ -450,7 +450,7 @@ TEST(SweepSchedulerEmit, RefusesTextsAJobFileCannotCarry) {
     std::string expected;
   };
   const fs::path newline = scratch / "a\nb";
-  const std::vector<refused> cases{
+  const std::vector<refused> refused_cases{
       {{"--emit", "slurm", "--shards", "2", "--out", newline.string()}, R"(the output folder ")"},
       {{"--emit", "k8s", "--shards", "2", "--image", "i", "--out", (scratch / "bad\xff").string()},
        "contains bytes that are not UTF-8"},
@@ -469,7 +469,7 @@ TEST(SweepSchedulerEmit, RefusesTextsAJobFileCannotCarry) {
        "--image goes with --emit k8s"},
       {{"--shards", "2", "--out", (scratch / "s").string()}, "--shards goes with --emit"},
   };
-  for (const auto& c : cases) {
+  for (const auto& c : refused_cases) {
     std::vector<std::string> args{"sweep", "outage-tipping"};
     args.insert(args.end(), c.args.begin(), c.args.end());
     const auto r = run_cli(args);

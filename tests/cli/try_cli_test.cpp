@@ -52,7 +52,8 @@ class try_scratch : public backoff::test::test_scratch {
   try_scratch() : test_scratch("try") {}
 };
 
-std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+std::vector<std::string> concat_args(std::vector<std::string> a,
+                                     const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
@@ -102,8 +103,8 @@ void kill_recorded(const fs::path& file) {
 
 TEST(Try, SucceedsAtOnceAndRunsTheCommandOnce) {
   const try_scratch s;
-  const auto r =
-      run_timed(cat(cat({"try", "--times", "3"}, fast), cat({"--"}, s.sh("echo run >> log"))));
+  const auto r = run_timed(concat_args(concat_args({"try", "--times", "3"}, fast),
+                                       concat_args({"--"}, s.sh("echo run >> log"))));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(s.read("log"), "run\n");
   EXPECT_EQ(r.out, "");
@@ -112,9 +113,9 @@ TEST(Try, SucceedsAtOnceAndRunsTheCommandOnce) {
 
 TEST(Try, RetriesUntilTheCommandSucceeds) {
   const try_scratch s;
-  const auto r = run_timed(
-      cat(cat({"try", "--times", "5"}, fast), cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
-                                                               "[ $BACKOFF_ATTEMPT = 3 ]"))));
+  const auto r = run_timed(concat_args(concat_args({"try", "--times", "5"}, fast),
+                                       concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
+                                                                "[ $BACKOFF_ATTEMPT = 3 ]"))));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(s.read("log"), "1\n2\n3\n");
   EXPECT_LT(r.elapsed_s, 5);
@@ -122,28 +123,30 @@ TEST(Try, RetriesUntilTheCommandSucceeds) {
 
 TEST(Try, PassesTheLastExitStatusThrough) {
   const try_scratch s;
-  const auto r = run_timed(
-      cat(cat({"try", "--times", "3"}, fast), cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
-                                                               "exit $((BACKOFF_ATTEMPT + 10))"))));
+  const auto r =
+      run_timed(concat_args(concat_args({"try", "--times", "3"}, fast),
+                            concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
+                                                     "exit $((BACKOFF_ATTEMPT + 10))"))));
   EXPECT_EQ(r.status, 13) << r.err;
   EXPECT_EQ(s.read("log"), "1\n2\n3\n");
 }
 
 TEST(Try, MakesFiveAttemptsByDefault) {
   const try_scratch s;
-  const auto r = run_timed(cat(cat({"try"}, fast), cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT/"
-                                                                    "$BACKOFF_MAX_ATTEMPTS >> log; "
-                                                                    "exit 1"))));
+  const auto r = run_timed(concat_args(concat_args({"try"}, fast),
+                                       concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT/"
+                                                                "$BACKOFF_MAX_ATTEMPTS >> log; "
+                                                                "exit 1"))));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_EQ(s.read("log"), "1/5\n2/5\n3/5\n4/5\n5/5\n");
 }
 
 TEST(Try, TimesZeroMeansNoLimitAndNoMaxAttemptsVariable) {
   const try_scratch s;
-  const auto r =
-      run_timed(cat(cat({"try", "--times", "0"}, fast),
-                    cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT/${BACKOFF_MAX_ATTEMPTS-unset} "
-                                     ">> log; [ $BACKOFF_ATTEMPT = 7 ]"))));
+  const auto r = run_timed(
+      concat_args(concat_args({"try", "--times", "0"}, fast),
+                  concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT/${BACKOFF_MAX_ATTEMPTS-unset} "
+                                           ">> log; [ $BACKOFF_ATTEMPT = 7 ]"))));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(s.read("log"), "1/unset\n2/unset\n3/unset\n4/unset\n5/unset\n6/unset\n7/unset\n");
 }
@@ -151,10 +154,10 @@ TEST(Try, TimesZeroMeansNoLimitAndNoMaxAttemptsVariable) {
 TEST(Try, CommandStartsAtTheFirstNonOptionWordWithoutDoubleDash) {
   const try_scratch s;
   // The "--times 9" after the command belongs to the command, not to backoff.
-  const auto r =
-      run_timed(cat(cat({"try", "--times", "2"}, fast),
-                    {"sh", "-c", "echo \"$@\" >> " + shell_quote((s / "log").string()) + "; exit 3",
-                     "x", "--times", "9"}));
+  const auto r = run_timed(
+      concat_args(concat_args({"try", "--times", "2"}, fast),
+                  {"sh", "-c", "echo \"$@\" >> " + shell_quote((s / "log").string()) + "; exit 3",
+                   "x", "--times", "9"}));
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_EQ(s.read("log"), "--times 9\n--times 9\n");
 }
@@ -182,9 +185,9 @@ TEST(Try, ProgramNotFoundIs127OneLineAndNeverRetried) {
   for (const std::string program :
        {"/nonexistent-backoff-dir/no-such-program", "backoff-no-such-program-on-path"}) {
     SCOPED_TRACE(program);
-    const auto r =
-        run_timed(cat(cat({"try", "--times", "3", "--report", (s / "r.json").string()}, fast),
-                      {"--", program, "arg"}));
+    const auto r = run_timed(
+        concat_args(concat_args({"try", "--times", "3", "--report", (s / "r.json").string()}, fast),
+                    {"--", program, "arg"}));
     EXPECT_EQ(r.status, 127);
     const auto lines = lines_of(r.err);
     ASSERT_EQ(lines.size(), 1U) << r.err;
@@ -200,9 +203,9 @@ TEST(Try, ProgramNotFoundIs127OneLineAndNeverRetried) {
 
 TEST(Try, NotExecutableIs126OneLineAndNeverRetried) {
   const try_scratch s;
-  const auto r =
-      run_timed(cat(cat({"try", "--times", "3", "--report", (s / "r.json").string()}, fast),
-                    {"--", "/etc/passwd"}));
+  const auto r = run_timed(
+      concat_args(concat_args({"try", "--times", "3", "--report", (s / "r.json").string()}, fast),
+                  {"--", "/etc/passwd"}));
   EXPECT_EQ(r.status, 126);
   const auto lines = lines_of(r.err);
   ASSERT_EQ(lines.size(), 1U) << r.err;
@@ -218,9 +221,9 @@ TEST(Try, ShellStatuses126And127AreNotRetried) {
   for (const int status : {126, 127}) {
     SCOPED_TRACE(status);
     const std::string log = "log" + std::to_string(status);
-    const auto r =
-        run_timed(cat(cat({"try", "--times", "4"}, fast),
-                      cat({"--"}, s.sh("echo x >> " + log + "; exit " + std::to_string(status)))));
+    const auto r = run_timed(concat_args(
+        concat_args({"try", "--times", "4"}, fast),
+        concat_args({"--"}, s.sh("echo x >> " + log + "; exit " + std::to_string(status)))));
     EXPECT_EQ(r.status, status) << r.err;
     EXPECT_EQ(s.read(log), "x\n");
   }
@@ -228,9 +231,9 @@ TEST(Try, ShellStatuses126And127AreNotRetried) {
 
 TEST(Try, DeathBySignalIs128PlusTheSignalAndIsRetried) {
   const try_scratch s;
-  const auto r =
-      run_timed(cat(cat({"try", "--times", "2", "--report", (s / "r.json").string()}, fast),
-                    cat({"--"}, s.sh("echo x >> log; kill -9 $$"))));
+  const auto r = run_timed(
+      concat_args(concat_args({"try", "--times", "2", "--report", (s / "r.json").string()}, fast),
+                  concat_args({"--"}, s.sh("echo x >> log; kill -9 $$"))));
   EXPECT_EQ(r.status, 137) << r.err;
   EXPECT_EQ(s.read("log"), "x\nx\n");
   const json report = read_report(s / "r.json");
@@ -248,9 +251,10 @@ TEST(Try, DeathBySignalIs128PlusTheSignalAndIsRetried) {
 
 TEST(Try, TimeoutStopsAnAttemptWith124AndRetriesIt) {
   const try_scratch s;
-  const auto r = run_timed(cat(
-      cat({"try", "--times", "2", "--timeout", "200ms", "--report", (s / "r.json").string()}, fast),
-      cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; sleep 30"))));
+  const auto r = run_timed(concat_args(
+      concat_args(
+          {"try", "--times", "2", "--timeout", "200ms", "--report", (s / "r.json").string()}, fast),
+      concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; sleep 30"))));
   EXPECT_EQ(r.status, 124) << r.err;
   EXPECT_EQ(s.read("log"), "1\n2\n");
   EXPECT_LT(r.elapsed_s, 5);
@@ -267,10 +271,10 @@ TEST(Try, TimeoutStopsAnAttemptWith124AndRetriesIt) {
 
 TEST(Try, AnAttemptThatTimedOutIsFollowedByOneThatSucceeds) {
   const try_scratch s;
-  const auto r =
-      run_timed(cat(cat({"try", "--times", "3", "--timeout", "200ms"}, fast),
-                    cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
-                                     "if [ $BACKOFF_ATTEMPT = 1 ]; then sleep 30; fi"))));
+  const auto r = run_timed(
+      concat_args(concat_args({"try", "--times", "3", "--timeout", "200ms"}, fast),
+                  concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
+                                           "if [ $BACKOFF_ATTEMPT = 1 ]; then sleep 30; fi"))));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(s.read("log"), "1\n2\n");
   EXPECT_LT(r.elapsed_s, 5);
@@ -278,8 +282,8 @@ TEST(Try, AnAttemptThatTimedOutIsFollowedByOneThatSucceeds) {
 
 TEST(Try, TimeoutStopsTheAttemptsWholeProcessGroup) {
   const try_scratch s;
-  const auto r = run_timed(cat({"try", "--times", "1", "--timeout", "300ms", "--"},
-                               s.sh("sleep 30 & echo $! > grandchild; wait")));
+  const auto r = run_timed(concat_args({"try", "--times", "1", "--timeout", "300ms", "--"},
+                                       s.sh("sleep 30 & echo $! > grandchild; wait")));
   EXPECT_EQ(r.status, 124) << r.err;
   EXPECT_LT(r.elapsed_s, 5);
   const auto pids = read_pids(s / "grandchild");
@@ -291,8 +295,8 @@ TEST(Try, TimeoutStopsTheAttemptsWholeProcessGroup) {
 TEST(Try, AChildThatIgnoresTermIsKilledAfterTheGrace) {
   const try_scratch s;
   const auto r =
-      run_timed(cat({"try", "--times", "1", "--timeout", "200ms", "--grace", "200ms", "--"},
-                    s.sh("trap '' TERM; echo $$ > pid; sleep 30")));
+      run_timed(concat_args({"try", "--times", "1", "--timeout", "200ms", "--grace", "200ms", "--"},
+                            s.sh("trap '' TERM; echo $$ > pid; sleep 30")));
   EXPECT_EQ(r.status, 124) << r.err;
   EXPECT_LT(r.elapsed_s, 5);
   const auto pids = read_pids(s / "pid");
@@ -308,9 +312,10 @@ TEST(Try, AFailedAttemptLeavesNoGrandchildBehind) {
       "if [ $BACKOFF_ATTEMPT = 2 ]; then p=$(head -n 1 grandchildren); "
       "st=$(sed 's/.*) \\(.\\).*/\\1/' /proc/$p/stat 2>/dev/null); "
       "echo \"first:${st:-gone}\" > seen; fi; ";
-  const auto r = run_timed(cat(cat({"try", "--times", "2"}, fast),
-                               cat({"--"}, s.sh(look + "sleep 30 & echo $! >> grandchildren; "
-                                                       "exit 1"))));
+  const auto r =
+      run_timed(concat_args(concat_args({"try", "--times", "2"}, fast),
+                            concat_args({"--"}, s.sh(look + "sleep 30 & echo $! >> grandchildren; "
+                                                            "exit 1"))));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_LT(r.elapsed_s, 5);
   const std::string seen = s.read("seen");
@@ -323,8 +328,8 @@ TEST(Try, AFailedAttemptLeavesNoGrandchildBehind) {
 
 TEST(Try, ASuccessfulAttemptLeavesItsBackgroundJobRunning) {
   const try_scratch s;
-  const auto r = run_timed(
-      cat({"try", "--times", "1", "--"}, s.sh("(sleep 0.3; echo finished > background) & exit 0")));
+  const auto r = run_timed(concat_args({"try", "--times", "1", "--"},
+                                       s.sh("(sleep 0.3; echo finished > background) & exit 0")));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(wait_for_file(s / "background", 5s)) << "the background job was stopped";
 }
@@ -333,8 +338,9 @@ TEST(Try, ASuccessfulAttemptLeavesItsBackgroundJobRunning) {
 // failed attempt's.
 TEST(Try, AnAttemptThatFailedUnderUntilAlsoLeavesNoGrandchild) {
   const try_scratch s;
-  const auto r = run_timed(cat(cat({"try", "--times", "2", "--until", "3"}, fast),
-                               cat({"--"}, s.sh("sleep 30 & echo $! >> grandchildren; exit 0"))));
+  const auto r = run_timed(
+      concat_args(concat_args({"try", "--times", "2", "--until", "3"}, fast),
+                  concat_args({"--"}, s.sh("sleep 30 & echo $! >> grandchildren; exit 0"))));
   EXPECT_EQ(r.status, 0) << r.err;  // the last status, passed through
   const auto pids = read_pids(s / "grandchildren");
   ASSERT_EQ(pids.size(), 2U);
@@ -348,7 +354,7 @@ TEST(Try, ForegroundRunsTheCommandInTheToolsProcessGroup) {
       "read -r pid comm state ppid pgrp rest < /proc/$$/stat; "
       "echo \"$$ $pgrp\" > groups";
   {
-    process_probe p(cat({"try", "--times", "1", "--"}, s.sh(script)));
+    process_probe p(concat_args({"try", "--times", "1", "--"}, s.sh(script)));
     const probe_result r = p.wait();
     EXPECT_EQ(r.status, 0) << r.err;
     std::istringstream in(s.read("groups"));
@@ -358,7 +364,7 @@ TEST(Try, ForegroundRunsTheCommandInTheToolsProcessGroup) {
     EXPECT_EQ(self, group) << "an attempt leads its own process group";
   }
   {
-    process_probe p(cat({"try", "--times", "1", "--foreground", "--"}, s.sh(script)));
+    process_probe p(concat_args({"try", "--times", "1", "--foreground", "--"}, s.sh(script)));
     const probe_result r = p.wait();
     EXPECT_EQ(r.status, 0) << r.err;
     std::istringstream in(s.read("groups"));
@@ -373,9 +379,10 @@ TEST(Try, ForegroundRunsTheCommandInTheToolsProcessGroup) {
 
 TEST(Try, TellsTheCommandItsAttemptNumberAndTheLimit) {
   const try_scratch s;
-  process_probe p(cat(cat({"try", "--times", "3"}, fast),
-                      cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT/$BACKOFF_MAX_ATTEMPTS/"
-                                       "${BACKOFF_DEADLINE-none} >> log; exit 1"))));
+  process_probe p(
+      concat_args(concat_args({"try", "--times", "3"}, fast),
+                  concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT/$BACKOFF_MAX_ATTEMPTS/"
+                                           "${BACKOFF_DEADLINE-none} >> log; exit 1"))));
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_EQ(s.read("log"), "1/3/none\n2/3/none\n3/3/none\n");
@@ -384,10 +391,10 @@ TEST(Try, TellsTheCommandItsAttemptNumberAndTheLimit) {
 TEST(Try, ForSetsADeadlineVariableAndNoAttemptLimit) {
   const try_scratch s;
   const double before = unix_now();
-  process_probe p(
-      cat(cat({"try", "--for", "60s"}, fast), cat({"--"}, s.sh("echo ${BACKOFF_MAX_ATTEMPTS-unset} "
-                                                               "$BACKOFF_DEADLINE >> log; "
-                                                               "[ $BACKOFF_ATTEMPT = 7 ]"))));
+  process_probe p(concat_args(concat_args({"try", "--for", "60s"}, fast),
+                              concat_args({"--"}, s.sh("echo ${BACKOFF_MAX_ATTEMPTS-unset} "
+                                                       "$BACKOFF_DEADLINE >> log; "
+                                                       "[ $BACKOFF_ATTEMPT = 7 ]"))));
   const probe_result r = p.wait();
   const double after = unix_now();
   EXPECT_EQ(r.status, 0) << r.err;
@@ -409,8 +416,9 @@ TEST(Try, ForSetsADeadlineVariableAndNoAttemptLimit) {
 TEST(Try, AnInheritedDeadlineThatHasPassedRunsNoAttempt) {
   const try_scratch s;
   const auto past = static_cast<long long>(unix_now()) - 10;
-  process_probe p(cat({"try", "--report", (s / "r.json").string(), "--"}, s.sh("echo ran > log")),
-                  std::nullopt, {"BACKOFF_DEADLINE=" + std::to_string(past)});
+  process_probe p(
+      concat_args({"try", "--report", (s / "r.json").string(), "--"}, s.sh("echo ran > log")),
+      std::nullopt, {"BACKOFF_DEADLINE=" + std::to_string(past)});
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 124) << r.err;
   EXPECT_FALSE(s.has("log"));
@@ -427,7 +435,7 @@ TEST(Try, AnInheritedDeadlineThatHasPassedRunsNoAttempt) {
 // inherited ended with the run that set it, so it is ignored (with a note) and the command runs.
 TEST(Try, ADeadlineWhoseOwnerHasEndedIsIgnored) {
   const try_scratch s;
-  process_probe p(cat({"try", "--"}, s.sh("echo ran > log")), std::nullopt,
+  process_probe p(concat_args({"try", "--"}, s.sh("echo ran > log")), std::nullopt,
                   {"BACKOFF_DEADLINE=0", "BACKOFF_DEADLINE_OWNER=999999999:5"});
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 0) << r.err;
@@ -439,8 +447,8 @@ TEST(Try, ADeadlineWhoseOwnerHasEndedIsIgnored) {
 // The owner a run hands its commands is itself, while it runs.
 TEST(Try, ACommandLearnsWhoOwnsItsDeadline) {
   const try_scratch s;
-  process_probe p(
-      cat({"try", "--for", "60s", "--"}, s.sh("echo $PPID $BACKOFF_DEADLINE_OWNER > owner")));
+  process_probe p(concat_args({"try", "--for", "60s", "--"},
+                              s.sh("echo $PPID $BACKOFF_DEADLINE_OWNER > owner")));
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 0) << r.err;
   std::istringstream words(s.read("owner"));
@@ -452,9 +460,9 @@ TEST(Try, ACommandLearnsWhoOwnsItsDeadline) {
 TEST(Try, AnInheritedDeadlineTighterThanForWins) {
   const try_scratch s;
   const auto soon = static_cast<long long>(std::ceil(unix_now())) + 2;
-  process_probe p(
-      cat({"try", "--for", "60s", "--"}, s.sh("echo $BACKOFF_DEADLINE > deadline; sleep 30")),
-      std::nullopt, {"BACKOFF_DEADLINE=" + std::to_string(soon)});
+  process_probe p(concat_args({"try", "--for", "60s", "--"},
+                              s.sh("echo $BACKOFF_DEADLINE > deadline; sleep 30")),
+                  std::nullopt, {"BACKOFF_DEADLINE=" + std::to_string(soon)});
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 124) << r.err;
   EXPECT_LT(r.elapsed_s, 5);
@@ -469,8 +477,9 @@ TEST(Try, AnInheritedDeadlineTighterThanForWins) {
 // has no attempt limit, so BACKOFF_MAX_ATTEMPTS must not be there (not the outer's 2).
 TEST(Try, NestedTryWithoutALimitDoesNotPassTheOuterLimitOn) {
   const try_scratch s;
-  process_probe p(cat({"try", "--times", "2", "--", BACKOFF_CLI_PATH, "try", "--times", "0", "--"},
-                      s.sh("echo $BACKOFF_ATTEMPT/${BACKOFF_MAX_ATTEMPTS-unset} >> log")));
+  process_probe p(
+      concat_args({"try", "--times", "2", "--", BACKOFF_CLI_PATH, "try", "--times", "0", "--"},
+                  s.sh("echo $BACKOFF_ATTEMPT/${BACKOFF_MAX_ATTEMPTS-unset} >> log")));
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(s.read("log"), "1/unset\n");
@@ -480,8 +489,8 @@ TEST(Try, NestedTryWithoutALimitDoesNotPassTheOuterLimitOn) {
 
 TEST(Try, ReplayStdinGivesEveryAttemptTheWholeInput) {
   const try_scratch s;
-  process_probe p(cat(cat({"try", "--times", "3", "--replay-stdin"}, fast),
-                      cat({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
+  process_probe p(concat_args(concat_args({"try", "--times", "3", "--replay-stdin"}, fast),
+                              concat_args({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
                   "hello\n");
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 1) << r.err;
@@ -492,8 +501,8 @@ TEST(Try, ReplayStdinGivesEveryAttemptALargeInputWhole) {
   const try_scratch s;
   std::string big;
   for (int i = 0; i < 40000; ++i) big += "line " + std::to_string(i) + "\n";  // ~400 KB
-  process_probe p(cat(cat({"try", "--times", "2", "--replay-stdin"}, fast),
-                      cat({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
+  process_probe p(concat_args(concat_args({"try", "--times", "2", "--replay-stdin"}, fast),
+                              concat_args({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
                   big);
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 1) << r.err;
@@ -503,8 +512,8 @@ TEST(Try, ReplayStdinGivesEveryAttemptALargeInputWhole) {
 
 TEST(Try, ReplayStdinWithAnEmptyInput) {
   const try_scratch s;
-  process_probe p(cat(cat({"try", "--times", "2", "--replay-stdin"}, fast),
-                      cat({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
+  process_probe p(concat_args(concat_args({"try", "--times", "2", "--replay-stdin"}, fast),
+                              concat_args({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
                   "");
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 1) << r.err;
@@ -516,8 +525,8 @@ TEST(Try, ReplayStdinWithAnEmptyInput) {
 
 TEST(Try, WithoutReplayOnlyTheFirstAttemptReadsStdin) {
   const try_scratch s;
-  process_probe p(cat(cat({"try", "--times", "3"}, fast),
-                      cat({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
+  process_probe p(concat_args(concat_args({"try", "--times", "3"}, fast),
+                              concat_args({"--"}, s.sh("cat > in.$BACKOFF_ATTEMPT; exit 1"))),
                   "hello\n");
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 1) << r.err;
@@ -529,21 +538,24 @@ TEST(Try, WithoutReplayOnlyTheFirstAttemptReadsStdin) {
 TEST(Try, StdoutOnSuccessPassesOnOnlyTheSuccessfulAttemptsOutput) {
   const std::vector<std::string> command{"sh", "-c",
                                          "echo out$BACKOFF_ATTEMPT; [ $BACKOFF_ATTEMPT = 3 ]"};
-  const auto held = run_timed(cat(cat({"try", "--stdout-on-success"}, fast), cat({"--"}, command)));
+  const auto held = run_timed(
+      concat_args(concat_args({"try", "--stdout-on-success"}, fast), concat_args({"--"}, command)));
   EXPECT_EQ(held.status, 0) << held.err;
   EXPECT_EQ(held.out, "out3\n");
   EXPECT_TRUE(contains(held.err, "out1\n")) << held.err;
   EXPECT_TRUE(contains(held.err, "out2\n")) << held.err;
   EXPECT_FALSE(contains(held.err, "out3")) << held.err;
 
-  const auto plain = run_timed(cat(cat({"try"}, fast), cat({"--"}, command)));
+  const auto plain =
+      run_timed(concat_args(concat_args({"try"}, fast), concat_args({"--"}, command)));
   EXPECT_EQ(plain.status, 0) << plain.err;
   EXPECT_EQ(plain.out, "out1\nout2\nout3\n") << "without the flag, every attempt's stdout";
 }
 
 TEST(Try, StdoutOnSuccessSendsEveryOutputToStderrWhenAllFail) {
-  const auto r = run_timed(cat(cat({"try", "--times", "2", "--stdout-on-success"}, fast),
-                               {"--", "sh", "-c", "echo out$BACKOFF_ATTEMPT; exit 1"}));
+  const auto r =
+      run_timed(concat_args(concat_args({"try", "--times", "2", "--stdout-on-success"}, fast),
+                            {"--", "sh", "-c", "echo out$BACKOFF_ATTEMPT; exit 1"}));
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "out1\nout2\n");
@@ -552,8 +564,8 @@ TEST(Try, StdoutOnSuccessSendsEveryOutputToStderrWhenAllFail) {
 // --- Verbose and the report --------------------------------------------------------------------
 
 TEST(Try, VerboseLogsEachAttemptAndTheNextDelay) {
-  const auto r =
-      run_timed(cat(cat({"try", "-v"}, fast), {"--", "sh", "-c", "[ $BACKOFF_ATTEMPT = 2 ]"}));
+  const auto r = run_timed(concat_args(concat_args({"try", "-v"}, fast),
+                                       {"--", "sh", "-c", "[ $BACKOFF_ATTEMPT = 2 ]"}));
   EXPECT_EQ(r.status, 0);
   const auto lines = lines_of(r.err);
   ASSERT_EQ(lines.size(), 2U) << r.err;
@@ -567,8 +579,8 @@ TEST(Try, VerboseLogsEachAttemptAndTheNextDelay) {
 }
 
 TEST(Try, VerboseSaysWhenItGivesUp) {
-  const auto r =
-      run_timed(cat(cat({"try", "--verbose", "--times", "2"}, fast), {"--", "sh", "-c", "exit 4"}));
+  const auto r = run_timed(concat_args(concat_args({"try", "--verbose", "--times", "2"}, fast),
+                                       {"--", "sh", "-c", "exit 4"}));
   EXPECT_EQ(r.status, 4);
   const auto lines = lines_of(r.err);
   ASSERT_EQ(lines.size(), 3U) << r.err;
@@ -586,9 +598,9 @@ TEST(Try, ReportDescribesEveryAttempt) {
   const try_scratch s;
   const double before = unix_now();
   const std::vector<std::string> command{"sh", "-c", "[ $BACKOFF_ATTEMPT = 2 ] || exit 5"};
-  const auto r =
-      run_timed(cat(cat({"try", "--times", "3", "--report", (s / "r.json").string()}, fast),
-                    cat({"--"}, command)));
+  const auto r = run_timed(
+      concat_args(concat_args({"try", "--times", "3", "--report", (s / "r.json").string()}, fast),
+                  concat_args({"--"}, command)));
   const double after = unix_now();
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "");
@@ -622,8 +634,8 @@ TEST(Try, ReportDescribesEveryAttempt) {
 }
 
 TEST(Try, ReportOfARunThatGaveUp) {
-  const auto r = run_timed(
-      cat(cat({"try", "--times", "3", "--report", "-"}, fast), {"--", "sh", "-c", "exit 2"}));
+  const auto r = run_timed(concat_args(concat_args({"try", "--times", "3", "--report", "-"}, fast),
+                                       {"--", "sh", "-c", "exit 2"}));
   EXPECT_EQ(r.status, 2);
   const json report = json::parse(r.out);  // --report -: stdout
   EXPECT_EQ(report["outcome"], "attempts_exhausted");
@@ -692,10 +704,11 @@ TEST(Try, ForCutsTheLastWaitToTheDeadlineAndTriesOnceMoreThere) {
 // under --timeout, and its own status is the tool's.
 TEST(Try, TheLastAttemptAtTheDeadlineRunsUnderItsTimeout) {
   const try_scratch s;
-  const auto r = run_timed(cat({"try", "--for", "300ms", "--timeout", "5s", "--policy",
-                                "constant(initial=1s)", "--report", (s / "r.json").string(), "--"},
-                               s.sh("[ $BACKOFF_ATTEMPT = 2 ] && sleep 0.6; "
-                                    "echo ${BACKOFF_DEADLINE-none} >> log; exit 3")));
+  const auto r =
+      run_timed(concat_args({"try", "--for", "300ms", "--timeout", "5s", "--policy",
+                             "constant(initial=1s)", "--report", (s / "r.json").string(), "--"},
+                            s.sh("[ $BACKOFF_ATTEMPT = 2 ] && sleep 0.6; "
+                                 "echo ${BACKOFF_DEADLINE-none} >> log; exit 3")));
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_GE(r.elapsed_s, 0.85) << "the last attempt was stopped at the deadline";
   const json report = read_report(s / "r.json");
@@ -706,9 +719,9 @@ TEST(Try, TheLastAttemptAtTheDeadlineRunsUnderItsTimeout) {
   EXPECT_NE(lines[0], "none") << "the first attempt knows the deadline";
   EXPECT_EQ(lines[1], "none") << "the last attempt has no deadline of its own";
 
-  const auto hung = run_timed(
-      cat({"try", "--for", "300ms", "--timeout", "500ms", "--policy", "constant(initial=1s)", "--"},
-          s.sh("[ ${BACKOFF_ATTEMPT} = 2 ] && sleep 30; exit 1")));
+  const auto hung = run_timed(concat_args(
+      {"try", "--for", "300ms", "--timeout", "500ms", "--policy", "constant(initial=1s)", "--"},
+      s.sh("[ ${BACKOFF_ATTEMPT} = 2 ] && sleep 30; exit 1")));
   EXPECT_EQ(hung.status, 124) << hung.err;
   EXPECT_LT(hung.elapsed_s, 5);
 }
@@ -764,9 +777,9 @@ TEST(Try, ForStartsNoAttemptAfterTheDeadline) {
 // Only a wait cut to end at the deadline is followed by one, the last.
 TEST(Try, AWaitThatOverranTheDeadlineStartsNoFurtherAttempt) {
   const try_scratch s;
-  process_probe p(cat({"try", "--for", "1s", "--policy", "constant(initial=200ms)", "-v",
-                       "--report", (s / "r.json").string(), "--"},
-                      s.sh("echo x >> log; exit 1")));
+  process_probe p(concat_args({"try", "--for", "1s", "--policy", "constant(initial=200ms)", "-v",
+                               "--report", (s / "r.json").string(), "--"},
+                              s.sh("echo x >> log; exit 1")));
   ASSERT_TRUE(wait_for_text(p.err_path(), "next attempt in"));
   p.signal(SIGSTOP);
   std::this_thread::sleep_for(1300ms);
@@ -785,9 +798,10 @@ TEST(Try, AWaitThatOverranTheDeadlineStartsNoFurtherAttempt) {
 
 TEST(Try, ForWithTimesStopsAtWhicheverComesFirst) {
   const try_scratch s;
-  const auto r = run_timed(
-      cat(cat({"try", "--for", "30s", "--times", "2", "--report", (s / "r.json").string()}, fast),
-          cat({"--"}, s.sh("echo $BACKOFF_MAX_ATTEMPTS >> log; exit 1"))));
+  const auto r = run_timed(concat_args(
+      concat_args({"try", "--for", "30s", "--times", "2", "--report", (s / "r.json").string()},
+                  fast),
+      concat_args({"--"}, s.sh("echo $BACKOFF_MAX_ATTEMPTS >> log; exit 1"))));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_EQ(s.read("log"), "2\n2\n");
   EXPECT_EQ(read_report(s / "r.json")["outcome"], "attempts_exhausted");
@@ -798,7 +812,8 @@ TEST(Try, ForWithTimesStopsAtWhicheverComesFirst) {
 // time" before it starts.
 TEST(Try, AVeryLongForStillRunsTheCommand) {
   const try_scratch s;
-  const auto r = run_timed(cat({"try", "--for", "9223372036s", "--"}, s.sh("echo ran > log")));
+  const auto r =
+      run_timed(concat_args({"try", "--for", "9223372036s", "--"}, s.sh("echo ran > log")));
   if (r.status == 125) {
     EXPECT_EQ(lines_of(r.err).size(), 1U) << r.err;
     EXPECT_TRUE(contains(r.err, "--for")) << r.err;
@@ -811,8 +826,8 @@ TEST(Try, AVeryLongForStillRunsTheCommand) {
 // Likewise a very long --every: the second attempt must not start at once.
 TEST(Try, AVeryLongEveryStillWaitsBetweenAttempts) {
   const try_scratch s;
-  process_probe p(
-      cat({"try", "--times", "2", "--every", "9223372036s", "--"}, s.sh("echo x >> log; exit 1")));
+  process_probe p(concat_args({"try", "--times", "2", "--every", "9223372036s", "--"},
+                              s.sh("echo x >> log; exit 1")));
   ASSERT_TRUE(wait_for_file(s / "log"));
   std::this_thread::sleep_for(500ms);
   p.signal(SIGTERM);
@@ -832,9 +847,10 @@ TEST(Try, UntilStopsOnAnyItemOfTheList) {
   for (const std::string list : {"3,4", "4,3"}) {
     SCOPED_TRACE(list);
     const std::string log = "log" + list;
-    const auto r = run_timed(cat(cat({"try", "--times", "3", "--until", list}, fast),
-                                 cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> '" + log +
-                                                  "'; exit $((BACKOFF_ATTEMPT + 1))"))));
+    const auto r =
+        run_timed(concat_args(concat_args({"try", "--times", "3", "--until", list}, fast),
+                              concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> '" + log +
+                                                       "'; exit $((BACKOFF_ATTEMPT + 1))"))));
     EXPECT_EQ(r.status, 3) << r.err;
     EXPECT_EQ(s.read(log), "1\n2\n");
   }
@@ -842,9 +858,10 @@ TEST(Try, UntilStopsOnAnyItemOfTheList) {
 
 TEST(Try, UntilPassesTheMatchedStatusThroughAndStops) {
   const try_scratch s;
-  const auto r = run_timed(
-      cat(cat({"try", "--times", "5", "--until", "3", "--report", (s / "r.json").string()}, fast),
-          cat({"--"}, s.sh("echo x >> log; exit 3"))));
+  const auto r = run_timed(concat_args(
+      concat_args({"try", "--times", "5", "--until", "3", "--report", (s / "r.json").string()},
+                  fast),
+      concat_args({"--"}, s.sh("echo x >> log; exit 3"))));
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_EQ(s.read("log"), "x\n");
   EXPECT_EQ(read_report(s / "r.json")["outcome"], "succeeded");
@@ -852,19 +869,21 @@ TEST(Try, UntilPassesTheMatchedStatusThroughAndStops) {
 
 TEST(Try, UntilFailStopsAtTheFirstFailure) {
   const try_scratch s;
-  const auto r = run_timed(cat(cat({"try", "--times", "5", "--until", "fail"}, fast),
-                               cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
-                                                "[ $BACKOFF_ATTEMPT = 3 ] && exit 6; exit 0"))));
+  const auto r = run_timed(
+      concat_args(concat_args({"try", "--times", "5", "--until", "fail"}, fast),
+                  concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
+                                           "[ $BACKOFF_ATTEMPT = 3 ] && exit 6; exit 0"))));
   EXPECT_EQ(r.status, 6) << r.err;
   EXPECT_EQ(s.read("log"), "1\n2\n3\n");
 }
 
 TEST(Try, WhileRetriesOnlyTheListedStatuses) {
   const try_scratch s;
-  const auto r = run_timed(
-      cat(cat({"try", "--times", "5", "--while", "1-2", "--report", (s / "r.json").string()}, fast),
-          cat({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
-                           "exit $BACKOFF_ATTEMPT"))));
+  const auto r = run_timed(concat_args(
+      concat_args({"try", "--times", "5", "--while", "1-2", "--report", (s / "r.json").string()},
+                  fast),
+      concat_args({"--"}, s.sh("echo $BACKOFF_ATTEMPT >> log; "
+                               "exit $BACKOFF_ATTEMPT"))));
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_EQ(s.read("log"), "1\n2\n3\n");
   EXPECT_EQ(read_report(s / "r.json")["outcome"], "not_retryable");
@@ -872,8 +891,8 @@ TEST(Try, WhileRetriesOnlyTheListedStatuses) {
 
 TEST(Try, WhileStopsAtOnceOnAnUnlistedStatus) {
   const try_scratch s;
-  const auto r = run_timed(cat(cat({"try", "--times", "5", "--while", "1,7"}, fast),
-                               cat({"--"}, s.sh("echo x >> log; exit 2"))));
+  const auto r = run_timed(concat_args(concat_args({"try", "--times", "5", "--while", "1,7"}, fast),
+                                       concat_args({"--"}, s.sh("echo x >> log; exit 2"))));
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_EQ(s.read("log"), "x\n");
 }
@@ -930,9 +949,11 @@ void expect_stopped_by(const probe_result& r, int sig) {
 
 TEST(TrySignals, IntDuringAnAttemptReachesTheCommandAndTheToolExits130) {
   const try_scratch s;
-  process_probe p(cat(
-      cat({"try", "--times", "3", "--grace", "300ms", "--report", (s / "r.json").string()}, fast),
-      cat({"--"}, s.sh("trap 'echo INT > got; exit 3' INT; sleep 30 & echo $! > grandchild; "
+  process_probe p(concat_args(
+      concat_args({"try", "--times", "3", "--grace", "300ms", "--report", (s / "r.json").string()},
+                  fast),
+      concat_args({"--"},
+                  s.sh("trap 'echo INT > got; exit 3' INT; sleep 30 & echo $! > grandchild; "
                        "echo $$ >> started; wait"))));
   ASSERT_TRUE(wait_for_file(s / "started"));
   p.signal(SIGINT);
@@ -955,9 +976,10 @@ TEST(TrySignals, IntDuringAnAttemptReachesTheCommandAndTheToolExits130) {
 
 TEST(TrySignals, TermDuringAnAttemptReachesTheCommandAndTheToolExits143) {
   const try_scratch s;
-  process_probe p(cat(cat({"try", "--times", "3", "--grace", "300ms"}, fast),
-                      cat({"--"}, s.sh("trap 'echo TERM > got; exit 3' TERM; sleep 30 & "
-                                       "echo $! > grandchild; echo $$ >> started; wait"))));
+  process_probe p(
+      concat_args(concat_args({"try", "--times", "3", "--grace", "300ms"}, fast),
+                  concat_args({"--"}, s.sh("trap 'echo TERM > got; exit 3' TERM; sleep 30 & "
+                                           "echo $! > grandchild; echo $$ >> started; wait"))));
   ASSERT_TRUE(wait_for_file(s / "started"));
   p.signal(SIGTERM);
   const probe_result r = p.wait();
@@ -971,8 +993,9 @@ TEST(TrySignals, TermDuringAnAttemptReachesTheCommandAndTheToolExits143) {
 
 TEST(TrySignals, TermDuringTheWaitBetweenAttemptsExitsAtOnce) {
   const try_scratch s;
-  process_probe p(cat({"try", "--times", "3", "-v", "--policy", "constant(initial=30s)", "--"},
-                      s.sh("echo x >> started; exit 1")));
+  process_probe p(
+      concat_args({"try", "--times", "3", "-v", "--policy", "constant(initial=30s)", "--"},
+                  s.sh("echo x >> started; exit 1")));
   ASSERT_TRUE(wait_for_text(p.err_path(), "next attempt in 30.000s"));
   p.signal(SIGTERM);
   const probe_result r = p.wait();
@@ -982,8 +1005,8 @@ TEST(TrySignals, TermDuringTheWaitBetweenAttemptsExitsAtOnce) {
 
 TEST(TrySignals, ACommandThatIgnoresTheSignalIsKilledAfterTheGrace) {
   const try_scratch s;
-  process_probe p(cat({"try", "--times", "3", "--grace", "200ms", "--"},
-                      s.sh("trap '' INT TERM; echo $$ >> started; sleep 30")));
+  process_probe p(concat_args({"try", "--times", "3", "--grace", "200ms", "--"},
+                              s.sh("trap '' INT TERM; echo $$ >> started; sleep 30")));
   ASSERT_TRUE(wait_for_file(s / "started"));
   p.signal(SIGINT);
   const probe_result r = p.wait();
@@ -996,8 +1019,8 @@ TEST(TrySignals, ACommandThatIgnoresTheSignalIsKilledAfterTheGrace) {
 // must still reach it through the process group.
 TEST(TrySignals, IntDuringAnAttemptStopsTheWholeProcessGroup) {
   const try_scratch s;
-  process_probe p(cat({"try", "--times", "3", "--grace", "300ms", "--"},
-                      s.sh("sleep 30 & echo $! > grandchild; wait")));
+  process_probe p(concat_args({"try", "--times", "3", "--grace", "300ms", "--"},
+                              s.sh("sleep 30 & echo $! > grandchild; wait")));
   ASSERT_TRUE(wait_for_file(s / "grandchild"));
   p.signal(SIGINT);
   const probe_result r = p.wait();
@@ -1028,7 +1051,8 @@ TEST_P(BadRetryFlags, AreOneLineWithStatus125AndRunNothing) {
   const try_scratch s;
   std::vector<std::string> args = m.args;
   if (m.with_command) {
-    args = cat(args, {"--", "sh", "-c", "echo ran >> " + shell_quote((s / "mark").string())});
+    args =
+        concat_args(args, {"--", "sh", "-c", "echo ran >> " + shell_quote((s / "mark").string())});
   }
   const auto r = run_timed(args);
   EXPECT_EQ(r.status, 125) << r.err;
@@ -1100,9 +1124,9 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Forany, StopsAtTheFirstItemThatSucceeds) {
   const try_scratch s;
-  const auto r = run_timed(
-      cat({"forany", "--times", "1", "--report", (s / "r.json").string(), "a", "b", "c", "--"},
-          s.sh("echo {} >> log; [ {} = b ]")));
+  const auto r = run_timed(concat_args(
+      {"forany", "--times", "1", "--report", (s / "r.json").string(), "a", "b", "c", "--"},
+      s.sh("echo {} >> log; [ {} = b ]")));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(s.read("log"), "a\nb\n");
   const json report = read_report(s / "r.json");
@@ -1124,20 +1148,20 @@ TEST(Forany, StopsAtTheFirstItemThatSucceeds) {
 
 TEST(Forany, EachItemGetsTheFullTryOptions) {
   const try_scratch s;
-  const auto r =
-      run_timed(cat(cat({"forany", "--times", "2"}, fast),
-                    cat({"a", "b", "c", "--"}, s.sh("echo {}$BACKOFF_ATTEMPT >> log; "
-                                                    "[ {} = b ] && [ $BACKOFF_ATTEMPT = 2 ]"))));
+  const auto r = run_timed(concat_args(
+      concat_args({"forany", "--times", "2"}, fast),
+      concat_args({"a", "b", "c", "--"}, s.sh("echo {}$BACKOFF_ATTEMPT >> log; "
+                                              "[ {} = b ] && [ $BACKOFF_ATTEMPT = 2 ]"))));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(s.read("log"), "a1\na2\nb1\nb2\n");
 }
 
 TEST(Forany, WhenEveryItemFailsExitsWithTheLastItemsStatus) {
   const try_scratch s;
-  const auto r = run_timed(
-      cat(cat({"forany", "--times", "2", "--report", (s / "r.json").string()}, fast),
-          cat({"a", "b", "c", "--"}, s.sh("echo {} >> log; case {} in a) exit 3;; b) exit 4;; "
-                                          "*) exit 5;; esac"))));
+  const auto r = run_timed(concat_args(
+      concat_args({"forany", "--times", "2", "--report", (s / "r.json").string()}, fast),
+      concat_args({"a", "b", "c", "--"}, s.sh("echo {} >> log; case {} in a) exit 3;; b) exit 4;; "
+                                              "*) exit 5;; esac"))));
   EXPECT_EQ(r.status, 5) << r.err;
   EXPECT_EQ(s.read("log"), "a\na\nb\nb\nc\nc\n");
   const json report = read_report(s / "r.json");
@@ -1162,9 +1186,9 @@ TEST(Forany, ReplacesBracesInEveryWordAndSetsBackoffItem) {
 std::vector<std::string> shuffled_order(const try_scratch& s, const std::string& seed) {
   const std::string log = "order" + seed;
   fs::remove(s / log);
-  const auto r = run_timed(
-      cat({"forany", "--times", "1", "--shuffle", "--seed", seed, "a", "b", "c", "d", "e", "--"},
-          s.sh("echo {} >> " + log + "; exit 1")));
+  const auto r = run_timed(concat_args(
+      {"forany", "--times", "1", "--shuffle", "--seed", seed, "a", "b", "c", "d", "e", "--"},
+      s.sh("echo {} >> " + log + "; exit 1")));
   EXPECT_EQ(r.status, 1) << r.err;
   return lines_of(s.read(log));
 }
@@ -1200,8 +1224,8 @@ TEST(Forany, VerboseNamesTheItemOfEachAttemptAndTheWinner) {
 
 TEST(Forany, TermStopsTheRunAndTriesNoFurtherItem) {
   const try_scratch s;
-  process_probe p(cat({"forany", "--times", "1", "--grace", "300ms", "a", "b", "c", "--"},
-                      s.sh("echo $$ >> started; echo {} >> items; sleep 30")));
+  process_probe p(concat_args({"forany", "--times", "1", "--grace", "300ms", "a", "b", "c", "--"},
+                              s.sh("echo $$ >> started; echo {} >> items; sleep 30")));
   ASSERT_TRUE(wait_for_file(s / "items"));
   p.signal(SIGTERM);
   const probe_result r = p.wait();
@@ -1256,9 +1280,9 @@ TEST(Forall, RunsEveryItemAtOnceByDefault) {
 TEST(Forall, JobsOneRunsOneItemAtATime) {
   const try_scratch s;
   const auto r =
-      run_timed(cat({"forall", "-j", "1", "--times", "1", "--report", (s / "r.json").string(), "a",
-                     "b", "c", "--"},
-                    s.sh("mkdir lock || exit 9; echo {} >> log; sleep 0.3; rmdir lock")));
+      run_timed(concat_args({"forall", "-j", "1", "--times", "1", "--report",
+                             (s / "r.json").string(), "a", "b", "c", "--"},
+                            s.sh("mkdir lock || exit 9; echo {} >> log; sleep 0.3; rmdir lock")));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_GE(r.elapsed_s, 0.85);
   EXPECT_EQ(s.read("log"), "a\nb\nc\n");
@@ -1273,9 +1297,10 @@ TEST(Forall, JobsOneRunsOneItemAtATime) {
 
 TEST(Forall, JobsTwoRunsAtMostTwoAtOnce) {
   const try_scratch s;
-  const auto r = run_timed(cat({"forall", "--jobs", "2", "--times", "1", "a", "b", "c", "d", "--"},
-                               s.sh("mkdir running.{}; ls -d running.* | wc -l >> counts; "
-                                    "sleep 0.2; rmdir running.{}")));
+  const auto r =
+      run_timed(concat_args({"forall", "--jobs", "2", "--times", "1", "a", "b", "c", "d", "--"},
+                            s.sh("mkdir running.{}; ls -d running.* | wc -l >> counts; "
+                                 "sleep 0.2; rmdir running.{}")));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_GE(r.elapsed_s, 0.35) << "four 0.2 s items, two at a time";
   const auto counts = read_pids(s / "counts");
@@ -1285,8 +1310,9 @@ TEST(Forall, JobsTwoRunsAtMostTwoAtOnce) {
 
 TEST(Forall, SucceedsWhenEveryItemSucceeds) {
   const try_scratch s;
-  const auto r = run_timed(cat({"forall", "--report", (s / "r.json").string(), "a", "b", "c", "--"},
-                               s.sh("echo $BACKOFF_ITEM > item.{}")));
+  const auto r =
+      run_timed(concat_args({"forall", "--report", (s / "r.json").string(), "a", "b", "c", "--"},
+                            s.sh("echo $BACKOFF_ITEM > item.{}")));
   EXPECT_EQ(r.status, 0) << r.err;
   for (const std::string item : {"a", "b", "c"}) EXPECT_EQ(s.read("item." + item), item + "\n");
   const json report = read_report(s / "r.json");
@@ -1303,10 +1329,10 @@ TEST(Forall, SucceedsWhenEveryItemSucceeds) {
 
 TEST(Forall, RetriesEachItemOnItsOwn) {
   const try_scratch s;
-  const auto r =
-      run_timed(cat(cat({"forall", "--times", "3"}, fast),
-                    cat({"a", "b", "c", "--"}, s.sh("echo $BACKOFF_ATTEMPT >> log.{}; "
-                                                    "[ {} = a ] || [ $BACKOFF_ATTEMPT = 2 ]"))));
+  const auto r = run_timed(concat_args(
+      concat_args({"forall", "--times", "3"}, fast),
+      concat_args({"a", "b", "c", "--"}, s.sh("echo $BACKOFF_ATTEMPT >> log.{}; "
+                                              "[ {} = a ] || [ $BACKOFF_ATTEMPT = 2 ]"))));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(s.read("log.a"), "1\n");
   EXPECT_EQ(s.read("log.b"), "1\n2\n");
@@ -1315,10 +1341,10 @@ TEST(Forall, RetriesEachItemOnItsOwn) {
 
 TEST(Forall, TheFirstFailureStopsTheOthersAndGivesTheStatus) {
   const try_scratch s;
-  const auto r = run_timed(cat({"forall", "--times", "1", "--report", (s / "r.json").string(),
-                                "slow1", "bad", "slow2", "--"},
-                               s.sh("if [ {} = bad ]; then sleep 0.2; exit 4; fi; "
-                                    "echo $$ >> pids; sleep 30")));
+  const auto r = run_timed(concat_args({"forall", "--times", "1", "--report",
+                                        (s / "r.json").string(), "slow1", "bad", "slow2", "--"},
+                                       s.sh("if [ {} = bad ]; then sleep 0.2; exit 4; fi; "
+                                            "echo $$ >> pids; sleep 30")));
   EXPECT_EQ(r.status, 4) << r.err;
   EXPECT_LT(r.elapsed_s, 5);
   for (const pid_t p : read_pids(s / "pids")) EXPECT_TRUE(wait_until_gone(p, 2s)) << p;
@@ -1341,9 +1367,9 @@ TEST(Forall, TheFirstFailureStopsTheOthersAndGivesTheStatus) {
 
 TEST(Forall, ItemsNeverStartedAreMarkedSo) {
   const try_scratch s;
-  const auto r = run_timed(cat({"forall", "-j", "1", "--times", "1", "--report",
-                                (s / "r.json").string(), "bad", "a", "b", "--"},
-                               s.sh("echo {} >> log; [ {} != bad ] || exit 6")));
+  const auto r = run_timed(concat_args({"forall", "-j", "1", "--times", "1", "--report",
+                                        (s / "r.json").string(), "bad", "a", "b", "--"},
+                                       s.sh("echo {} >> log; [ {} != bad ] || exit 6")));
   EXPECT_EQ(r.status, 6) << r.err;
   EXPECT_EQ(s.read("log"), "bad\n");
   const json report = read_report(s / "r.json");
@@ -1384,9 +1410,9 @@ TEST(Forall, TheSameSeedGivesEachItemTheSameDelays) {
 
 TEST(Forall, IntStopsEveryRunningItem) {
   const try_scratch s;
-  process_probe p(cat({"forall", "--times", "1", "--grace", "300ms", "a", "b", "--"},
-                      s.sh("trap 'echo INT > got.{}; exit 0' INT; sleep 30 & "
-                           "echo $! >> grandchildren; echo $$ >> started; wait")));
+  process_probe p(concat_args({"forall", "--times", "1", "--grace", "300ms", "a", "b", "--"},
+                              s.sh("trap 'echo INT > got.{}; exit 0' INT; sleep 30 & "
+                                   "echo $! >> grandchildren; echo $$ >> started; wait")));
   ASSERT_TRUE(wait_for_text(s / "started", "\n"));
   const auto until = std::chrono::steady_clock::now() + 10s;
   while (read_pids(s / "started").size() < 2 && std::chrono::steady_clock::now() < until) {
@@ -1440,9 +1466,9 @@ TEST(Forall, StdoutOnSuccessKeepsEachItemsOutputTogether) {
 
 TEST(Forall, ReplayStdinGivesEveryItemTheWholeInput) {
   const try_scratch s;
-  process_probe p(
-      cat({"forall", "--replay-stdin", "--times", "1", "a", "b", "c", "--"}, s.sh("cat > in.{}")),
-      "hello\nworld\n");
+  process_probe p(concat_args({"forall", "--replay-stdin", "--times", "1", "a", "b", "c", "--"},
+                              s.sh("cat > in.{}")),
+                  "hello\nworld\n");
   const probe_result r = p.wait();
   EXPECT_EQ(r.status, 0) << r.err;
   for (const std::string item : {"a", "b", "c"}) {
@@ -1452,9 +1478,9 @@ TEST(Forall, ReplayStdinGivesEveryItemTheWholeInput) {
 
 TEST(Forall, IntWithJobsOneLeavesTheLaterItemsUnstarted) {
   const try_scratch s;
-  process_probe p(cat({"forall", "-j", "1", "--times", "1", "--grace", "300ms", "--report",
-                       (s / "r.json").string(), "a", "b", "c", "--"},
-                      s.sh("echo $$ >> started; sleep 30")));
+  process_probe p(concat_args({"forall", "-j", "1", "--times", "1", "--grace", "300ms", "--report",
+                               (s / "r.json").string(), "a", "b", "c", "--"},
+                              s.sh("echo $$ >> started; sleep 30")));
   ASSERT_TRUE(wait_for_file(s / "started"));
   p.signal(SIGINT);
   const probe_result r = p.wait();
@@ -1501,8 +1527,8 @@ std::size_t files_starting_with(const fs::path& dir, const std::string& prefix) 
 
 TEST(ForallDescriptors, AllAtOnceStaysWithinALowDescriptorLimitAndRunsEveryItem) {
   const try_scratch s;
-  const auto args = cat(cat({"forall", "--times", "1"}, numbered_items(100)),
-                        cat({"--"}, s.sh("sleep 0.2; touch ran.{}")));
+  const auto args = concat_args(concat_args({"forall", "--times", "1"}, numbered_items(100)),
+                                concat_args({"--"}, s.sh("sleep 0.2; touch ran.{}")));
   auto probe = start_with_descriptor_limit(64, args);
   const probe_result r = probe->wait(120s);
   EXPECT_TRUE(r.finished && r.exited) << r.err;
@@ -1514,11 +1540,12 @@ TEST(ForallDescriptors, AllAtOnceStaysWithinALowDescriptorLimitAndRunsEveryItem)
 
 TEST(ForallDescriptors, JobsAboveTheDescriptorLimitAreCappedAndSaidOnce) {
   const try_scratch s;
-  const auto args =
-      cat(cat({"forall", "-j", "60", "--times", "1"}, numbered_items(60)),
-          cat({"--"},
-              s.sh("mkdir running.{}; ls -d running.* 2>/dev/null | wc -l >> counts; sleep 0.2; "
-                   "rmdir running.{}")));
+  const auto args = concat_args(
+      concat_args({"forall", "-j", "60", "--times", "1"}, numbered_items(60)),
+      concat_args(
+          {"--"},
+          s.sh("mkdir running.{}; ls -d running.* 2>/dev/null | wc -l >> counts; sleep 0.2; "
+               "rmdir running.{}")));
   auto probe = start_with_descriptor_limit(64, args);
   const probe_result r = probe->wait(120s);
   EXPECT_TRUE(r.finished && r.exited) << r.err;
@@ -1540,7 +1567,8 @@ TEST(ForallDescriptors, JobsAboveTheDescriptorLimitAreCappedAndSaidOnce) {
 
 TEST(ForallDescriptors, VerboseSaysWhenAllAtOnceIsCapped) {
   auto probe = start_with_descriptor_limit(
-      64, cat(cat({"forall", "-v", "--times", "1"}, numbered_items(40)), {"--", "true"}));
+      64, concat_args(concat_args({"forall", "-v", "--times", "1"}, numbered_items(40)),
+                      {"--", "true"}));
   const probe_result r = probe->wait(120s);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "items at once, not 40: the descriptor limit (ulimit -n 64"))
@@ -1549,7 +1577,8 @@ TEST(ForallDescriptors, VerboseSaysWhenAllAtOnceIsCapped) {
 
 TEST(ForallDescriptors, StdoutOnSuccessUnderALowDescriptorLimitPassesEveryItemsOutput) {
   auto probe = start_with_descriptor_limit(
-      64, cat(cat({"forall", "--stdout-on-success", "--times", "1"}, numbered_items(100)),
+      64, concat_args(
+              concat_args({"forall", "--stdout-on-success", "--times", "1"}, numbered_items(100)),
               {"--", "sh", "-c", "sleep 0.1; echo {}"}));
   const probe_result r = probe->wait(120s);
   EXPECT_EQ(r.status, 0) << r.err;
@@ -1563,10 +1592,10 @@ TEST(ForallDescriptors, StdoutOnSuccessUnderALowDescriptorLimitPassesEveryItemsO
 // (before: 125 after a 65 s stall).
 TEST(ForallDescriptors, AFailureUnderALowDescriptorLimitStopsTheOthersQuickly) {
   const try_scratch s;
-  const auto args =
-      cat(cat({"forall", "--times", "1", "--grace", "200ms", "bad"}, numbered_items(60)),
-          cat({"--"}, s.sh("if [ {} = bad ]; then sleep 0.3; exit 4; fi; "
-                           "echo $$ >> started; exec sleep 30")));
+  const auto args = concat_args(
+      concat_args({"forall", "--times", "1", "--grace", "200ms", "bad"}, numbered_items(60)),
+      concat_args({"--"}, s.sh("if [ {} = bad ]; then sleep 0.3; exit 4; fi; "
+                               "echo $$ >> started; exec sleep 30")));
   auto probe = start_with_descriptor_limit(64, args);
   const probe_result r = probe->wait(120s);
   EXPECT_TRUE(r.finished && r.exited) << r.err;
@@ -1583,8 +1612,8 @@ TEST(ForallDescriptorsExhausted, NoDescriptorLeftForACommandIsOneLineAnd125AndSt
   bool seen = false;
   for (rlim_t limit = 4; limit <= 32 && !seen; ++limit) {
     const try_scratch s;
-    auto probe =
-        start_with_descriptor_limit(limit, cat({"try", "--times", "3", "--"}, s.sh("touch ran")));
+    auto probe = start_with_descriptor_limit(
+        limit, concat_args({"try", "--times", "3", "--"}, s.sh("touch ran")));
     const probe_result r = probe->wait(60s);
     if (!contains(r.err, "cannot start")) continue;
     seen = true;
