@@ -1395,9 +1395,15 @@ std::string sweep_ranking_html(const scenario_result& r, std::vector<std::string
       if (row.p99 && (shortest == nullptr || *row.p99 < *shortest->p99)) shortest = &row;
       if (row.recovered_runs > 0) ++recovering;
     }
+    const std::vector<std::string> tied = tied_first(k);
+    std::string first_cell = first.name;
+    if (tied.size() > 1) {
+      first_cell = "tie: ";
+      for (std::size_t i = 0; i < tied.size(); ++i) first_cell += (i ? ", " : "") + tied[i];
+    }
     std::vector<html_cell> cells{
         {point_label(p)},
-        {first.name},
+        {first_cell},
         {format_percent(first.success), true},
         {format_attempts(first.attempts_per_operation), true},
         {first.p99 ? format_latency(*first.p99) + " " + unit : "-", true},
@@ -1418,7 +1424,9 @@ std::string sweep_ranking_html(const scenario_result& r, std::vector<std::string
          "<p class=\"rule\">Each row ranks the strategies at one point on " + html_escape(of) +
          (r.outage ? ": runs that recovered (more first), then" : ":") +
          " success (as shown), then p99 latency, then attempts per operation; <em>first</em> is "
-         "the top of that ranking, with its success %, load x (attempts per operation) and p99. "
+         "the top of that ranking, with its success %, load x (attempts per operation) and p99 "
+         "(a <em>tie</em> when the next ones have the same success and recovery and a p99 and "
+         "attempts within 5 %: the order among them is then no advice). "
          "Fewest calls and shortest p99 are over all strategies at the point, with their "
          "success %.</p>\n";
 }

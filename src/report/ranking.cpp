@@ -187,6 +187,27 @@ bool ranks_before(const ranking_row& a, const ranking_row& b, bool outage) {
   return a.attempts_per_operation < b.attempts_per_operation;
 }
 
+bool indistinguishable(const ranking_row& a, const ranking_row& b, bool outage) {
+  using namespace ranking_detail;
+  const auto close = [](double x, double y) {
+    return std::abs(x - y) <= 0.05 * std::max(std::abs(x), std::abs(y));
+  };
+  if (outage && compare_recovered(a, b) != 0) return false;
+  if (shown_success(a.success) != shown_success(b.success)) return false;
+  if (a.p99.has_value() != b.p99.has_value()) return false;
+  if (a.p99 && !close(*a.p99, *b.p99)) return false;
+  return close(a.attempts_per_operation, b.attempts_per_operation);
+}
+
+std::vector<std::string> tied_first(const ranking& k) {
+  std::vector<std::string> names;
+  for (const auto& row : k.rows) {
+    if (!names.empty() && !indistinguishable(k.rows.front(), row, k.outage)) break;
+    names.push_back(row.name);
+  }
+  return names;
+}
+
 ranking rank_strategies(const ranking_input& strategies, bool outage) {
   ranking r;
   r.outage = outage;
@@ -242,20 +263,28 @@ std::string verdict(const scenario_result& r) {
   if (r.sweep) {
     std::map<std::string, std::size_t> firsts;
     std::vector<std::string> order;
-    std::size_t points = 0;
+    std::size_t points = 0, ties = 0;
     for (const auto& p : r.points) {
       const ranking k = rank_point(r, p);
       if (k.rows.empty()) continue;
       ++points;
-      if (firsts[k.rows.front().name]++ == 0) order.push_back(k.rows.front().name);
+      if (tied_first(k).size() > 1) {
+        ++ties;
+      } else if (firsts[k.rows.front().name]++ == 0) {
+        order.push_back(k.rows.front().name);
+      }
     }
     if (points == 0) return {};
     std::stable_sort(order.begin(), order.end(),
                      [&](const auto& a, const auto& b) { return firsts[a] > firsts[b]; });
-    std::string out = "ranked first at ";
+    std::string out;
     for (std::size_t i = 0; i < order.size(); ++i) {
-      out += fmt::format("{}{} of {} points: {}", i == 0 ? "" : "; ", firsts[order[i]], points,
-                         order[i]);
+      out += fmt::format("{}{} of {} points: {}", i == 0 ? "ranked first at " : "; ",
+                         firsts[order[i]], points, order[i]);
+    }
+    if (ties > 0) {
+      out += fmt::format("{}{} of {} points: a tie at the top (alike within 5 %)",
+                         out.empty() ? "" : "; ", ties, points);
     }
     return out;
   }

@@ -49,6 +49,13 @@ using ranking_input = std::vector<std::pair<std::string, std::vector<const strat
 // True when `a` ranks above `b` (the rule in the header comment).
 bool ranks_before(const ranking_row& a, const ranking_row& b, bool outage);
 
+// True when nothing a reader would act on tells `a` from `b`: the same recovery (with an outage)
+// and success as shown, p99 latencies within 5 % of each other (or both missing), attempts per
+// operation within 5 %. The rule still orders them; the report calls the top a tie, not a win.
+bool indistinguishable(const ranking_row& a, const ranking_row& b, bool outage);
+// The rows tied with the first (itself included): one name when the first is clearly first.
+std::vector<std::string> tied_first(const ranking& k);
+
 ranking rank_strategies(const ranking_input& strategies, bool outage);
 ranking rank_plain(const scenario_result& r);
 ranking rank_point(const scenario_result& r, const point_result& point);
@@ -57,7 +64,8 @@ ranking rank_point(const scenario_result& r, const point_result& point);
 std::string point_label(const point_result& point);
 
 // One line for the reports index: the first-ranked strategy and its figures (a plain run), how
-// often each strategy ranks first (a sweep), or the map's boundary; empty when nothing ran.
+// often each strategy ranks first, ties apart (a sweep), or the map's boundary; empty when
+// nothing ran.
 std::string verdict(const scenario_result& r);
 
 // Numbers as the report prints them: seconds with three significant digits (no exponent from

@@ -132,6 +132,32 @@ TEST(ReportRanking, ASweepPointRanksOnItsReplicationsAndTheVerdictCountsFirsts) 
   EXPECT_EQ(report::verdict(r), "ranked first at 1 of 2 points: retries; 1 of 2 points: budget");
 }
 
+// Strategies alike at a point (same success, p99 and attempts within 5 %) are a tie at the top:
+// the rule's order among them is no advice, and the verdict does not count it as a win.
+TEST(ReportRanking, AlikeStrategiesAreATieNotAWin) {
+  report::scenario_result r;
+  r.sweep = true;
+  for (const bool alike : {true, false}) {
+    report::point_result p;
+    p.params.push_back({"clients", {alike ? "25" : "400", alike ? "25" : "400"}});
+    p.strategies = {
+        {"fixed", {advice_strategy("fixed", alike ? 970 : 100, 1.0, 39.7)}, {1}},
+        {"ethernet", {advice_strategy("ethernet", 970, 1.02, alike ? 40.2 : 41.0)}, {1}}};
+    r.points.push_back(p);
+  }
+  const report::ranking at25 = report::rank_point(r, r.points[0]);
+  EXPECT_EQ(report::tied_first(at25), (std::vector<std::string>{"fixed", "ethernet"}));
+  EXPECT_EQ(report::tied_first(report::rank_point(r, r.points[1])),
+            (std::vector<std::string>{"ethernet"}));
+  // p99 apart by more than 5 %: no longer alike.
+  report::ranking_row slower = at25.rows[1];
+  slower.p99 = *slower.p99 * 1.2;
+  EXPECT_FALSE(report::indistinguishable(at25.rows[0], slower, false));
+  EXPECT_EQ(report::verdict(r),
+            "ranked first at 1 of 2 points: ethernet; 1 of 2 points: a tie at the top (alike "
+            "within 5 %)");
+}
+
 TEST(ReportPage, LeadsWithARankingTableAndKeepsHostileTextAsText) {
   advice_dir dir;
   report::scenario_result r;
