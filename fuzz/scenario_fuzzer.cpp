@@ -5,10 +5,11 @@
 // Asserts: load returns or throws sim::scenario_error (nothing else: no toml::parse_error,
 // parse_error, bad_alloc or length_error gets out) whose message is one line starting with the
 // file's name or "--set"; a loaded scenario has a name, at least one strategy with distinct
-// names, and specs that the library's parsers accept; its fingerprint is 16 hex digits and the
-// same for the same input; the sweep grid has the size the axes say (within the documented
-// limits), and the scenario of its first and last point loads, is not a sweep, and keeps the seed.
-// config().finish() throws scenario_error with a one-line message or returns.
+// names (or, a metastable map, maps with a scenario, loads and a trigger range), and specs that the
+// library's parsers accept; its fingerprint is 16 hex digits and the same for the same input; the
+// sweep grid has the size the axes say (within the documented limits), and the scenario of its
+// first and last point loads, is not a sweep, and keeps the seed. config().finish() throws
+// scenario_error with a one-line message or returns.
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -42,7 +43,15 @@ void check_loaded(scenario& sc, const backoff::sim::scenario_source& source,
                   const std::vector<std::string>& sets) {
   check(!sc.name().empty(), "a scenario without a name");
   check(!sc.model().empty(), "a scenario without a model");
-  check(!sc.strategies().empty(), "a scenario without strategies");
+  // A metastable map ([[map]]) runs other scenarios' strategies and has none of its own.
+  check(sc.is_map() || !sc.strategies().empty(), "a scenario without strategies or maps");
+  for (const auto& m : sc.maps()) {
+    check(!m.scenario.empty() && !m.strategy.empty(), "a map without a scenario or strategy");
+    check(!m.loads.empty() && m.loads.size() == m.load_values.size(),
+          "a map whose loads and load values differ", m.load_key);
+    check(m.low < m.high && m.resolution > 0, "a map whose trigger range is empty", m.trigger_key);
+    check(m.replications >= 1 && m.max_probes >= 1, "a map without runs", m.where);
+  }
   std::set<std::string> names;
   for (const auto& s : sc.strategies()) {
     check(!s.name().empty() && names.insert(s.name()).second, "a strategy name empty or repeated");

@@ -64,7 +64,8 @@ TEST(MetastableQueueChain, AgreesWithTheEventModelOnTheTimeToFillAtTheCanonicalP
                                {"spike.duration=\"0s\"", "workload.rate_per_s=9.5",
                                 "run.duration=\"1000s\"", "run.bucket=\"1s\""},
                                seed);
-    const report::strategy_summary& s = by_name(r).at("metafor-retries");
+    const auto strategies = by_name(r);
+    const report::strategy_summary& s = strategies.at("metafor-retries");
     std::size_t i = 0;
     while (i < s.buckets.size() && s.buckets[i].queued < 99) ++i;
     ASSERT_LT(i, s.buckets.size()) << "seed " << seed << " never filled its queue";
@@ -95,14 +96,15 @@ TEST(MetastableQueue, AnOutageStopsServiceAndTheRequestInServiceResumes) {
   const auto r =
       run_builtin("metastable-queue", {"spike.duration=\"0s\"", "outage.start=\"40s\"",
                                        "outage.duration=\"20s\"", "run.duration=\"200s\""});
-  const report::strategy_summary& s = by_name(r).at("no-retries");
+  const auto strategies = by_name(r);
+  const report::strategy_summary& s = strategies.at("no-retries");
   ASSERT_TRUE(r.outage_s.has_value());
   EXPECT_DOUBLE_EQ(r.outage_s->first, 40.0);
   // Nothing is served during the outage (10 s buckets 4 and 5), and the queue is full at its end.
   for (std::size_t i = 4; i < 6; ++i) EXPECT_EQ(s.buckets.at(i).successes, 0u) << i;
   EXPECT_EQ(s.buckets.at(5).queued, 100);
   EXPECT_TRUE(s.recovery_s.has_value());
-  EXPECT_FALSE(by_name(r).at("metafor-retries").recovery_s.has_value());
+  EXPECT_FALSE(strategies.at("metafor-retries").recovery_s.has_value());
 }
 
 }  // namespace
