@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -132,6 +133,20 @@ int report_stopped_sweep(const sweep_options& o, const std::optional<report::sha
 }
 
 // Runs the sweep, or one shard of it.
+// The scenario of a sweep, --seed applied; nullopt once it has said why it is not a sweep.
+std::optional<sim::scenario> load_sweep(const sweep_options& o,
+                                        const sim::scenario_source& source) {
+  sim::scenario sc = sim::scenario::load(source, o.sets);
+  if (!o.seed.empty()) sc.set_seed(std::stoull(o.seed));
+  if (!sc.is_sweep()) {
+    std::cerr << "backoff sweep: " << sc.path()
+              << ": not a sweep (no [sweep] table and replications = 1); run it with "
+                 "'backoff sim'\n";
+    return std::nullopt;
+  }
+  return sc;
+}
+
 int sweep_command(const sweep_options& o) {
   if (o.scenario.empty()) {
     std::cerr << "backoff sweep: give a scenario (a file or a built-in name), or --merge DIR...\n";
@@ -165,14 +180,9 @@ int sweep_command(const sweep_options& o) {
       return exit_usage;
     }
   }
-  sim::scenario sc = sim::scenario::load(resolve_scenario(o.scenario), o.sets);
-  if (!o.seed.empty()) sc.set_seed(std::stoull(o.seed));
-  if (!sc.is_sweep()) {
-    std::cerr << "backoff sweep: " << sc.path()
-              << ": not a sweep (no [sweep] table and replications = 1); run it with "
-                 "'backoff sim'\n";
-    return exit_usage;
-  }
+  std::optional<sim::scenario> loaded = load_sweep(o, resolve_scenario(o.scenario));
+  if (!loaded) return exit_usage;
+  sim::scenario& sc = *loaded;
   std::string error;
   const auto limit = memory_limit_option(o.memory_limit, error);
   if (!limit) {
@@ -249,14 +259,9 @@ int emit_command(const sweep_options& o) {
   }
   // The scenario is checked now, point by point, so a mistake fails here and not in N tasks.
   const sim::scenario_source source = resolve_scenario(o.scenario);
-  sim::scenario sc = sim::scenario::load(source, o.sets);
-  if (!o.seed.empty()) sc.set_seed(std::stoull(o.seed));
-  if (!sc.is_sweep()) {
-    std::cerr << "backoff sweep: " << sc.path()
-              << ": not a sweep (no [sweep] table and replications = 1); run it with "
-                 "'backoff sim'\n";
-    return exit_usage;
-  }
+  std::optional<sim::scenario> loaded = load_sweep(o, source);
+  if (!loaded) return exit_usage;
+  sim::scenario& sc = *loaded;
   sim::check_scenario(sc);
   namespace fs = std::filesystem;
   fs::path out = fs::absolute(fs::path(o.out)).lexically_normal();

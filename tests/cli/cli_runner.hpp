@@ -33,25 +33,31 @@ struct cli_result {
   }
 };
 
-// Runs `backoff ARGS...` with stdin from /dev/null.
-inline cli_result run_cli(const std::vector<std::string>& args) {
+// Runs a shell command line (its words already quoted with shell_quote) with stdin from
+// /dev/null, and captures its exit status, stdout and stderr.
+inline cli_result run_captured(const std::string& command) {
   namespace fs = std::filesystem;
   static int counter = 0;
   const fs::path dir =
       fs::temp_directory_path() /
       ("backoff-cli-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   fs::create_directories(dir);
-  std::string command = shell_quote(BACKOFF_CLI_PATH);
-  for (const auto& a : args) command += " " + shell_quote(a);
-  command += " </dev/null >" + shell_quote((dir / "out").string()) + " 2>" +
-             shell_quote((dir / "err").string());
-  const int raw = std::system(command.c_str());
+  const std::string redirected = command + " </dev/null >" + shell_quote((dir / "out").string()) +
+                                 " 2>" + shell_quote((dir / "err").string());
+  const int raw = std::system(redirected.c_str());
   cli_result r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
   r.out = slurp(dir / "out");
   r.err = slurp(dir / "err");
   fs::remove_all(dir);
   return r;
+}
+
+// Runs `backoff ARGS...` with stdin from /dev/null.
+inline cli_result run_cli(const std::vector<std::string>& args) {
+  std::string command = shell_quote(BACKOFF_CLI_PATH);
+  for (const auto& a : args) command += " " + shell_quote(a);
+  return run_captured(command);
 }
 
 }  // namespace backoff::test

@@ -24,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using backoff::test::cli_result;
+using backoff::test::run_captured;
 using backoff::test::run_cli;
 using backoff::test::shell_quote;
 using backoff::test::slurp;
@@ -41,24 +42,11 @@ using env_vars = std::map<std::string, std::string>;
 // Runs `argv` (argv[0] a path or a name on PATH) in `cwd` with exactly these scheduler variables.
 cli_result run_scheduled(const std::vector<std::string>& argv, const env_vars& env,
                          const fs::path& cwd = fs::temp_directory_path()) {
-  static int counter = 0;
-  const fs::path dir =
-      fs::temp_directory_path() /
-      ("backoff-scheduler-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::create_directories(dir);
   std::string command = "cd " + shell_quote(cwd.string()) + " && exec env";
   for (const auto& v : scheduler_variables) command += " -u " + v;
   for (const auto& [k, v] : env) command += " " + shell_quote(k + "=" + v);
   for (const auto& a : argv) command += " " + shell_quote(a);
-  command += " </dev/null >" + shell_quote((dir / "out").string()) + " 2>" +
-             shell_quote((dir / "err").string());
-  const int raw = std::system(("sh -c " + shell_quote(command)).c_str());
-  cli_result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  r.out = slurp(dir / "out");
-  r.err = slurp(dir / "err");
-  fs::remove_all(dir);
-  return r;
+  return run_captured(command);
 }
 
 cli_result backoff_scheduled(const std::vector<std::string>& args, const env_vars& env) {

@@ -4,11 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -17,6 +14,7 @@
 #include "report/output_files.hpp"
 #include "report/summary.hpp"
 #include "sim/models/model.hpp"
+#include "task_pool.hpp"
 
 namespace backoff::sim::map_runner_detail {
 
@@ -122,13 +120,15 @@ class searcher {
     outcomes_.resize(tasks_.size());
   }
 
+  // Each load on its own task (task_pool.hpp); the first stop is the one reported.
   void run(unsigned threads) {
-    threads = std::max(1U, std::min<unsigned>(threads, static_cast<unsigned>(tasks_.size())));
-    std::vector<std::thread> pool;
-    for (unsigned i = 1; i < threads; ++i) pool.emplace_back([this] { work(); });
-    work();
-    for (auto& t : pool) t.join();
-    if (error_) std::rethrow_exception(error_);
+    run_tasks(
+        tasks_.size(), std::min<unsigned>(threads, static_cast<unsigned>(tasks_.size())),
+        [this] { return [this](std::size_t i) { outcomes_[i] = search(tasks_[i]); }; },
+        [this](std::size_t, const run_stopped& stopped) {
+          if (!stop_) stop_ = stopped;
+        },
+        [](std::size_t) {});
   }
 
   const std::vector<load_outcome>& outcomes() const { return outcomes_; }
@@ -141,29 +141,6 @@ class searcher {
   std::size_t size() const { return tasks_.size(); }
 
  private:
-  void work() {
-    for (;;) {
-      const std::size_t i = next_.fetch_add(1);
-      if (i >= tasks_.size() || failed_.load()) return;
-      try {
-        outcomes_[i] = search(tasks_[i]);
-      } catch (const run_stopped& stopped) {
-        const std::scoped_lock hold(lock_);
-        if (!stop_) stop_ = stopped;
-        failed_.store(true);
-        return;
-      } catch (...) {
-        const std::scoped_lock hold(lock_);
-        if (i < error_task_) {
-          error_ = std::current_exception();
-          error_task_ = i;
-        }
-        failed_.store(true);
-        return;
-      }
-    }
-  }
-
   probe run_probe(const load_task& t, double trigger, load_outcome& out) {
     const map_spec& m = map_.maps()[t.map];
     const mapped& target = targets_[t.map];
@@ -238,11 +215,6 @@ class searcher {
   std::vector<load_task> tasks_;
   std::vector<load_outcome> outcomes_;
   run_guard guard_;
-  std::atomic<std::size_t> next_{0};
-  std::atomic<bool> failed_{false};
-  std::mutex lock_;
-  std::exception_ptr error_;
-  std::size_t error_task_ = static_cast<std::size_t>(-1);
   std::optional<run_stopped> stop_;
 };
 

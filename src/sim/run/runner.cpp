@@ -25,6 +25,7 @@
 #include "report/output_files.hpp"
 #include "report/summary.hpp"
 #include "sim/models/model.hpp"
+#include "task_pool.hpp"
 
 namespace backoff::sim {
 namespace {
@@ -135,16 +136,33 @@ class sweep_pool {
     limits_.memory_limit = options.memory_limit;
   }
 
-  // Runs every task on `threads` threads (this one included); rethrows the first task's error.
+  // Runs every task on `threads` threads (this one included); rethrows the first task's error
+  // (task_pool.hpp). A stop keeps the one with the largest resident set, for its message.
   void run(unsigned threads) {
-    std::vector<std::thread> pool;
-    for (unsigned i = 1; i < threads; ++i) pool.emplace_back([this] { work(); });
-    work();
-    for (auto& t : pool) t.join();
-    if (error_) std::rethrow_exception(error_);
+    run_tasks(
+        tasks_.size(), threads,
+        [this] {
+          // The worker's current point and its model, replaced when a task is of another point.
+          return [this, point = points_.size(),
+                  model = std::unique_ptr<model_runner>()](std::size_t slot) mutable {
+            limits_.check_between_runs();
+            run_task(tasks_[slot], point, model);
+          };
+        },
+        [this](std::size_t slot, const run_stopped& stopped) {
+          // Not an error: the runs done so far are kept and the outputs marked partial.
+          if (!stop_ || stopped.resident > stop_->resident) {
+            stop_ = stopped;
+            stop_task_ = tasks_[slot];
+          }
+        },
+        [this](std::size_t finished) {
+          done_ = finished;
+          bar_.update(static_cast<double>(finished) / static_cast<double>(tasks_.size()));
+        });
   }
 
-  std::size_t done() const { return done_.load(); }
+  std::size_t done() const { return done_; }
   const std::optional<run_stopped>& stop() const { return stop_; }
   // The run that stopped: its strategy, and its point and replication ("load = 0.5, replication
   // 2"), for the message of a run stuck at one instant.
@@ -164,40 +182,6 @@ class sweep_pool {
   }
 
  private:
-  void work() {
-    std::size_t point = points_.size();
-    std::unique_ptr<model_runner> model;
-    for (;;) {
-      const std::size_t slot = next_.fetch_add(1);
-      if (slot >= tasks_.size() || failed_.load()) return;
-      const std::size_t task = tasks_[slot];
-      try {
-        limits_.check_between_runs();
-        run_task(task, point, model);
-      } catch (const run_stopped& stopped) {
-        // Not an error: the runs done so far are kept and the outputs marked partial.
-        const std::scoped_lock hold(lock_);
-        if (!stop_ || stopped.resident > stop_->resident) {
-          stop_ = stopped;
-          stop_task_ = task;
-        }
-        failed_.store(true);
-        return;
-      } catch (...) {
-        const std::scoped_lock hold(lock_);
-        if (task < error_task_) {
-          error_ = std::current_exception();
-          error_task_ = task;
-        }
-        failed_.store(true);
-        return;
-      }
-      const std::size_t finished = done_.fetch_add(1) + 1;
-      const std::scoped_lock hold(lock_);
-      bar_.update(static_cast<double>(finished) / static_cast<double>(tasks_.size()));
-    }
-  }
-
   // `point` and `model`: the worker's current point and its model, replaced when the task is of
   // another point.
   void run_task(std::size_t task, std::size_t& point, std::unique_ptr<model_runner>& model) {
@@ -228,12 +212,7 @@ class sweep_pool {
   const std::size_t per_point_;
   report::scenario_result& result_;
   run_guard limits_;
-  std::atomic<std::size_t> next_{0};
-  std::atomic<std::size_t> done_{0};
-  std::atomic<bool> failed_{false};
-  std::mutex lock_;  // guards the progress bar, the first error and the first stop
-  std::exception_ptr error_;
-  std::size_t error_task_ = std::numeric_limits<std::size_t>::max();
+  std::size_t done_ = 0;  // tasks finished: written under the pool's lock, read after it joined
   std::optional<run_stopped> stop_;
   std::size_t stop_task_ = 0;
   progress_bar bar_;
