@@ -52,11 +52,13 @@ double standard_normal(G& g) {
   }
 }
 
-// Exponential with the given mean (inverse transform; u is in [0, 1), so log1p(-u) is finite).
+// Exponential with the given mean, by inversion: -mean * ln(1 - u).
 template <bit_generator64 G>
 double exponential_variate(G& g, double mean) {
-  // log1p(-u), not log(1 - u): exact for small u, where 1 - u loses u's low bits.
-  return -mean * std::log1p(-uniform01(g));
+  // u is a multiple of 2^-53 below 1, so 1 - u is exact (in (0, 1]: the log is finite) and
+  // log(1 - u) is log1p(-u) without its cost: glibc's log1p takes about twice log's time, which
+  // was 40 % of an M/M/1 run.
+  return -mean * std::log(1.0 - uniform01(g));
 }
 
 // SplitMix64 (Steele, Lea & Flood 2014): a fast bijective mixer, used to derive seeds.

@@ -8,35 +8,29 @@
 
 namespace backoff::sim {
 
-void engine::schedule_at(time_ns at, handler_id target, std::uint32_t kind, std::uint64_t payload) {
-  if (at < now_) {
-    // A model bug, not bad input: scheduling into the past would break causality.
-    throw std::logic_error("sim::engine: event scheduled at " + std::to_string(at) +
-                           " before now " + std::to_string(now_));
-  }
-  queue_.push(event{at, next_sequence_++, target, kind, payload});
+void engine::scheduled_in_the_past(time_ns at) const {
+  // A model bug, not bad input: scheduling into the past would break causality.
+  throw std::logic_error("sim::engine: event scheduled at " + std::to_string(at) + " before now " +
+                         std::to_string(now_));
 }
 
 lane_id engine::add_lane(time_ns delay) {
   if (delay < 0) throw std::logic_error("sim::engine: a lane's delay must not be negative");
-  lanes_.push_back(lane{delay, std::vector<event>(16), 0, 0});
+  lanes_.push_back(lane{delay, std::vector<event>(16), 15, 0, 0});
   return static_cast<lane_id>(lanes_.size() - 1);
 }
 
-void engine::lane::push(const event& ev) {
-  if (count == ring.size()) {
-    std::vector<event> bigger(ring.size() * 2);
-    for (std::size_t k = 0; k < count; ++k) bigger[k] = ring[(head + k) & (ring.size() - 1)];
-    ring = std::move(bigger);
-    head = 0;
-  }
-  ring[(head + count) & (ring.size() - 1)] = ev;
-  ++count;
+void engine::lane::grow() {
+  std::vector<event> bigger(ring.size() * 2);
+  for (std::size_t k = 0; k < count; ++k) bigger[k] = ring[(head + k) & mask];
+  ring = std::move(bigger);
+  mask = ring.size() - 1;
+  head = 0;
 }
 
-const event* engine::earliest(int& source) const noexcept {
+void engine::find_next() noexcept {
   const event* best = queue_.empty() ? nullptr : &queue_.top();
-  source = -1;
+  int source = best == nullptr ? no_source : -1;
   for (std::size_t l = 0; l < lanes_.size(); ++l) {
     if (lanes_[l].count == 0) continue;
     const event& front = lanes_[l].front();
@@ -45,24 +39,30 @@ const event* engine::earliest(int& source) const noexcept {
       source = static_cast<int>(l);
     }
   }
-  return best;
+  next_source_ = source;
+  // Nothing pending is not cached: any push must find its event.
+  next_known_ = best != nullptr;
+  next_time_ = best == nullptr ? time_max : best->time;
 }
 
-event engine::take(int source) {
-  if (source < 0) {
+const event* engine::next_event() noexcept {
+  if (!next_known_) find_next();
+  if (next_source_ == -1) return &queue_.top();
+  if (next_source_ >= 0) return &lanes_[static_cast<std::size_t>(next_source_)].front();
+  return nullptr;
+}
+
+event engine::take_next() {
+  next_known_ = false;
+  if (next_source_ < 0) {
     const event ev = queue_.top();
     queue_.pop();
     return ev;
   }
-  lane& l = lanes_[static_cast<std::size_t>(source)];
+  lane& l = lanes_[static_cast<std::size_t>(next_source_)];
   const event ev = l.front();
   l.pop();
   return ev;
-}
-
-void engine::hint_next() const noexcept {
-  int source = -1;
-  if (const event* next = earliest(source)) models_[next->target]->prefetch(*next);
 }
 
 void engine::checkpoint() {
@@ -76,12 +76,13 @@ void engine::checkpoint() {
 }
 
 bool engine::step() {
-  int source = -1;
-  if (earliest(source) == nullptr) return false;
-  const event ev = take(source);
+  if (next_event() == nullptr) return false;
+  const event ev = take_next();
   now_ = ev.time;
   ++processed_;
-  if (prefetch_) hint_next();
+  if (prefetch_) {
+    if (const event* next = next_event()) models_[next->target]->prefetch(*next);
+  }
   models_[ev.target]->handle(*this, ev);
   if ((processed_ & run_guard::poll_mask) == 0) [[unlikely]]
     checkpoint();
@@ -96,13 +97,14 @@ void engine::run() {
 
 void engine::run_until(time_ns until) {
   stopped_ = false;
-  int source = -1;
-  for (const event* next = earliest(source); !stopped_ && next != nullptr && next->time <= until;
-       next = earliest(source)) {
-    const event ev = take(source);
+  for (const event* next = next_event(); !stopped_ && next != nullptr && next->time <= until;
+       next = next_event()) {
+    const event ev = take_next();
     now_ = ev.time;
     ++processed_;
-    if (prefetch_) hint_next();
+    if (prefetch_) {
+      if (const event* after = next_event()) models_[after->target]->prefetch(*after);
+    }
     models_[ev.target]->handle(*this, ev);
     if ((processed_ & run_guard::poll_mask) == 0) [[unlikely]]
       checkpoint();

@@ -85,7 +85,12 @@ class engine {
   void reserve(std::size_t events) { queue_.reserve(events); }
 
   // Schedules an event at an absolute time, which must not be in the past.
-  void schedule_at(time_ns at, handler_id target, std::uint32_t kind, std::uint64_t payload = 0);
+  void schedule_at(time_ns at, handler_id target, std::uint32_t kind, std::uint64_t payload = 0) {
+    if (at < now_) [[unlikely]]
+      scheduled_in_the_past(at);
+    queue_.push(event{at, next_sequence_++, target, kind, payload});
+    if (at < next_time_) next_known_ = false;  // equal: a later sequence, so not earlier
+  }
   void schedule_after(time_ns delay, handler_id target, std::uint32_t kind,
                       std::uint64_t payload = 0) {
     schedule_at(now_ + delay, target, kind, payload);
@@ -94,7 +99,9 @@ class engine {
   // A FIFO lane for events that all come `delay` after they are scheduled.
   lane_id add_lane(time_ns delay);
   void schedule_in(lane_id in, handler_id target, std::uint32_t kind, std::uint64_t payload = 0) {
-    lanes_[in].push(event{now_ + lanes_[in].delay, next_sequence_++, target, kind, payload});
+    const time_ns at = now_ + lanes_[in].delay;
+    lanes_[in].push(event{at, next_sequence_++, target, kind, payload});
+    if (at < next_time_) next_known_ = false;
   }
 
   // Runs the earliest event; false when none is pending.
@@ -112,22 +119,33 @@ class engine {
   // A growable ring buffer of events in due order.
   struct lane {
     time_ns delay = 0;
-    std::vector<event> ring;  // capacity a power of two
+    std::vector<event> ring;  // size a power of two
+    std::size_t mask = 0;     // ring.size() - 1
     std::size_t head = 0, count = 0;
     std::size_t size() const noexcept { return count; }
     const event& front() const noexcept { return ring[head]; }
     void pop() noexcept {
-      head = (head + 1) & (ring.size() - 1);
+      head = (head + 1) & mask;
       --count;
     }
-    void push(const event& ev);
+    void push(const event& ev) {
+      if (count > mask) [[unlikely]]
+        grow();
+      ring[(head + count) & mask] = ev;
+      ++count;
+    }
+    void grow();
   };
 
   static bool later(const event& a, const event& b) noexcept { return timer_queue::later(a, b); }
-  // The earliest pending event: its source (-1 for the timer queue, else the lane) and the event.
-  const event* earliest(int& source) const noexcept;
-  event take(int source);
-  void hint_next() const noexcept;
+  // The earliest pending event, or null: found once per event and kept (next_source_,
+  // next_time_) until it is taken or an earlier one is scheduled, so that the prefetch hint and
+  // the next step share one search of the queue's top and the lanes' fronts.
+  const event* next_event() noexcept;
+  [[noreturn]] void scheduled_in_the_past(time_ns at) const;
+  void find_next() noexcept;
+  // Removes and returns the event next_event() returned.
+  event take_next();
   // Every 2^16 events: the events-per-instant limit, then the guard (both throw run_stopped).
   void checkpoint();
 
@@ -136,6 +154,10 @@ class engine {
   std::vector<model*> models_;
   time_ns now_ = 0;
   std::uint64_t next_sequence_ = 0;
+  static constexpr int no_source = -2;
+  int next_source_ = no_source;  // -1: the timer queue's top; >= 0: that lane's front
+  time_ns next_time_ = 0;        // its time; a push before it makes next_known_ false
+  bool next_known_ = false;
   std::uint64_t processed_ = 0;
   bool stopped_ = false;
   bool prefetch_ = false;

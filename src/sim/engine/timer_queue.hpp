@@ -44,7 +44,7 @@ class timer_queue {
   // A calendar with fewer pending events than this folds back into the heap alone.
   static constexpr std::size_t merge_size = 1024;
   // Events per bucket the width aims at: the near heap's size after a refill.
-  static constexpr std::size_t bucket_target = 512;
+  static constexpr std::size_t bucket_target = 128;
 
   bool empty() const noexcept { return near_.empty(); }  // near_ empty => everything empty
   std::size_t size() const noexcept { return near_.size() + far_count_; }

@@ -34,14 +34,6 @@
 namespace backoff::sim::brooker_retry_model {
 namespace {
 
-// Exp(mean) by inversion, as exponential_variate, but with log(1 - u) in place of log1p(-u):
-// the same distribution (1 - u is in (0, 1]), and log is about twice as fast as log1p, which
-// matters here, where nearly every event draws one.
-template <class G>
-double exp_draw(G& g, double mean) {
-  return -mean * std::log(1.0 - uniform01(g));
-}
-
 class retry_failure_rate final : public model_runner, public model {
  public:
   explicit retry_failure_rate(config_reader& keys)
@@ -178,7 +170,8 @@ class retry_failure_rate final : public model_runner, public model {
   }
 
   time_ns network_delay() {
-    return static_cast<time_ns>(exp_draw(network_rng_, static_cast<double>(delay_mean_)));
+    return static_cast<time_ns>(
+        exponential_variate(network_rng_, static_cast<double>(delay_mean_)));
   }
 
   retry_gates gates_of(std::uint32_t c) {
@@ -189,7 +182,7 @@ class retry_failure_rate final : public model_runner, public model {
   // plans its next arrival and starts an operation now.
   void on_arrive(engine& e, std::uint32_t c) {
     if (e.now() > duration_) return;
-    const double gap_ns = exp_draw(workload_rng_, 1e9 / rate_per_client_);
+    const double gap_ns = exponential_variate(workload_rng_, 1e9 / rate_per_client_);
     e.schedule_after(static_cast<time_ns>(gap_ns), self_, arrive, c);
 
     std::uint32_t slot;
