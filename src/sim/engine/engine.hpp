@@ -155,8 +155,11 @@ class engine {
   time_ns now_ = 0;
   std::uint64_t next_sequence_ = 0;
   static constexpr int no_source = -2;
-  int next_source_ = no_source;  // -1: the timer queue's top; >= 0: that lane's front
-  time_ns next_time_ = 0;        // its time; a push before it makes next_known_ false
+  // -1: whatever is the timer queue's top (re-read, so a push that becomes the top is seen);
+  // >= 0: that lane's front. Only a push into another source can get ahead of it unseen, hence
+  // the comparison with next_time_ in schedule_at and schedule_in.
+  int next_source_ = no_source;
+  time_ns next_time_ = 0;  // its time; a push before it makes next_known_ false
   bool next_known_ = false;
   std::uint64_t processed_ = 0;
   bool stopped_ = false;

@@ -60,9 +60,10 @@ class one_client_burst final : public model_runner, public model {
   guard_support guards() const override { return {true, true, true}; }
   memory_need memory() const override {
     memory_need m;
-    // Measured 369 bytes per operation in flight (retry and hedge controllers, window ticket,
-    // pending events and the heap's doubling) between 10^5 and 4 x 10^5 of them (RSS of
-    // exponential-full with every operation created at once, run.limit = 3s); rounded up.
+    // Measured 329 bytes per operation in flight (the 152-byte record, pending events, the
+    // queue's and lanes' doubling) between 10^5 and 4 x 10^5 of them (peak RSS of the built-in
+    // strategies with every operation created at once, run.limit = 3s); a hedging strategy adds
+    // its 192-byte hedge record, a window its 32-byte ticket. Rounded up.
     m.per("workload.operations", operations_, 384, "in flight at once");
     m.over("run.limit", limit_, bucket_);
     return m;
@@ -114,6 +115,8 @@ class one_client_burst final : public model_runner, public model {
     // The previous run's operations first: a controller with an attempt in flight releases its
     // breaker permit when destroyed, into the breaker of that run.
     ops_.clear();
+    hedges_.clear();
+    tickets_.clear();
     live_ = strategy.instantiate();
     const std::optional<deadline_config>& d = strategy.deadline();
     per_attempt_ = d ? d->per_attempt : duration{0};
@@ -121,6 +124,8 @@ class one_client_burst final : public model_runner, public model {
     propagate_ = d && d->propagate;
     rng_ = random_generator{stream_seed(seed, stream::client)};
     ops_.resize(static_cast<std::size_t>(operations_));
+    if (hedging_) hedges_.resize(ops_.size());
+    if (live_.window) tickets_.resize(ops_.size());
     busy_ = 0;
     created_ = 0;
     finished_ = 0;
@@ -145,7 +150,7 @@ class one_client_burst final : public model_runner, public model {
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const op& o = ops_[i];
       if (!o.done && o.created) {
-        out.operation_done({i, o.first_attempt, end, attempts(o), report::op_status::unfinished});
+        out.operation_done({i, o.first_attempt, end, attempts(i), report::op_status::unfinished});
       }
     }
     engine_ = nullptr;
@@ -153,7 +158,7 @@ class one_client_burst final : public model_runner, public model {
   }
 
   // Every event but `create` wakes an operation whose record went cold while it slept or
-  // waited (about 360 bytes): its first lines (hot fields, retry controller) start loading now.
+  // waited (152 bytes): its lines start loading now.
   void prefetch(const event& next) const noexcept override {
     if (next.kind == create) return;
     const std::size_t i = index_of(next.payload);
@@ -162,6 +167,7 @@ class one_client_burst final : public model_runner, public model {
     __builtin_prefetch(at);
     __builtin_prefetch(at + 64);
     __builtin_prefetch(at + 128);
+    __builtin_prefetch(at + sizeof(op) - 1);  // a fourth line when the record straddles one
   }
 
   void handle(engine& e, const event& ev) override {
@@ -203,7 +209,8 @@ class one_client_burst final : public model_runner, public model {
   // Hot fields first, then the retry controller they sit beside, so that waking an operation
   // touches as few cache lines as possible (with 10^4 to 10^6 operations the record is cold by the
   // time its next event comes: a miss per line touched). The hedge controller and the window's
-  // ticket, used by few strategies, come last.
+  // ticket, which few strategies use, live in vectors of their own (hedges_, tickets_), sized only
+  // for those: in the record they made it 384 bytes instead of 152.
   struct op {
     std::uint32_t attempt = 0;  // the attempt the client waits for (hedge: copies sent)
     bool waiting = false;       // without hedge: an answer to `attempt` is still awaited
@@ -212,9 +219,10 @@ class one_client_burst final : public model_runner, public model {
     time_ns first_attempt = 0;
     time_ns deadline = never;  // with propagate: the current attempt's, as the server learns it
     std::optional<retry_controller> control;
-    time_ns timer_at = never;  // hedge: the pending hedge_timer event's time
-    std::optional<hedge_controller> hedge;
-    std::optional<send_ticket> ticket;
+  };
+  struct hedged {
+    time_ns timer_at = never;  // the pending hedge_timer event's time
+    std::optional<hedge_controller> control;
   };
 
   // An event's payload: the operation (bits 0-38), its attempt (39-62, modulo 2^24: attempts
@@ -234,8 +242,8 @@ class one_client_burst final : public model_runner, public model {
   }
   static std::uint64_t error_held(bool held) { return held ? held_bit : 0; }
 
-  std::uint32_t attempts(const op& o) const {
-    return hedging_ ? o.hedge->sent() : o.control->attempts();
+  std::uint32_t attempts(std::size_t i) const {
+    return hedging_ ? hedges_[i].control->sent() : ops_[i].control->attempts();
   }
   duration now_of(const engine& e) const { return duration{e.now()}; }
 
@@ -250,8 +258,9 @@ class one_client_burst final : public model_runner, public model {
       e.schedule_at(std::max(next, e.now()), self_, create);
     }
     if (strategy_->hedge()) {
-      o.hedge.emplace(*strategy_->hedge(), live_.gates(), strategy_->policy().max_elapsed);
-      return carry_out(e, i, o.hedge->start(now_of(e), rng_));
+      hedges_[i].control.emplace(*strategy_->hedge(), live_.gates(),
+                                 strategy_->policy().max_elapsed);
+      return carry_out(e, i, hedges_[i].control->start(now_of(e), rng_));
     }
     o.control.emplace(strategy_->policy(), now_of(e), live_.gates());
     if (live_.window) {
@@ -294,7 +303,7 @@ class one_client_burst final : public model_runner, public model {
             e, timeout, o.control->has_deadline() ? o.control->deadline() : duration::max());
       }
     } else if (propagate_) {
-      o.deadline = deadline_after(e, duration{0}, o.hedge->deadline());
+      o.deadline = deadline_after(e, duration{0}, hedges_[i].control->deadline());
     }
     e.schedule_in(connect_lane_, self_, arrive, payload);
   }
@@ -311,7 +320,7 @@ class one_client_burst final : public model_runner, public model {
     while (auto ticket = live_.window->try_send()) {
       const auto i = static_cast<std::size_t>(ticket->request());
       op& o = ops_[i];
-      o.ticket = *ticket;
+      tickets_[i] = *ticket;
       const auto g = o.control->before_attempt(now_of(e), rng_);
       (void)g;  // window strategies have no throttle pacing to honour here
       o.attempt = o.control->attempts();
@@ -368,7 +377,7 @@ class one_client_burst final : public model_runner, public model {
       // An error is this server's overload answer, a 503: non-fatal if the policy lists it.
       const verdict v = ok ? verdict::success() : strategy_->hedge()->classify_status(503);
       record_reply(e, ok);
-      return carry_out(e, i, o.hedge->on_answer(n, v, now_of(e), rng_));
+      return carry_out(e, i, hedges_[i].control->on_answer(n, v, now_of(e), rng_));
     }
     if (!o.waiting || n != (o.attempt & attempt_mask)) return;  // timed out: nobody listens
     o.waiting = false;
@@ -377,13 +386,13 @@ class one_client_burst final : public model_runner, public model {
     const auto d = o.control->after(v, now_of(e), rng_);
     if (live_.window) {
       if (ok) {
-        live_.window->on_success(*o.ticket);
+        live_.window->on_success(*tickets_[i]);
         finish(e, i, report::op_status::completed);
       } else if (!d.retry) {
-        live_.window->on_error(*o.ticket, aimd_window::requeue::no);  // cut, then drop it
+        live_.window->on_error(*tickets_[i], aimd_window::requeue::no);  // cut, then drop it
         finish(e, i, report::op_status::failed);
       } else {
-        live_.window->on_error(*o.ticket);
+        live_.window->on_error(*tickets_[i]);
       }
       pump(e);
       return;
@@ -422,6 +431,7 @@ class one_client_burst final : public model_runner, public model {
   // Does what the hedge controller says, until it waits for an answer or its timer.
   void carry_out(engine& e, std::size_t i, hedge_controller::step s) {
     op& o = ops_[i];
+    hedged& h = hedges_[i];
     for (;;) {
       switch (s.what) {
         case hedge_controller::action::done:
@@ -439,28 +449,29 @@ class one_client_burst final : public model_runner, public model {
         case hedge_controller::action::none:
           break;
       }
-      if (!o.hedge->timer_due(now_of(e))) break;
-      s = o.hedge->on_timer(now_of(e), rng_);
+      if (!h.control->timer_due(now_of(e))) break;
+      s = h.control->on_timer(now_of(e), rng_);
     }
-    const duration wake = o.hedge->wake_at();
-    if (wake != duration::max() && wake.count() != o.timer_at) {
-      o.timer_at = wake.count();
+    const duration wake = h.control->wake_at();
+    if (wake != duration::max() && wake.count() != h.timer_at) {
+      h.timer_at = wake.count();
       e.schedule_at(wake.count(), self_, hedge_timer, i);
     }
   }
 
   void on_hedge_timer(engine& e, std::size_t i) {
     op& o = ops_[i];
-    if (o.done || e.now() != o.timer_at) return;  // a timer since replaced
-    o.timer_at = never;
-    carry_out(e, i, o.hedge->on_timer(now_of(e), rng_));
+    hedged& h = hedges_[i];
+    if (o.done || e.now() != h.timer_at) return;  // a timer since replaced
+    h.timer_at = never;
+    carry_out(e, i, h.control->on_timer(now_of(e), rng_));
   }
 
   void finish(engine& e, std::size_t i, report::op_status status) {
     op& o = ops_[i];
     o.done = true;
     ++finished_;
-    out_->operation_done({i, o.first_attempt, e.now(), attempts(o), status});
+    out_->operation_done({i, o.first_attempt, e.now(), attempts(i), status});
   }
 
   std::int64_t operations_;
@@ -480,6 +491,8 @@ class one_client_burst final : public model_runner, public model {
   duration per_attempt_{0}, min_useful_{0};
   bool propagate_ = false;
   std::vector<op> ops_;
+  std::vector<hedged> hedges_;                       // with hedge, one per operation
+  std::vector<std::optional<send_ticket>> tickets_;  // with a window, one per operation
   std::int64_t busy_ = 0;
   std::uint64_t created_ = 0, finished_ = 0;
   engine* engine_ = nullptr;
