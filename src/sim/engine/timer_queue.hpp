@@ -89,7 +89,9 @@ class timer_queue {
   // forwarding.
   void push_near(const event& ev) {
     std::size_t i = near_.size();
-    near_.push_back(ev);
+    if (i == near_.capacity()) [[unlikely]]
+      near_.reserve(i < 64 ? 64 : 2 * i);
+    near_.emplace_back(ev);  // within capacity: no call left out of line
     event* h = near_.data();
     while (i > 0) {
       const std::size_t parent = (i - 1) / 4;

@@ -39,7 +39,9 @@
 namespace backoff::sim {
 namespace {
 
-class one_client_burst final : public model_runner, public model {
+// `model` first: the engine calls handle() and prefetch() through a model*, for every event,
+// and the first base needs no this-adjusting thunk.
+class one_client_burst final : public model, public model_runner {
  public:
   explicit one_client_burst(config_reader& keys)
       : operations_(keys.integer("workload.operations", 2000, 1, 100'000'000)),
