@@ -101,8 +101,9 @@ class timer_queue {
     }
     h[i] = ev;
   }
-  // Puts `moving` at slot i (whose old content is gone) and sifts it down.
-  void sift_down(std::size_t i, event moving) noexcept {
+  // Puts `slot` (a copy of it) at slot i, whose old content is gone, and sifts it down.
+  void sift_down(std::size_t i, const event& slot) noexcept {
+    const event moving = slot;  // a copy: slot may be h[i] itself, overwritten below
     event* h = near_.data();
     const std::size_t n = near_.size();
     for (;;) {
