@@ -81,7 +81,7 @@ bool engine::step() {
   now_ = ev.time;
   ++processed_;
   if (prefetch_) {
-    if (const event* next = next_event()) models_[next->target]->prefetch(*next);
+    if (const event* next = next_event()) hint(*next);
   }
   models_[ev.target]->handle(*this, ev);
   if ((processed_ & run_guard::poll_mask) == 0) [[unlikely]]
@@ -103,7 +103,7 @@ void engine::run_until(time_ns until) {
     now_ = ev.time;
     ++processed_;
     if (prefetch_) {
-      if (const event* after = next_event()) models_[after->target]->prefetch(*after);
+      if (const event* after = next_event()) hint(*after);
     }
     models_[ev.target]->handle(*this, ev);
     if ((processed_ & run_guard::poll_mask) == 0) [[unlikely]]

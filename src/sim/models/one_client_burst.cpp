@@ -39,8 +39,8 @@
 namespace backoff::sim {
 namespace {
 
-// `model` first: the engine calls handle() and prefetch() through a model*, for every event,
-// and the first base needs no this-adjusting thunk.
+// `model` first: the engine calls handle() through a model*, for every event, and the first
+// base needs no this-adjusting thunk.
 class one_client_burst final : public model, public model_runner {
  public:
   explicit one_client_burst(config_reader& keys)
@@ -133,7 +133,9 @@ class one_client_burst final : public model, public model_runner {
     finished_ = 0;
     engine_ = &e;
     self_ = e.add(*this);
-    e.prefetch_next();
+    // Every event but `create` wakes an operation whose record went cold while it slept or
+    // waited: the engine starts loading it one event ahead.
+    e.prefetch_records(self_, ops_.data(), sizeof(op), ops_.size(), index_mask);
     // The three constant delays are FIFO lanes; only backoff timers use the timer queue.
     connect_lane_ = e.add_lane(connect_);
     success_lane_ = e.add_lane(success_);
@@ -157,19 +159,6 @@ class one_client_burst final : public model, public model_runner {
     }
     engine_ = nullptr;
     return {end, e.events_processed()};
-  }
-
-  // Every event but `create` wakes an operation whose record went cold while it slept or
-  // waited (152 bytes): its lines start loading now.
-  void prefetch(const event& next) const noexcept override {
-    if (next.kind == create) return;
-    const std::size_t i = index_of(next.payload);
-    if (i >= ops_.size()) return;
-    const char* at = reinterpret_cast<const char*>(&ops_[i]);
-    __builtin_prefetch(at);
-    __builtin_prefetch(at + 64);
-    __builtin_prefetch(at + 128);
-    __builtin_prefetch(at + sizeof(op) - 1);  // a fourth line when the record straddles one
   }
 
   void handle(engine& e, const event& ev) override {
