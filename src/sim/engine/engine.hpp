@@ -152,6 +152,8 @@ class engine {
   void find_next() noexcept;
   // Removes and returns the event next_event() returned.
   event take_next();
+  // Takes the event next_event() returned and runs it.
+  void run_next();
   // Every 2^16 events: the events-per-instant limit, then the guard (both throw run_stopped).
   void checkpoint();
 

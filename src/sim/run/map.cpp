@@ -250,13 +250,7 @@ report::scenario_result run_map(scenario& map, const std::vector<scenario_source
                          "probes depend on each other");
   }
   std::vector<d::mapped> targets = d::resolve_all(map, candidates);
-  report::scenario_result result;
-  result.scenario = map.name();
-  result.model = map.model();
-  result.description = map.about().description;
-  result.source = map.about().source;
-  result.claim = map.about().claim;
-  result.seed = map.seed();
+  report::scenario_result result = result_header(map);
   result.fingerprint = map.fingerprint();
   for (std::size_t i = 0; i < map.maps().size(); ++i) {
     const map_spec& m = map.maps()[i];

@@ -342,9 +342,7 @@ void check_scenario(scenario& sc) {
   }
 }
 
-namespace {
-
-report::scenario_result result_for(const scenario& sc, const model_runner& model) {
+report::scenario_result result_header(const scenario& sc) {
   report::scenario_result result;
   result.scenario = sc.name();
   result.model = sc.model();
@@ -352,6 +350,13 @@ report::scenario_result result_for(const scenario& sc, const model_runner& model
   result.source = sc.about().source;
   result.claim = sc.about().claim;
   result.seed = sc.seed();
+  return result;
+}
+
+namespace {
+
+report::scenario_result result_for(const scenario& sc, const model_runner& model) {
+  report::scenario_result result = result_header(sc);
   result.outage = model.outage().has_value();
   if (const auto window = model.outage()) {
     const double spu = model.seconds_per_unit();

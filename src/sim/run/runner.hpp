@@ -82,6 +82,9 @@ report::strategy_summary run_once(scenario& sc, model_runner& model, std::size_t
 // field, when the model has an outage; called on every run's summary before its series goes.
 void add_felt_outage(const model_runner& model, time_ns end, report::strategy_summary& summary);
 
+// A result naming its scenario: name, model, [about] and seed; no runs yet.
+report::scenario_result result_header(const scenario& sc);
+
 // A shard's runs, every number exact, for merge_shards (`shard-I-of-N.json`).
 void write_shard_json(const report::scenario_result& r, std::ostream& out);
 std::string shard_file_name(const report::shard_spec& shard);
