@@ -21,6 +21,9 @@ if(BACKOFF_BUILD_CLI OR BACKOFF_BUILD_TESTS OR BACKOFF_BUILD_BENCH)
   find_package(CLI11 CONFIG REQUIRED)
   find_package(tomlplusplus CONFIG REQUIRED)
   find_package(Boost 1.81 CONFIG REQUIRED)
+  # HdrHistogram's compressed histograms (report/hdr_log.hpp) are zlib streams; no config file,
+  # CMake's FindZLIB module.
+  find_package(ZLIB REQUIRED)
 endif()
 
 # The examples log with spdlog.

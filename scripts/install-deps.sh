@@ -12,6 +12,7 @@ packages=(
   libboost1.81-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+  zlib1g-dev
   gnuplot-nox
   "$@"
 )

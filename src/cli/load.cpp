@@ -37,9 +37,15 @@ struct load_flags {
   std::string url = "http://127.0.0.1:8070/api";
   std::string clients = "1000";
   std::string lambda = "10s";
-  double rate = 0;
+  std::string rate;
+  std::string arrival = "poisson";
+  std::string ramp;
+  std::string max_in_flight = "10000";
+  std::string deadline;
+  std::optional<std::string> histogram_log;
   std::string timeout = "2s";
   std::string duration_text = "60s";
+  bool duration_given = false;
   std::string report_every = "5s";
   std::optional<std::string> out;  // given empty is a mistake, not "no outputs"
   std::string policy;
@@ -169,10 +175,28 @@ int run_load_command(const load_flags& f) {
     } catch (const parse_error& e) {
       throw parse_error(std::string("--lambda: ") + e.what());
     }
-    if (!(f.rate >= 0) || f.rate > 1e7) throw parse_error("--rate: expected 0 to 1e7 per second");
-    o.rate_per_s = f.rate;
+    if (!f.rate.empty() && !f.ramp.empty()) {
+      throw parse_error("give --rate or --ramp, not both (a fixed rate is a ramp of one point)");
+    }
+    if (!f.rate.empty()) o.rate_per_s = net::parse_rate("--rate", f.rate, false);
+    if (!f.ramp.empty()) o.ramp = net::parse_ramp(f.ramp);
+    o.arrival = net::parse_arrival(f.arrival);
+    const std::uint64_t cap = whole("--max-in-flight", f.max_in_flight);
+    if (cap == 0 || cap > 1'000'000) {
+      throw parse_error("--max-in-flight: expected 1 to 1000000, got \"" + f.max_in_flight + "\"");
+    }
+    o.max_in_flight = static_cast<std::uint32_t>(cap);
+    if (!f.deadline.empty()) o.request_deadline = flag_duration("--deadline", f.deadline, true);
+    if (f.histogram_log && f.histogram_log->empty()) {
+      throw parse_error("--histogram-log: needs a file");
+    }
     o.timeout = flag_duration("--timeout", f.timeout, true);
-    o.duration_total = flag_duration("--duration", f.duration_text, true);
+    // A ramp is as long as its points, unless --duration says otherwise.
+    std::string duration_text = f.duration_text;
+    if (!o.ramp.empty() && !f.duration_given && o.ramp.back().at.count() > 0) {
+      duration_text = format_duration(o.ramp.back().at);
+    }
+    o.duration_total = flag_duration("--duration", duration_text, true);
     o.report_every = flag_duration("--report-every", f.report_every, true);
     if (f.out && f.out->empty()) throw parse_error("--out: needs a folder");
     // The seed's client takes -simple-backoff-delay with -exponential-backoff and ignores the
@@ -241,21 +265,40 @@ int run_load_command(const load_flags& f) {
   if (!f.experiment.empty()) return run_experiment(f, o);
   net::load_run run;
   try {
+    std::optional<report::atomic_file> histogram_log;
+    if (f.histogram_log) {
+      histogram_log.emplace(*f.histogram_log);
+      o.histogram_log = &histogram_log->stream();
+    }
     run = net::run_load(
         o, [](const net::interval_report& r) { std::cout << net::format_report(r) << std::endl; },
         [] { return interrupted.load(); });
+    if (histogram_log) histogram_log->commit();
+  } catch (const report::write_error& e) {
+    std::cerr << "backoff load: --histogram-log: " << e.what() << '\n';
+    return exit_failure;
   } catch (const std::exception& e) {
     std::cerr << "backoff load: " << e.what() << '\n';
     return exit_failure;
   }
   if (!flush_stdout("backoff load")) return exit_failure;
+  const bool open_loop = o.rate_per_s > 0 || !o.ramp.empty();
   std::cerr << "backoff load: " << run.requests << " requests in " << run.wall_s << " s: " << run.ok
             << " OK, " << run.errors << " errors, " << run.timeouts << " timed out"
-            << (run.dropped ? ", " + std::to_string(run.dropped) + " arrivals dropped" : "")
+            << (open_loop
+                    ? fmt::format(", {} sends late, {} dropped", run.late_sends, run.dropped_sends)
+                    : std::string())
             << (run.local_errors
                     ? ", " + std::to_string(run.local_errors) + " local errors (never sent)"
                     : "")
             << (interrupted ? " (interrupted)" : "") << '\n';
+  if (const auto& l = run.summary.latency_s) {
+    std::cerr << fmt::format(
+        "backoff load: latency{} over {} completed: p50 {:.6f} s, p99 {:.6f} s, p99.9 {:.6f} s, "
+        "p99.99 {:.6f} s, max {:.6f} s\n",
+        open_loop ? " from the intended send time" : "", run.summary.completed, l->p50, l->p99,
+        l->p999, l->p9999, l->max);
+  }
   if (f.out) {
     report::scenario_result result;
     result.scenario = "load";
@@ -281,7 +324,23 @@ void setup_load(CLI::App& app, int& status) {
   sub->add_option("--lambda", f->lambda,
                   "Mean think time between a client's operations (seconds, or a duration)")
       ->capture_default_str();
-  sub->add_option("--rate", f->rate, "Open loop: operations per second (Poisson) instead");
+  sub->add_option("--rate", f->rate,
+                  "Open loop instead: operations per second ('500' or '500/s'; also /ms, /m, "
+                  "/h), latency measured from each one's intended send time");
+  sub->add_option("--arrival", f->arrival, "Open loop: 'poisson' or 'constant' (evenly spaced)")
+      ->capture_default_str();
+  sub->add_option("--ramp", f->ramp,
+                  "Open loop at a rate that changes linearly between points, e.g. "
+                  "'0s:100/s,60s:2000/s' (the run lasts until the last point unless --duration)");
+  sub->add_option("--max-in-flight", f->max_in_flight,
+                  "Open loop: operations at once; a send beyond it is dropped (counted)")
+      ->capture_default_str();
+  sub->add_option("--deadline", f->deadline,
+                  "Each operation gives up this long after its intended send time (its "
+                  "attempts' timeouts cut to fit); a send already that late is dropped");
+  sub->add_option("--histogram-log", f->histogram_log,
+                  "Write an HdrHistogram interval log (one histogram per second, microseconds "
+                  "from the intended send time) to this file");
   sub->add_option("--timeout", f->timeout, "Per request")->capture_default_str();
   sub->add_option("--duration", f->duration_text,
                   "Length of the run (of each run with --experiment, where the default is 120s)")
@@ -328,6 +387,7 @@ void setup_load(CLI::App& app, int& status) {
     // The experiment needs time after the resume for recovery_s (5 s at 90 % of the earlier
     // goodput): the simulator puts exponential's at about 30 s after a 10 s pause.
     if (!f->experiment.empty() && sub->count("--duration") == 0) f->duration_text = "120s";
+    f->duration_given = sub->count("--duration") > 0;
     status = run_load_command(*f);
   });
 }

@@ -457,7 +457,7 @@ void summary_charts(const plain_run& run, std::vector<chart>& out) {
       // A strategy where nothing completed has no latency: NaN, which gnuplot leaves out.
       const double nan = std::nan("");
       const latency_summary l =
-          s.latency_s.value_or(latency_summary{nan, nan, nan, nan, nan, nan, nan});
+          s.latency_s.value_or(latency_summary{nan, nan, nan, nan, nan, nan, nan, nan});
       c.data += fmt::format("{} {} {} {} {}\n", dq(s.name), num(l.p50), num(l.p95), num(l.p99),
                             num(l.max));
       for (double v : {l.p50, l.p95, l.p99, l.max}) e.add(0, v);

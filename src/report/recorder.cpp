@@ -157,10 +157,10 @@ strategy_summary recorder::finish(time_units end, std::uint64_t events) {
       operations_ == 0 ? 0.0 : static_cast<double>(attempts_) / static_cast<double>(operations_);
   out.makespan_s = static_cast<double>(last_completion_) * s;
   if (completed_ > 0) {
-    const auto p = latency_.percentiles({0.50, 0.75, 0.90, 0.95, 0.99, 0.999});
+    const auto p = latency_.percentiles({0.50, 0.75, 0.90, 0.95, 0.99, 0.999, 0.9999});
     const auto sec = [&](std::int64_t v) { return static_cast<double>(v) * s; };
-    out.latency_s = latency_summary{sec(p[0]), sec(p[1]), sec(p[2]),          sec(p[3]),
-                                    sec(p[4]), sec(p[5]), sec(latency_.max())};
+    out.latency_s = latency_summary{sec(p[0]), sec(p[1]), sec(p[2]), sec(p[3]),
+                                    sec(p[4]), sec(p[5]), sec(p[6]), sec(latency_.max())};
   }
   out.goodput_per_s = out.makespan_s > 0 ? static_cast<double>(completed_) / out.makespan_s : 0.0;
   out.peak_load = peak_load_;

@@ -26,7 +26,7 @@ struct series_bucket {
 };
 
 struct latency_summary {
-  double p50 = 0, p75 = 0, p90 = 0, p95 = 0, p99 = 0, p999 = 0, max = 0;
+  double p50 = 0, p75 = 0, p90 = 0, p95 = 0, p99 = 0, p999 = 0, p9999 = 0, max = 0;
 };
 
 // A figure of the model's own (SPEC 7.3: load_amplification.peak, deepest_calls_per_request):

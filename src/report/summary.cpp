@@ -70,6 +70,7 @@ const std::vector<latency_field>& latency_fields() {
       {"p95", [](const latency_summary& l) { return l.p95; }},
       {"p99", [](const latency_summary& l) { return l.p99; }},
       {"p999", [](const latency_summary& l) { return l.p999; }},
+      {"p9999", [](const latency_summary& l) { return l.p9999; }},
       {"max", [](const latency_summary& l) { return l.max; }},
   };
   return all;
@@ -151,6 +152,8 @@ const std::vector<summary_metric>& metrics() {
        [](S s) -> value { return s.latency_s ? value(s.latency_s->p99) : value(); }},
       {"latency_s.p999",
        [](S s) -> value { return s.latency_s ? value(s.latency_s->p999) : value(); }},
+      {"latency_s.p9999",
+       [](S s) -> value { return s.latency_s ? value(s.latency_s->p9999) : value(); }},
       {"latency_s.max",
        [](S s) -> value { return s.latency_s ? value(s.latency_s->max) : value(); }},
       {"goodput_per_s", [](S s) -> value { return s.goodput_per_s; }},

@@ -539,9 +539,29 @@ std::vector<bad_input> cli_cases() {
                   "simple-backoff-delay: bad duration \"xyz\""));
   c.push_back(cli("LoadPauseForNegative", {"load", "--experiment", "outage", "--pause-for", "-1s"},
                   2, "--pause-for: bad duration \"-1s\""));
-  c.push_back(
-      cli("LoadRateNan", {"load", "--rate", "nan"}, 2, "--rate: expected 0 to 1e7 per second"));
-  c.push_back(cli("LoadRateNotANumber", {"load", "--rate", "abc"}, 2, "--rate = abc"));
+  c.push_back(cli("LoadRateNan", {"load", "--rate", "nan"}, 2,
+                  "backoff load: --rate: expected a rate such as 500/s or 500 (per second), got "
+                  "\"nan\""));
+  c.push_back(cli("LoadRateNotANumber", {"load", "--rate", "abc"}, 2,
+                  "--rate: expected a rate such as 500/s or 500 (per second), got \"abc\""));
+  c.push_back(cli("LoadRateBadUnit", {"load", "--rate", "500/y"}, 2,
+                  "--rate: expected a rate per s, ms, m or h (as 500/s), got \"500/y\""));
+  c.push_back(cli("LoadRateZero", {"load", "--rate", "0/s"}, 2,
+                  "--rate: a rate must be more than 0, got \"0/s\""));
+  c.push_back(cli("LoadRateAndRamp", {"load", "--rate", "5", "--ramp", "0s:5/s"}, 2,
+                  "backoff load: give --rate or --ramp, not both"));
+  c.push_back(cli("LoadRampNotFromZero", {"load", "--ramp", "10s:5/s"}, 2,
+                  "--ramp point 1: the first point is at 0s (where the run starts), got \"10s\""));
+  c.push_back(cli("LoadRampBackwards", {"load", "--ramp", "0s:5/s,30s:9/s,20s:1/s"}, 2,
+                  "--ramp point 3: times must increase, got \"20s\" after 30s"));
+  c.push_back(cli("LoadArrivalUnknown", {"load", "--rate", "5", "--arrival", "uniform"}, 2,
+                  "--arrival: expected poisson or constant, got \"uniform\""));
+  c.push_back(cli("LoadDeadlineZero", {"load", "--deadline", "0s"}, 2,
+                  "--deadline: must be more than 0, got \"0s\""));
+  c.push_back(cli("LoadMaxInFlightZero", {"load", "--max-in-flight", "0"}, 2,
+                  "--max-in-flight: expected 1 to 1000000, got \"0\""));
+  c.push_back(cli("LoadHistogramLogEmpty", {"load", "--histogram-log", ""}, 2,
+                  "--histogram-log: needs a file"));
   c.push_back(cli("LoadMaxAttemptsNegative", {"load", "--max-attempts", "-1"}, 2,
                   "--max-attempts: expected a whole number >= 0, got \"-1\""));
   c.push_back(cli("LoadSeedNotANumber", {"load", "--seed", "abc"}, 2,

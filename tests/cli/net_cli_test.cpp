@@ -201,6 +201,38 @@ TEST(Load, WritesTheSimulatorsSummaryAndTimeSeries) {
   EXPECT_EQ(server.probe.wait().status, 0);
 }
 
+// Open loop: a rate with its unit, a ramp, the summary's late and dropped sends and p99.99, the
+// closing latency line, and an HdrHistogram log that holds every completed operation.
+TEST(Load, AnOpenLoopRampWritesItsCountsAndAHistogramLog) {
+  served server({"--base-delay", "1ms", "-q"});
+  const backoff::test::test_scratch scratch("load");
+  const auto& dir = scratch.dir();
+  const auto log = dir / "latency.hlog";
+  const cli_result load =
+      run_cli({"load", "--url", server.url(), "--ramp", "0s:50/s,1500ms:250/s", "--arrival",
+               "constant", "--out", dir.string(), "--histogram-log", log.string()});
+  ASSERT_EQ(load.status, 0) << load.err;
+  const auto s = nlohmann::json::parse(slurp(dir / "summary.json"))["strategies"][0];
+  // The ramp lasts 1.5 s and its integral is 225 sends, the first at 0.
+  EXPECT_EQ(s["operations"].get<int>() + s["dropped_sends"].get<int>(), 225) << s;
+  EXPECT_EQ(s["dropped_sends"], 0);
+  EXPECT_TRUE(s["late_sends"].is_number());
+  EXPECT_TRUE(s["latency_s"]["p9999"].is_number());
+  EXPECT_GE(s["latency_s"]["p9999"].get<double>(), s["latency_s"]["p999"].get<double>());
+  EXPECT_NE(load.err.find("backoff load: latency from the intended send time over "),
+            std::string::npos)
+      << load.err;
+  const std::string text = slurp(log);
+  EXPECT_EQ(text.rfind("#[Histogram log format version 1.3]\n", 0), 0u) << text;
+  // Two intervals, [0, 1) and [1, 1.5), after the header.
+  EXPECT_NE(text.find("\"Interval_Compressed_Histogram\"\n0.000,1.000,"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n1.000,0.5"), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 7) << text;
+  server.probe.signal(SIGINT);
+  EXPECT_EQ(server.probe.wait().status, 0);
+}
+
 TEST(Load, ATimeoutIsCountedAndRetried) {
   served server({"--base-delay", "10s", "-q"});  // slower than the client waits
   const backoff::test::test_scratch scratch("load");

@@ -149,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(SweepCli, AMalformedShardFileIsNamed) {
   const backoff::test::test_scratch scratch("sweep");
   const fs::path& dir = scratch.dir();
-  { std::ofstream(dir / "shard-1-of-1.json") << R"({"format": "backoff-sweep-shard/1"})"; }
+  { std::ofstream(dir / "shard-1-of-1.json") << R"({"format": "backoff-sweep-shard/2"})"; }
   const auto r = run_cli({"sweep", "--merge", dir.string()});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("shard-1-of-1.json: malformed shard file"), std::string::npos) << r.err;

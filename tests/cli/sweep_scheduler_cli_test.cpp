@@ -279,7 +279,7 @@ TEST(SweepSchedulerRerun, SkipsACompleteShardAndRerunsAnythingElse) {
   fs::create_directories(dir);
   {
     std::ofstream(dir / ".shard-2-of-3.json.backoff-tmp-1")
-        << R"({"format": "backoff-sweep-shard/1")";
+        << R"({"format": "backoff-sweep-shard/2")";
   }
   const auto first = shard();
   ASSERT_EQ(first.status, 0) << first.err;

@@ -30,7 +30,7 @@ report::strategy_summary advice_strategy(const std::string& name, std::uint64_t 
   s.completed = completed;
   s.attempts = static_cast<std::uint64_t>(attempts_per_operation * 1000);
   s.attempts_per_operation = attempts_per_operation;
-  if (completed > 0) s.latency_s = report::latency_summary{p99 / 10, 0, 0, 0, p99, 0, p99 * 2};
+  if (completed > 0) s.latency_s = report::latency_summary{p99 / 10, 0, 0, 0, p99, 0, 0, p99 * 2};
   // A short time series, so the time charts have something to draw.
   s.bucket_width = 1'000'000'000;
   for (int i = 0; i < 20; ++i) {

@@ -27,6 +27,7 @@
 #include "backoff/error.hpp"
 #include "backoff/http.hpp"
 #include "backoff/random.hpp"
+#include "report/hdr_log.hpp"
 
 namespace backoff::net {
 namespace {
@@ -79,8 +80,9 @@ struct connection {
 };
 
 struct in_flight_op {
-  report::time_units first_attempt = 0;
+  report::time_units first_attempt = 0;  // open loop: the intended send time
   std::uint32_t attempts = 0;
+  report::time_units deadline_at = 0;  // 0: none (request_deadline)
 };
 
 struct load_state {
@@ -109,7 +111,11 @@ struct load_state {
   tcp::endpoint endpoint;
   bool stopping = false;
   bool warned_local = false;
-  std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, dropped = 0, local_errors = 0;
+  std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, local_errors = 0;
+  std::uint64_t late_sends = 0, dropped_sends = 0;
+  // This second's completed latencies (microseconds), for histogram_log.
+  report::hdr_histogram interval_latency;
+  double histogram_logged_s = 0;  // the end of the last line written
   std::uint64_t interval_ok = 0, interval_errors = 0, interval_timeouts = 0;
   report::time_units interval_start = 0;  // when the current report interval began
   std::uint64_t next_op = 0;
@@ -137,7 +143,18 @@ std::string_view request_bytes(load_state& s, connection& c, std::uint32_t attem
   return c.request;
 }
 
-asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t attempt) {
+// The time an attempt of operation `id` may take: the timeout, cut to what is left before the
+// operation's deadline.
+duration attempt_time(load_state& s, std::uint64_t id) {
+  duration t = s.options.timeout;
+  if (const auto it = s.in_flight.find(id); it != s.in_flight.end() && it->second.deadline_at) {
+    t = std::min(t, duration{std::max<report::time_units>(it->second.deadline_at - s.now(), 1)});
+  }
+  return t;
+}
+
+asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t attempt,
+                                    duration time_allowed) {
   s.recorder.attempt(s.now());
   ++s.requests;
   reply r;
@@ -167,7 +184,7 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
     }
   };
   if (!c.stream) c.stream.emplace(c.executor);
-  c.stream->expires_after(s.options.timeout);  // connect, write and read together, as Go's
+  c.stream->expires_after(time_allowed);  // connect, write and read together, as Go's
   if (!c.stream->socket().is_open()) {
     const auto [ec] = co_await c.stream->async_connect(s.endpoint, as_tuple_awaitable);
     if (ec) {
@@ -219,7 +236,7 @@ struct attempt_op {
   std::uint64_t id;
   asio::awaitable<reply> operator()(std::uint32_t attempt) const {
     s->in_flight[id].attempts = attempt;
-    return send_request(*s, *c, attempt);
+    return send_request(*s, *c, attempt, attempt_time(*s, id));
   }
 };
 
@@ -238,9 +255,9 @@ struct classify_hedged_reply {
 
 // Copy n of a hedged operation: the first on the client's kept-alive connection, the others on
 // connections of their own, closed when they end.
-asio::awaitable<reply> send_copy(load_state& s, std::uint32_t attempt) {
+asio::awaitable<reply> send_copy(load_state& s, std::uint32_t attempt, duration time_allowed) {
   connection own(co_await asio::this_coro::executor);
-  reply r = co_await send_request(s, own, attempt);
+  reply r = co_await send_request(s, own, attempt, time_allowed);
   own.close();
   co_return r;
 }
@@ -251,17 +268,23 @@ struct hedged_copy_op {
   std::uint64_t id;
   asio::awaitable<reply> operator()(std::uint32_t attempt) const {
     s->in_flight[id].attempts = attempt;
-    return attempt == 1 ? send_request(*s, *c, attempt) : send_copy(*s, attempt);
+    const duration allowed = attempt_time(*s, id);
+    return attempt == 1 ? send_request(*s, *c, attempt, allowed) : send_copy(*s, attempt, allowed);
   }
 };
 
+// One logical request, from `start` (open loop: its intended send time; closed loop: now).
 asio::awaitable<void> run_operation(load_state& s, connection& c, random_generator& rng,
-                                    duration think) {
+                                    duration think, report::time_units start) {
   const std::uint64_t id = s.next_op++;
-  const report::time_units start = s.now();
   s.recorder.operation_started(start);
-  s.in_flight[id] = in_flight_op{start, 0};
-  retry_policy policy{s.options.policy, s.options.max_attempts, duration{0}};
+  const report::time_units deadline_at =
+      s.options.request_deadline.count() > 0 ? start + s.options.request_deadline.count() : 0;
+  s.in_flight[id] = in_flight_op{start, 0, deadline_at};
+  // The library keeps the deadline between attempts (no wait runs into it, no attempt starts
+  // after it); attempt_time() cuts the attempt in flight.
+  const duration left{deadline_at ? std::max<report::time_units>(deadline_at - s.now(), 1) : 0};
+  retry_policy policy{s.options.policy, s.options.max_attempts, left};
   async_retry_env env;
   env.random = rng;
   if (s.options.grow_from_think) env.continue_from = think;
@@ -272,7 +295,7 @@ asio::awaitable<void> run_operation(load_state& s, connection& c, random_generat
   retry_result<reply> result;
   if (s.options.hedge) {
     hedge_options<classify_hedged_reply> options{
-        *s.options.hedge, classify_hedged_reply{&*s.options.hedge}, gates, duration{0}};
+        *s.options.hedge, classify_hedged_reply{&*s.options.hedge}, gates, left};
     const auto hedged = co_await async_hedge(hedged_copy_op{&s, &c, id}, std::move(options), env);
     result.why = hedged.why;
     result.attempts = hedged.attempts;
@@ -291,6 +314,9 @@ asio::awaitable<void> run_operation(load_state& s, connection& c, random_generat
   record.attempts = std::max(done.attempts, result.attempts);
   record.status = result ? report::op_status::completed : report::op_status::failed;
   s.recorder.operation_done(record);
+  if (result && s.options.histogram_log) {
+    s.interval_latency.record((record.done - record.first_attempt + 500) / 1000);
+  }
 }
 
 asio::awaitable<void> closed_loop_client(load_state& s, std::uint32_t index) {
@@ -305,33 +331,75 @@ asio::awaitable<void> closed_loop_client(load_state& s, std::uint32_t index) {
       co_await timer.async_wait(as_tuple_awaitable);
     }
     if (s.stopping) break;
-    co_await run_operation(s, c, rng, think);
+    co_await run_operation(s, c, rng, think, s.now());
     if (s.stopping) break;
   }
   c.close();
 }
 
-asio::awaitable<void> open_loop_operation(load_state& s, std::uint64_t seed) {
+asio::awaitable<void> open_loop_operation(load_state& s, std::uint64_t seed,
+                                          report::time_units intended) {
   random_generator rng(seed);
   connection c(co_await asio::this_coro::executor);
-  co_await run_operation(s, c, rng, duration{0});
+  co_await run_operation(s, c, rng, duration{0}, intended);
   c.close();
 }
 
+// The rate's points: the ramp, or one point for a fixed rate.
+std::vector<rate_point> rate_points(const load_options& o) {
+  if (!o.ramp.empty()) return o.ramp;
+  return {rate_point{duration{0}, o.rate_per_s}};
+}
+
+// Sends at the schedule's times, each waited for on the absolute clock (a late wake-up does not
+// push the later sends back): behind schedule, the sends due go at once, in order, each with its
+// own intended time.
 asio::awaitable<void> open_loop_arrivals(load_state& s) {
-  random_generator rng(derive_seed(s.options.seed, 0xA11));
+  arrival_schedule schedule(s.options.arrival, rate_points(s.options),
+                            derive_seed(s.options.seed, 0xA11));
   asio::steady_timer timer(co_await asio::this_coro::executor);
-  const double mean_ns = 1e9 / s.options.rate_per_s;
+  const auto origin = std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(s.start));
   for (std::uint64_t n = 0;; ++n) {
-    timer.expires_after(duration{static_cast<std::int64_t>(exponential_variate(rng, mean_ns))});
-    co_await timer.async_wait(as_tuple_awaitable);
+    const std::optional<duration> at = schedule.next();
+    if (!at || *at >= s.options.duration_total) break;
+    if (origin + *at > std::chrono::steady_clock::now()) {
+      timer.expires_at(origin + *at);
+      co_await timer.async_wait(as_tuple_awaitable);
+    }
     if (s.stopping) break;
-    if (s.in_flight.size() >= s.options.max_in_flight) {
-      ++s.dropped;
+    const report::time_units intended = at->count();
+    const report::time_units behind = s.now() - intended;
+    if (behind > s.options.late_after.count()) ++s.late_sends;
+    const bool past_deadline =
+        s.options.request_deadline.count() > 0 && behind >= s.options.request_deadline.count();
+    if (past_deadline || s.in_flight.size() >= s.options.max_in_flight) {
+      ++s.dropped_sends;
       continue;
     }
-    asio::co_spawn(*s.context, open_loop_operation(s, derive_seed(s.options.seed, n + 1)),
+    asio::co_spawn(*s.context, open_loop_operation(s, derive_seed(s.options.seed, n + 1), intended),
                    asio::detached);
+  }
+}
+
+// The histogram since the last line, as a line ending at `end_s`; resets it.
+void write_histogram_interval(load_state& s, double end_s) {
+  *s.options.histogram_log << report::hdr_log_line(
+      s.histogram_logged_s, end_s - s.histogram_logged_s, s.interval_latency, 1e6);
+  s.histogram_logged_s = end_s;
+  s.interval_latency.reset();
+}
+
+// One line of the histogram log per second from the start (HdrHistogram's interval log).
+asio::awaitable<void> histogram_logger(load_state& s) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  const auto origin = std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(s.start));
+  for (std::int64_t k = 1;; ++k) {
+    timer.expires_at(origin + std::chrono::seconds(k));
+    co_await timer.async_wait(as_tuple_awaitable);
+    if (s.stopping) break;
+    write_histogram_interval(s, static_cast<double>(k));
   }
 }
 
@@ -470,7 +538,13 @@ load_run run_load(const load_options& options,
   }
   const auto wall_start = std::chrono::steady_clock::now();
   s.start = load_state::steady_now();
-  if (options.rate_per_s > 0) {
+  if (options.histogram_log) {
+    *options.histogram_log << report::hdr_log_header(
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(),
+        "Values in microseconds from the intended send time; Interval_Max in seconds");
+    asio::co_spawn(*s.context, histogram_logger(s), asio::detached);
+  }
+  if (options.rate_per_s > 0 || !options.ramp.empty()) {
     asio::co_spawn(*s.context, open_loop_arrivals(s), asio::detached);
   } else {
     for (std::uint32_t i = 0; i < options.clients; ++i) {
@@ -496,6 +570,13 @@ load_run run_load(const load_options& options,
     s.recorder.operation_done(record);
   }
   s.context.reset();  // ends the coroutines while what they refer to still lives
+  if (options.histogram_log) {
+    // The last, partial second.
+    const double end_s = static_cast<double>(end) * 1e-9;
+    if (end_s > s.histogram_logged_s || s.interval_latency.count() > 0) {
+      write_histogram_interval(s, end_s);
+    }
+  }
 
   load_run run;
   run.summary = s.recorder.finish(end, s.requests);
@@ -503,8 +584,12 @@ load_run run_load(const load_options& options,
   run.ok = s.ok;
   run.errors = s.errors;
   run.timeouts = s.timeouts;
-  run.dropped = s.dropped;
+  run.late_sends = s.late_sends;
+  run.dropped_sends = s.dropped_sends;
   run.local_errors = s.local_errors;
+  run.summary.fields.push_back({"late_sends", static_cast<double>(s.late_sends)});
+  run.summary.fields.push_back({"dropped_sends", static_cast<double>(s.dropped_sends)});
+  run.summary.fields.push_back({"local_errors", static_cast<double>(s.local_errors)});
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
 }

@@ -3,7 +3,17 @@
 // retry with the library's policies through async_retry, as seed 004's Go client does
 // (smira/exponential-backoff, client.go): each client thinks for an exponentially distributed
 // time, sends one request and waits for it up to a timeout; a timeout or an error is retried after
-// the strategy's backoff. Open loop (`rate`) sends operations at Poisson arrivals instead.
+// the strategy's backoff.
+//
+// Open loop (`rate` or `ramp`) sends operations at intended times computed ahead of the clock
+// (arrivals.hpp: Poisson or evenly spaced, at a fixed or ramping rate), whatever the answers do,
+// and measures each operation's latency from its intended send time, not from when the generator
+// got round to sending it: wrk2's correction of coordinated omission, so a server that stalls
+// shows its stall in the percentiles. A send more than `late_after` behind its time is counted
+// late; one that cannot go (max_in_flight operations already, or its deadline passed before it
+// could be sent) is dropped and counted (k6's dropped_iterations). With `request_deadline` an
+// operation gives up that long after its intended time, so a rate above capacity shows as
+// failures rather than as a histogram of queueing.
 //
 //   load_options o;
 //   o.target = parse_target("http://127.0.0.1:8070/api");
@@ -21,7 +31,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "backoff/aimd_window.hpp"
 #include "backoff/circuit_breaker.hpp"
@@ -29,6 +41,7 @@
 #include "backoff/hedge.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/retry_budget.hpp"
+#include "net/client/arrivals.hpp"
 #include "report/recorder.hpp"
 #include "report/result.hpp"
 
@@ -49,8 +62,17 @@ struct load_options {
   std::string strategy = "load";                   // the name in summary.json and timeseries.csv
   std::uint32_t clients = 1000;                    // closed loop: virtual clients
   duration think_mean = std::chrono::seconds(10);  // closed loop: mean of the exponential think
-  double rate_per_s = 0;                           // > 0: open loop at this Poisson rate instead
+  double rate_per_s = 0;                           // > 0: open loop at this rate instead
+  std::vector<rate_point> ramp;  // open loop at this rate over time instead (rate_per_s ignored)
+  arrival_kind arrival = arrival_kind::poisson;
   std::uint32_t max_in_flight = 10000;  // open loop: arrivals beyond it are dropped (counted)
+  duration late_after = std::chrono::milliseconds(1);  // open loop: a send this late is counted
+  // > 0: an operation ends (failed) this long after its intended send time (closed loop: its
+  // start), its attempts' timeouts cut to fit; open loop: a send already past it is dropped.
+  duration request_deadline{0};
+  // When set: an HdrHistogram interval log (hdr_log.hpp) of the completed operations' latency,
+  // in microseconds, one interval per second.
+  std::ostream* histogram_log = nullptr;
   duration timeout = std::chrono::seconds(2);
   // Each attempt tells the server the time it may take (`timeout`) and its number: grpc-timeout,
   // x-envoy-expected-rq-timeout-ms, x-envoy-attempt-count, grpc-previous-rpc-attempts.
@@ -92,10 +114,13 @@ struct interval_report {
 };
 
 struct load_run {
+  // Its fields (model_field) add late_sends, dropped_sends and local_errors.
   report::strategy_summary summary;
-  std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0, dropped = 0;
-  std::uint64_t local_errors = 0;  // attempts that failed here (is_local_error), not counted in
-                                   // errors, nor in the summary's time series
+  std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0;
+  std::uint64_t late_sends = 0;     // open loop: sent more than late_after after their time
+  std::uint64_t dropped_sends = 0;  // open loop: never sent (in-flight cap, or past deadline)
+  std::uint64_t local_errors = 0;   // attempts that failed here (is_local_error), not counted in
+                                    // errors, nor in the summary's time series
   double wall_s = 0;
 };
 

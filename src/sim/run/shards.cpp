@@ -30,7 +30,7 @@
 namespace backoff::sim {
 namespace {
 
-constexpr const char* shard_format = "backoff-sweep-shard/1";
+constexpr const char* shard_format = "backoff-sweep-shard/2";
 
 const char* type_name(report::sweep_value::kind k) {
   switch (k) {
@@ -65,7 +65,7 @@ nlohmann::json summary_json(const report::strategy_summary& s) {
   j["makespan_s"] = s.makespan_s;
   if (s.latency_s) {
     const report::latency_summary& l = *s.latency_s;
-    j["latency_s"] = {l.p50, l.p75, l.p90, l.p95, l.p99, l.p999, l.max};
+    j["latency_s"] = {l.p50, l.p75, l.p90, l.p95, l.p99, l.p999, l.p9999, l.max};
   } else {
     j["latency_s"] = nullptr;  // nothing completed
   }
@@ -95,12 +95,12 @@ report::strategy_summary summary_of(const nlohmann::json& j, const std::string& 
   j.at("attempts_per_operation").get_to(s.attempts_per_operation);
   j.at("makespan_s").get_to(s.makespan_s);
   if (const auto& l = j.at("latency_s"); !l.is_null()) {
-    if (!l.is_array() || l.size() != 7) {
-      throw std::invalid_argument("latency_s: expected 7 numbers or null");
+    if (!l.is_array() || l.size() != 8) {
+      throw std::invalid_argument("latency_s: expected 8 numbers or null");
     }
     s.latency_s = report::latency_summary{
         l[0].get<double>(), l[1].get<double>(), l[2].get<double>(), l[3].get<double>(),
-        l[4].get<double>(), l[5].get<double>(), l[6].get<double>()};
+        l[4].get<double>(), l[5].get<double>(), l[6].get<double>(), l[7].get<double>()};
   }
   j.at("goodput_per_s").get_to(s.goodput_per_s);
   j.at("peak_load").get_to(s.peak_load);
