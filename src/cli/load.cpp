@@ -41,6 +41,7 @@ struct load_flags {
   std::string arrival = "poisson";
   std::string ramp;
   std::string max_in_flight = "10000";
+  std::string connections = "100";
   std::string deadline;
   std::optional<std::string> histogram_log;
   std::string timeout = "2s";
@@ -142,6 +143,10 @@ int run_experiment(const load_flags& f, const net::load_options& o) {
       throw parse_error(
           "--experiment outage runs fixed and exponential retries itself; drop the policy flags");
     }
+    if (f.histogram_log) {
+      throw parse_error(
+          "--histogram-log: not with --experiment (its runs are closed-loop, one per strategy)");
+    }
     e.pause_after = flag_duration("--pause-after", f.pause_after, false);
     e.pause_for = flag_duration("--pause-for", f.pause_for, true);
     if (e.pause_after + e.pause_for >= o.duration_total) {
@@ -186,6 +191,11 @@ int run_load_command(const load_flags& f) {
       throw parse_error("--max-in-flight: expected 1 to 1000000, got \"" + f.max_in_flight + "\"");
     }
     o.max_in_flight = static_cast<std::uint32_t>(cap);
+    const std::uint64_t connections = whole("--connections", f.connections);
+    if (connections == 0 || connections > 100'000) {
+      throw parse_error("--connections: expected 1 to 100000, got \"" + f.connections + "\"");
+    }
+    o.connections = static_cast<std::uint32_t>(connections);
     if (!f.deadline.empty()) o.request_deadline = flag_duration("--deadline", f.deadline, true);
     if (f.histogram_log && f.histogram_log->empty()) {
       throw parse_error("--histogram-log: needs a file");
@@ -332,6 +342,10 @@ void setup_load(CLI::App& app, int& status) {
   sub->add_option("--ramp", f->ramp,
                   "Open loop at a rate that changes linearly between points, e.g. "
                   "'0s:100/s,60s:2000/s' (the run lasts until the last point unless --duration)");
+  sub->add_option("--connections", f->connections,
+                  "Open loop: kept-alive connections to send on, one operation at a time each "
+                  "(wrk's -c); a send due while all are busy waits, and is late")
+      ->capture_default_str();
   sub->add_option("--max-in-flight", f->max_in_flight,
                   "Open loop: operations at once; a send beyond it is dropped (counted)")
       ->capture_default_str();

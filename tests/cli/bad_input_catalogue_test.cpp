@@ -560,6 +560,11 @@ std::vector<bad_input> cli_cases() {
                   "--deadline: must be more than 0, got \"0s\""));
   c.push_back(cli("LoadMaxInFlightZero", {"load", "--max-in-flight", "0"}, 2,
                   "--max-in-flight: expected 1 to 1000000, got \"0\""));
+  c.push_back(cli("LoadConnectionsZero", {"load", "--connections", "0"}, 2,
+                  "--connections: expected 1 to 100000, got \"0\""));
+  c.push_back(cli("LoadHistogramLogWithExperiment",
+                  {"load", "--experiment", "outage", "--histogram-log", "x.hlog"}, 2,
+                  "--histogram-log: not with --experiment"));
   c.push_back(cli("LoadHistogramLogEmpty", {"load", "--histogram-log", ""}, 2,
                   "--histogram-log: needs a file"));
   c.push_back(cli("LoadMaxAttemptsNegative", {"load", "--max-attempts", "-1"}, 2,

@@ -68,6 +68,26 @@ TEST(LoadOpenLoop, SendsBeyondTheInFlightCapAreDroppedAndCounted) {
   EXPECT_EQ(field(run.summary, "local_errors"), 0.0);
 }
 
+// Sends due while every connection is busy wait for one: they start late (counted), and their
+// latency counts from their intended time, the wait included, as wrk2's does.
+TEST(LoadOpenLoop, SendsWaitingForAConnectionAreLateAndTheWaitIsInTheirLatency) {
+  test_server server(100ms);
+  auto o = server.load();
+  o.rate_per_s = 40;  // one every 25 ms; two connections serve one every 50 ms
+  o.arrival = backoff::net::arrival_kind::constant;
+  o.connections = 2;
+  o.duration_total = 1s;
+  o.timeout = 5s;
+  const auto run = backoff::net::run_load(o, {});
+  EXPECT_EQ(run.dropped_sends, 0u);
+  EXPECT_GE(run.late_sends, 10u);
+  ASSERT_TRUE(run.summary.latency_s);
+  EXPECT_LE(run.summary.completed, 21u);  // two at a time, 100 ms each
+  // The last ones completed waited hundreds of milliseconds for a connection.
+  EXPECT_GE(run.summary.latency_s->max, 0.3);
+  EXPECT_EQ(run.summary.operations, 40u);  // every send due is an operation, sent or waiting
+}
+
 // With a deadline, an operation gives up when it passes (its attempt's timeout cut to fit): a
 // rate the server cannot keep up with shows as failures, not as seconds of queueing.
 TEST(LoadOpenLoop, ADeadlineEndsOperationsAndBoundsTheLatencyKept) {

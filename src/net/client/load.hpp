@@ -65,7 +65,10 @@ struct load_options {
   double rate_per_s = 0;                           // > 0: open loop at this rate instead
   std::vector<rate_point> ramp;  // open loop at this rate over time instead (rate_per_s ignored)
   arrival_kind arrival = arrival_kind::poisson;
-  std::uint32_t max_in_flight = 10000;  // open loop: arrivals beyond it are dropped (counted)
+  // Open loop: connections to send on, each one operation at a time (wrk's -c); a send due while
+  // all are busy waits for one, its latency still counted from its intended time.
+  std::uint32_t connections = 100;
+  std::uint32_t max_in_flight = 10000;  // open loop: sent or waiting; beyond, dropped (counted)
   duration late_after = std::chrono::milliseconds(1);  // open loop: a send this late is counted
   // > 0: an operation ends (failed) this long after its intended send time (closed loop: its
   // start), its attempts' timeouts cut to fit; open loop: a send already past it is dropped.
