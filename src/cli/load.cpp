@@ -57,6 +57,7 @@ struct load_flags {
   std::string aimd;
   std::string budget;
   std::string breaker;
+  std::string throttle;
   std::string hedge;
   bool propagate_deadline = false;
   std::string seed = "1";
@@ -249,6 +250,7 @@ int run_load_command(const load_flags& f) {
         return exit_usage;
       }
     }
+    if (!f.throttle.empty()) o.throttle = parse_throttle(f.throttle);
     if (!f.hedge.empty()) {
       o.hedge = parse_hedge(f.hedge);
       // gRPC A6: a method has a retry policy or a hedging policy, never both.
@@ -378,6 +380,10 @@ void setup_load(CLI::App& app, int& status) {
                   "One circuit breaker in front of the server for all clients, e.g. "
                   "'breaker(kind=rate, threshold=50%, window=10s, min_calls=20, open=5s)' or "
                   "'retry-only-10pct'; a refused attempt ends its operation");
+  sub->add_option("--throttle", f->throttle,
+                  "One client-side throttle for all clients: 'sre(k=2, window=2m)' (adaptive "
+                  "throttling; a refused attempt ends its operation) or 'cubic(...)' (paces "
+                  "attempts)");
   sub->add_option("--hedge", f->hedge,
                   "Send copies of each operation instead of retrying (gRPC A6), e.g. "
                   "'hedge(max_attempts=3, delay=500ms, non_fatal=[503])'; the first success wins "

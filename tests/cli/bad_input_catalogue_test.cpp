@@ -565,6 +565,8 @@ std::vector<bad_input> cli_cases() {
   c.push_back(cli("LoadHistogramLogWithExperiment",
                   {"load", "--experiment", "outage", "--histogram-log", "x.hlog"}, 2,
                   "--histogram-log: not with --experiment"));
+  c.push_back(cli("LoadBadThrottle", {"load", "--throttle", "sre(bogus=1)"}, 2,
+                  "bad throttle \"sre(bogus=1)\": unknown parameter \"bogus\""));
   c.push_back(cli("LoadHistogramLogEmpty", {"load", "--histogram-log", ""}, 2,
                   "--histogram-log: needs a file"));
   c.push_back(cli("LoadMaxAttemptsNegative", {"load", "--max-attempts", "-1"}, 2,

@@ -153,3 +153,34 @@ TEST(Load, HedgedCopiesAreSentAndTheLosersCancelled) {
 }
 
 }  // namespace
+
+namespace {
+
+// --throttle: one adaptive throttle (SRE book) for all clients; with every answer a failure it
+// refuses most attempts locally, and a refused attempt ends its operation.
+TEST(Load, AnAdaptiveThrottleRefusesAttemptsLocallyWhenTheServerFails) {
+  using namespace std::chrono_literals;
+  backoff::net::server_options so;
+  so.port = 0;
+  so.threads = 1;
+  so.service.base_delay = 0ms;
+  backoff::net::server s(so);
+  s.start();
+  backoff::net::load_options o;
+  o.target.port = s.port();
+  o.target.path = "/nowhere";  // 404: every attempt fails
+  o.rate_per_s = 500;
+  o.duration_total = 400ms;
+  o.report_every = 10s;
+  o.max_attempts = 1;
+  o.throttle = backoff::parse_throttle("sre(k=2, window=2m)");
+  const auto run = backoff::net::run_load(o, {});
+  EXPECT_GT(run.summary.operations, 150u);
+  EXPECT_GT(run.requests, 0u);
+  EXPECT_LT(run.requests * 3, run.summary.operations);  // most refused before the server
+  EXPECT_EQ(s.metrics().snapshot().not_found, run.requests);
+  s.stop();
+  s.wait();
+}
+
+}  // namespace

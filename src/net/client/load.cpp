@@ -141,6 +141,7 @@ struct load_state {
   std::string request_text;  // "GET /api HTTP/1.1" with Host, serialized once
   std::unique_ptr<retry_budget> budget;
   std::unique_ptr<circuit_breaker> breaker;
+  std::unique_ptr<throttle> client_throttle;
   std::unique_ptr<async_window> window;
   // Last: destroyed first, with every coroutine frame still in it, while what they refer to lives.
   std::optional<asio::io_context> context;
@@ -313,6 +314,7 @@ asio::awaitable<void> run_operation(load_state& s, connection& c, random_generat
   retry_gates gates;
   gates.budget = s.budget.get();
   gates.breaker = s.breaker.get();
+  gates.throttle = s.client_throttle.get();
   const attempt_op op{&s, &c, id};
   retry_result<reply> result;
   if (s.options.hedge) {
@@ -577,6 +579,7 @@ load_run run_load(const load_options& options,
   }
   if (options.budget) s.budget = std::make_unique<retry_budget>(*options.budget);
   if (options.breaker) s.breaker = std::make_unique<circuit_breaker>(*options.breaker);
+  if (options.throttle) s.client_throttle = std::make_unique<throttle>(*options.throttle);
   if (options.window) {
     s.window = std::make_unique<async_window>(s.context->get_executor(), *options.window);
   }

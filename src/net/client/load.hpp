@@ -41,6 +41,7 @@
 #include "backoff/hedge.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/retry_budget.hpp"
+#include "backoff/throttle.hpp"
 #include "net/client/arrivals.hpp"
 #include "report/recorder.hpp"
 #include "report/result.hpp"
@@ -89,6 +90,9 @@ struct load_options {
   std::optional<aimd_config> window;    // --aimd: one AIMD window shared by all clients
   std::optional<budget_config> budget;  // --budget: one retry budget shared by all clients
   std::optional<breaker_config> breaker;  // --breaker: one circuit breaker for the target
+  // --throttle: one client-side throttle for all clients (the SRE book's adaptive throttling, or
+  // a CUBIC rate limiter that paces attempts).
+  std::optional<throttle_config> throttle;
   // --hedge: copies of each operation (gRPC A6) instead of retries; the budget is charged for
   // every copy after the first. The first copy uses the client's connection, others their own.
   std::optional<hedge_policy> hedge;
