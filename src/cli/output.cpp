@@ -2,14 +2,23 @@
 #include "output.hpp"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
+#include <random>
 
 namespace backoff::cli {
+
+std::uint64_t fresh_seed() {
+  std::uint64_t seed = 0;
+  if (::getrandom(&seed, sizeof seed, 0) == static_cast<ssize_t>(sizeof seed)) return seed;
+  std::random_device device;  // no getrandom (a kernel before 3.17, a seccomp filter)
+  return (std::uint64_t{device()} << 32) ^ device();
+}
 
 bool flush_stdout(std::string_view who, std::string_view note) {
   static bool reported = false;  // one line, however many callers find the stream failed

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <istream>
 #include <string>
 #include <string_view>
@@ -21,6 +22,11 @@ std::string human_duration(duration d);
 // with status 1 (the retry tool, 125), never 0 with the output lost.
 // `note`, when given, ends the line (the retry tool's "(the command's status was N)").
 bool flush_stdout(std::string_view who, std::string_view note = {});
+
+// 64 random bits from the kernel (getrandom), for a run without --seed. Not std::random_device:
+// constructing one runs CPUID, which a virtual machine traps, and a start of the retry tool paid
+// for two.
+std::uint64_t fresh_seed();
 
 // Seconds as the shortest decimal that reads back as the same double (CSV and JSON fields).
 std::string seconds_text(duration d);

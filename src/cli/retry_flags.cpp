@@ -161,7 +161,7 @@ int run_retry_command(
       return exit_tool_error;
     }
   } else {
-    seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    seed = fresh_seed();
   }
   // The report file is created (as a hidden temporary beside it) before the command runs, so an
   // unwritable --report fails at once; it is renamed into place when the summary is written.

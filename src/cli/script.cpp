@@ -58,7 +58,7 @@ int run_script_command(const script_flags& f) {
       return fail("--seed: '" + f.seed + "' is too large");
     }
   } else {
-    seed = (std::uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    seed = fresh_seed();
   }
   std::error_code ec;
   if (std::filesystem::is_directory(f.file, ec)) {

@@ -13,7 +13,7 @@
 // read from a signalfd by a thread of the watcher; children start with an empty mask.
 #pragma once
 
-#include <thread>
+#include <pthread.h>
 
 #include "cancel_scope.hpp"
 
@@ -27,9 +27,12 @@ class signal_watcher {
   ~signal_watcher();
 
  private:
+  static void* watch(void* self);
+
+  cancel_scope& scope_;
   int signal_fd_ = -1;
   int quit_fd_ = -1;
-  std::thread thread_;
+  pthread_t thread_{};
 };
 
 }  // namespace backoff::tool

@@ -27,6 +27,16 @@ file(REMOVE_RECURSE "${prefix}" "${core_build}" "${asio_build}" "${bad_build}")
 run_step(install "${CMAKE_COMMAND}" --install "${BACKOFF_BUILD_DIR}" --prefix "${prefix}"
   ${backoff_config_args})
 
+# The executables, when the build has them: both installed, and backoff-try runs on its own.
+if(EXISTS "${BACKOFF_BUILD_DIR}/bin/backoff")
+  foreach(exe_name backoff backoff-try)
+    if(NOT EXISTS "${prefix}/bin/${exe_name}")
+      message(FATAL_ERROR "cmake --install did not install bin/${exe_name}")
+    endif()
+  endforeach()
+  run_step(run-backoff-try "${prefix}/bin/backoff-try" --times 1 -- true)
+endif()
+
 # 2. The core library, Boost unfindable.
 consumer_configure_args(args "${BACKOFF_CONSUMER_SOURCE_DIR}" "${core_build}"
   "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON)

@@ -48,6 +48,10 @@ check(backoff_net MUST backoff_report backoff_asio
 check(backoff_tool MUST backoff_asio
   NEVER backoff_sim backoff_net backoff_report backoff_experiments backoff_cli)
 check(backoff_experiments MUST backoff_net backoff_report NEVER backoff_sim backoff_cli)
+# backoff-try is the retry tool alone (issue 24: start-up as cheap as `retry`).
+check(backoff_cli_retry MUST backoff_tool NEVER backoff_sim backoff_net backoff_experiments)
+check(backoff_try_cli MUST backoff_cli_retry backoff_tool
+  NEVER backoff_sim backoff_net backoff_experiments backoff_cli)
 
 # The same rule for includes: every part includes others by their layer's folder ("report/...",
 # "sim/..."), so a header of a part it must not use shows in its sources' text, header-only or not.

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "dispatch.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "output.hpp"
+#include "seed_flags.hpp"
+
+namespace backoff::cli {
+namespace {
+
+// The retry commands (try, forany, forall, script) report their own errors as 125, so that a usage
+// mistake is never taken for the command's status (docs/EXIT_CODES.md).
+bool is_retry_command(std::string_view n) {
+  return n == "try" || n == "forany" || n == "forall" || n == "script";
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), std::size_t{0});
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string_view closest_name(std::string_view word, std::span<const std::string_view> names) {
+  std::string_view best;
+  std::size_t best_distance = 3;
+  for (const std::string_view name : names) {
+    const std::size_t d = edit_distance(word, name);
+    if (d < best_distance && 2 * d < std::max(word.size(), name.size())) {
+      best = name;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+int run_subcommands(int argc, char** argv, std::span<const subcommand> all) {
+  const command_tail tail = split_command_tail(argc, argv);
+  CLI::App app{"backoff: when a call fails, when and whether to try again"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("backoff ") + BACKOFF_VERSION);
+  int status = exit_ok;
+  const std::string_view first = argc > 1 ? std::string_view(argv[1]) : std::string_view();
+  const auto chosen =
+      std::find_if(all.begin(), all.end(), [&](const subcommand& c) { return c.name == first; });
+  // Only the chosen subcommand's options are built (they are most of the start-up time); without
+  // one, all of them, for --help and the messages below.
+  const std::string version = std::string("backoff ") + BACKOFF_VERSION;
+  for (const subcommand& c : all) {
+    if (chosen == all.end() || &c == &*chosen) c.setup(app, status, tail);
+  }
+  // `backoff sim --version` as well as `backoff --version`.
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    sub->set_version_flag("--version", version);
+  }
+
+  std::vector<std::string> args =
+      with_seed_flags(argc, argv, [&app](std::string_view command, const std::string& flag) {
+        const CLI::App* sub = app.get_subcommand(std::string(command));
+        return sub->get_option_no_throw(flag) != nullptr;
+      });
+  std::vector<char*> arg_pointers;
+  for (std::string& a : args) arg_pointers.push_back(a.data());
+  argv = arg_pointers.data();
+
+  std::vector<std::string_view> names;
+  std::string known;
+  for (const subcommand& c : all) {
+    names.push_back(c.name);
+    known += (known.empty() ? "" : ", ") + std::string(c.name);
+  }
+  // CLI11 reports an unknown command as a missing one; name it instead, with the likely one.
+  if (argc > 1 && argv[1][0] != '-' && chosen == all.end()) {
+    const std::string_view guess = closest_name(argv[1], names);
+    std::cerr << "backoff: unknown command '" << argv[1] << "'"
+              << (guess.empty() ? std::string() : " (did you mean '" + std::string(guess) + "'?)")
+              << " (commands: " << known << "; see 'backoff --help')\n";
+    return exit_usage;
+  }
+  // Before the command only --help and --version mean anything; CLI11 would call any other flag
+  // a missing command.
+  if (argc > 1 && argv[1][0] == '-') {
+    const std::string_view flag = argv[1];
+    if (flag != "-h" && flag != "--help" && flag != "--help-all" && flag != "--version") {
+      std::cerr << "backoff: unknown option '" << flag
+                << "' (before the command: --help, --version; commands: " << known << ")\n";
+      return exit_usage;
+    }
+  }
+
+  const bool retry = argc > 1 && is_retry_command(argv[1]);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line: what is wrong, then where to look.
+    std::string where = "backoff";
+    for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
+    std::cerr << where << ": " << e.what() << " (see '" << where << " --help')\n";
+    return retry ? exit_tool_error : exit_usage;
+  }
+  // Whatever a command printed last must reach stdout: a write error there is never status 0.
+  // The retry commands keep the command's status in the message and exit 125 (their own
+  // failure); the others exit 1.
+  if (!flush_stdout(
+          std::string("backoff ") + argv[1],
+          retry ? "(the command's status was " + std::to_string(status) + ")" : std::string())) {
+    if (retry) return exit_tool_error;
+    return status == exit_ok ? exit_failure : status;
+  }
+  return status;
+}
+
+}  // namespace backoff::cli

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// `backoff-try`, the retry tool's own executable (linked statically, without the simulator, for
+// start-up time), behaves as `backoff try`; and the conventions every subcommand follows:
+// --version, and "did you mean" for a mistyped command.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+
+namespace {
+
+using backoff::test::run_captured;
+using backoff::test::run_cli;
+using backoff::test::shell_quote;
+
+backoff::test::cli_result run_try_tool(const std::vector<std::string>& args) {
+  std::string command = shell_quote(BACKOFF_TRY_PATH);
+  for (const auto& a : args) command += " " + shell_quote(a);
+  return run_captured(command);
+}
+
+TEST(BackoffTry, RunsACommandAsBackoffTryDoes) {
+  const auto ok = run_try_tool({"--times", "3", "--every", "1ms", "--", "true"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  const std::vector<std::string> failing{"--times", "2",  "--every", "1ms", "--seed",
+                                         "7",       "--", "sh",      "-c",  "echo out; exit 3"};
+  const auto mine = run_try_tool(failing);
+  std::vector<std::string> with_try{"try"};
+  with_try.insert(with_try.end(), failing.begin(), failing.end());
+  const auto theirs = run_cli(with_try);
+  EXPECT_EQ(mine.status, 3);
+  EXPECT_EQ(mine.status, theirs.status);
+  EXPECT_EQ(mine.out, theirs.out);
+  EXPECT_EQ(mine.out, "out\nout\n");
+}
+
+TEST(BackoffTry, ItsOwnMistakesAreOneLineWithStatus125) {
+  const auto r = run_try_tool({"--times", "x", "--", "true"});
+  EXPECT_EQ(r.status, 125);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("--times"), std::string::npos) << r.err;
+}
+
+TEST(BackoffTry, PrintsTheVersionAndItsUsage) {
+  const auto v = run_try_tool({"--version"});
+  EXPECT_EQ(v.status, 0);
+  EXPECT_EQ(v.out.rfind("backoff ", 0), 0u) << v.out;
+  const auto h = run_try_tool({"--help"});
+  EXPECT_EQ(h.status, 0);
+  EXPECT_NE(h.out.find("--times"), std::string::npos) << h.out;
+}
+
+TEST(Conventions, EverySubcommandAnswersVersion) {
+  const auto top = run_cli({"--version"});
+  ASSERT_EQ(top.status, 0);
+  for (const char* sub : {"delays", "presets", "sim", "sweep", "try", "forany", "forall", "script",
+                          "serve", "load"}) {
+    const auto r = run_cli({sub, "--version"});
+    EXPECT_EQ(r.status, 0) << sub << ": " << r.err;
+    EXPECT_EQ(r.out, top.out) << sub;
+  }
+}
+
+TEST(Conventions, AMistypedCommandGetsTheLikelyOne) {
+  const auto r = run_cli({"simm"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.rfind("backoff: unknown command 'simm' (did you mean 'sim'?)", 0), 0u) << r.err;
+  const auto far = run_cli({"simulate-everything"});
+  EXPECT_EQ(far.status, 2);
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+  EXPECT_NE(run_cli({"forny"}).err.find("did you mean 'forany'?"), std::string::npos);
+}
+
+}  // namespace
