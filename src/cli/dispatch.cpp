@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -20,19 +19,41 @@ bool is_retry_command(std::string_view n) {
   return n == "try" || n == "forany" || n == "forall" || n == "script";
 }
 
+// Edits between a and b, a swap of two neighbours counting as one (optimal string alignment):
+// "tyr" is one edit from "try".
 std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), std::size_t{0});
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
+      const std::size_t change = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + change});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
+}
+
+// For the first word of argv (after the subcommand) that looks like a flag the subcommand does
+// not have, the closest flag it has ("--time" -> "--times"), or "".
+std::string likely_flag(const CLI::App& sub, int argc, char** argv) {
+  std::vector<std::string> flags;
+  for (const CLI::Option* o : sub.get_options()) {
+    for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+  }
+  std::vector<std::string_view> names(flags.begin(), flags.end());
+  for (int i = 2; i < argc; ++i) {
+    std::string_view word = argv[i];
+    if (word == "--") break;
+    if (word.size() < 3 || word.substr(0, 2) != "--") continue;
+    word = word.substr(0, word.find('='));
+    if (std::find(names.begin(), names.end(), word) != names.end()) continue;
+    return std::string(closest_name(word, names));
+  }
+  return {};
 }
 
 }  // namespace
@@ -114,10 +135,16 @@ int run_subcommands(int argc, char** argv, std::span<const subcommand> all) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line: what is wrong, then where to look.
+    // One line: what is wrong, the likely flag for a mistyped one, then where to look.
     std::string where = "backoff";
     for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
-    std::cerr << where << ": " << e.what() << " (see '" << where << " --help')\n";
+    std::string guess;
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && chosen != all.end()) {
+      guess = likely_flag(*app.get_subcommand(std::string(chosen->name)), argc, argv);
+    }
+    std::cerr << where << ": " << e.what()
+              << (guess.empty() ? std::string() : " (did you mean '" + guess + "'?)") << " (see '"
+              << where << " --help')\n";
     return retry ? exit_tool_error : exit_usage;
   }
   // Whatever a command printed last must reach stdout: a write error there is never status 0.

@@ -72,6 +72,20 @@ TEST(Conventions, AMistypedCommandGetsTheLikelyOne) {
   EXPECT_EQ(far.status, 2);
   EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
   EXPECT_NE(run_cli({"forny"}).err.find("did you mean 'forany'?"), std::string::npos);
+  EXPECT_NE(run_cli({"tyr"}).err.find("did you mean 'try'?"), std::string::npos);
+  EXPECT_EQ(run_cli({"xy"}).err.find("did you mean"), std::string::npos);
+}
+
+TEST(Conventions, AMistypedFlagGetsTheLikelyOne) {
+  const auto r = run_cli({"try", "--time", "3", "--", "true"});
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("(did you mean '--times'?)"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const auto sim = run_cli({"sim", "--seeed", "3"});
+  EXPECT_EQ(sim.status, 2);
+  EXPECT_NE(sim.err.find("(did you mean '--seed'?)"), std::string::npos) << sim.err;
+  const auto none = run_cli({"sim", "--zzzzzzzz"});
+  EXPECT_EQ(none.err.find("did you mean"), std::string::npos) << none.err;
 }
 
 }  // namespace
