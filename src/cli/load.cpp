@@ -80,14 +80,14 @@ duration seconds_or_duration(const std::string& text) {
     if (!(seconds >= 0) || seconds > 1e9) throw parse_error("bad duration \"" + text + "\"");
     return std::chrono::duration_cast<duration>(std::chrono::duration<double>(seconds));
   }
-  return parse_duration(text);
+  return parse_flag_duration(text);
 }
 
 // A duration flag: the error names the flag, and `positive` refuses zero.
 duration flag_duration(const std::string& flag, const std::string& text, bool positive) {
   duration d{};
   try {
-    d = parse_duration(text);
+    d = parse_flag_duration(text);
   } catch (const parse_error& e) {
     throw parse_error(flag + ": " + e.what());
   }

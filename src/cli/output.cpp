@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -12,6 +13,16 @@
 #include <random>
 
 namespace backoff::cli {
+
+duration parse_flag_duration(std::string_view text) {
+  // Digits with at most one decimal point: seconds, read by the library's own grammar so that
+  // "0.000000001" is exactly 1 ns.
+  const bool bare_seconds =
+      !text.empty() && text.find_first_not_of("0123456789.") == std::string_view::npos &&
+      std::count(text.begin(), text.end(), '.') <= 1 && text.front() != '.' && text.back() != '.';
+  if (bare_seconds) return parse_duration(std::string(text) + "s");
+  return parse_duration(text);
+}
 
 std::uint64_t fresh_seed() {
   std::uint64_t seed = 0;

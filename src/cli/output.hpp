@@ -28,6 +28,11 @@ bool flush_stdout(std::string_view who, std::string_view note = {});
 // for two.
 std::uint64_t fresh_seed();
 
+// A duration flag's value: a duration of the library's grammar ("1.5s", "250ms", "1h30m") or, as
+// GNU timeout takes them, bare seconds ("5", "0.25"). Throws parse_error. Specs and HTTP
+// parameters keep requiring units; only the CLI's own flags take bare seconds.
+duration parse_flag_duration(std::string_view text);
+
 // Seconds as the shortest decimal that reads back as the same double (CSV and JSON fields).
 std::string seconds_text(duration d);
 

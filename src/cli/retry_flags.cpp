@@ -32,7 +32,7 @@ bool parse_time(const std::string& name, const std::string& flag,
                 std::optional<duration>& out) {
   if (!text) return true;
   try {
-    const duration d = parse_duration(*text);
+    const duration d = parse_flag_duration(*text);
     if (!allow_zero && d.count() == 0) {
       std::cerr << "backoff " << name << ": " << flag << " must be more than 0, got '" << *text
                 << "'\n";
@@ -77,7 +77,12 @@ void add_retry_flags(CLI::App& sub, retry_flags& f) {
   sub.add_flag("--foreground", f.foreground,
                "Run the command in backoff's process group (it can read the terminal), so a "
                "timeout stops only the command, not its children");
-  sub.add_flag("-v,--verbose", f.verbose, "Log each attempt, its status and the next delay");
+  sub.add_flag("-q,--quiet", f.quiet,
+               "Say nothing on stderr but what must be said (a command that cannot run); by "
+               "default each retried attempt gets a line (its status, the next delay), as "
+               "Debian's retry does");
+  sub.add_flag("-v,--verbose", f.verbose,
+               "Also log the attempt that succeeded, and waits for descriptors or processes");
   sub.add_option("--report", f.report,
                  "Write a JSON report of every attempt to FILE or - (stdout)");
   sub.add_option("--seed", f.seed, "Seed for the jitter (reproducible delays)")
@@ -145,7 +150,14 @@ bool to_command_options(const std::string& name, const retry_flags& f,
   options.grace = grace.value_or(std::chrono::seconds(5));
   options.stdout_on_success = f.stdout_on_success;
   options.own_group = !f.foreground;
+  if (f.quiet && f.verbose) {
+    std::cerr << "backoff " << name << ": give -q or -v, not both\n";
+    return false;
+  }
   options.verbose = f.verbose;
+  options.log = f.quiet     ? tool::command_options::log_level::quiet
+                : f.verbose ? tool::command_options::log_level::verbose
+                            : tool::command_options::log_level::retries;
   return true;
 }
 

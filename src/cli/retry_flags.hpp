@@ -36,6 +36,7 @@ struct retry_flags {
   bool stdout_on_success = false;
   bool foreground = false;
   bool verbose = false;
+  bool quiet = false;
   std::vector<std::string> command;  // after "--"
 };
 

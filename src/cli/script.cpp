@@ -47,7 +47,7 @@ int run_script_command(const script_flags& f) {
     return fail(e.what());
   }
   try {
-    options.grace = parse_duration(f.grace);
+    options.grace = parse_flag_duration(f.grace);
   } catch (const parse_error& e) {
     return fail(std::string("--grace: ") + e.what());
   }

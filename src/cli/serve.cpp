@@ -25,6 +25,7 @@
 #include "backoff/spec.hpp"
 #include "commands.hpp"
 #include "net/server/server.hpp"
+#include "output.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -78,7 +79,7 @@ bool to_number(const std::string& flag, const std::string& text, std::int64_t lo
 
 bool to_duration(const std::string& flag, const std::string& text, bool allow_zero, duration& out) {
   try {
-    out = parse_duration(text);
+    out = parse_flag_duration(text);
   } catch (const parse_error& e) {
     std::cerr << "backoff serve: " << flag << ": " << e.what() << '\n';
     return false;

@@ -194,7 +194,11 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
       ctx.log.write(prefix + r.error);
       return;
     }
-    if (!options.verbose) return;
+    const bool retried = record.delay.has_value();
+    if (options.log == command_options::log_level::quiet ||
+        (!retried && options.log != command_options::log_level::verbose)) {
+      return;
+    }
     const std::string of = max_attempts != 0 ? fmt::format("/{}", max_attempts) : "";
     std::string line = fmt::format("{}attempt {}{}: {} after {}", prefix, record.number, of,
                                    describe(r), seconds_text(r.elapsed));
@@ -214,8 +218,8 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
   if (summary.result.attempts == 0 && summary.result.why == outcome::deadline_exceeded) {
     // Always said: a run that does nothing must say why.
     ctx.log.write(prefix + "no attempt made: the inherited deadline (BACKOFF_DEADLINE) has passed");
-  } else if (options.verbose && !could_not_run && summary.result.why != outcome::succeeded &&
-             summary.result.why != outcome::cancelled) {
+  } else if (options.log != command_options::log_level::quiet && !could_not_run &&
+             summary.result.why != outcome::succeeded && summary.result.why != outcome::cancelled) {
     ctx.log.write(prefix + stop_reason(summary.result.why));
   }
   return summary;

@@ -39,7 +39,12 @@ struct command_options {
   std::shared_ptr<const spool> stdin_replay;
   bool stdout_on_success = false;  // an attempt's stdout to stdout if it succeeded, else stderr
   bool own_group = true;           // false: --foreground
-  bool verbose = false;            // a line per attempt on stderr
+  // On stderr: by default (retries) a line per failed attempt that is retried (its status, the
+  // next delay) and why the tool gave up, as Debian's retry does; -q only what must be said
+  // (a command that cannot run, no attempt made); -v also the successful attempt and the waits.
+  enum class log_level { quiet, retries, verbose };
+  log_level log = log_level::retries;
+  bool verbose = false;  // log == verbose
 };
 
 struct item_summary {

@@ -89,3 +89,59 @@ TEST(Conventions, AMistypedFlagGetsTheLikelyOne) {
 }
 
 }  // namespace
+
+namespace {
+
+// Duration flags take bare seconds, as GNU timeout does; specs keep requiring units.
+TEST(Conventions, DurationFlagsTakeBareSeconds) {
+  const auto timed_out =
+      backoff::test::run_cli({"try", "--times", "1", "--timeout", "0.2", "--", "sleep", "5"});
+  EXPECT_EQ(timed_out.status, 124) << timed_out.err;  // GNU timeout's status: 0.2 s, not 0.2 ns
+  const auto every = backoff::test::run_cli(
+      {"try", "--times", "2", "--every", "0.01", "--for", "3", "--", "false"});
+  EXPECT_EQ(every.status, 1) << every.err;
+  const auto bad = backoff::test::run_cli({"try", "--timeout", "1.2.3", "--", "true"});
+  EXPECT_EQ(bad.status, 125);
+  EXPECT_NE(bad.err.find("--timeout"), std::string::npos) << bad.err;
+  const auto spec = backoff::test::run_cli({"delays", "--policy", "constant(initial=5)"});
+  EXPECT_EQ(spec.status, 2) << spec.out;  // a spec's durations need their unit
+}
+
+}  // namespace
+
+namespace {
+
+// A line per retried attempt on stderr by default, as Debian's retry; -q silences it, -v adds the
+// attempt that succeeded.
+TEST(Conventions, TryTellsEachRetryUnlessQuiet) {
+  const std::vector<std::string> failing{"--times", "3",  "--every", "0.001",
+                                         "--",      "sh", "-c",      "exit 3"};
+  std::vector<std::string> args{"try"};
+  args.insert(args.end(), failing.begin(), failing.end());
+  const auto plain = backoff::test::run_cli(args);
+  EXPECT_EQ(plain.status, 3);
+  EXPECT_NE(plain.err.find("backoff: attempt 1/3: exit status 3 after "), std::string::npos)
+      << plain.err;
+  EXPECT_NE(plain.err.find("; next attempt in 0.0"), std::string::npos) << plain.err;
+  EXPECT_NE(plain.err.find("s\nbackoff: attempt 2/3: exit status 3 after "), std::string::npos)
+      << plain.err;
+  EXPECT_NE(plain.err.find("backoff: giving up: no attempts left\n"), std::string::npos)
+      << plain.err;
+  EXPECT_EQ(std::count(plain.err.begin(), plain.err.end(), '\n'), 3) << plain.err;
+
+  args.insert(args.begin() + 1, "-q");
+  const auto quiet = backoff::test::run_cli(args);
+  EXPECT_EQ(quiet.status, 3);
+  EXPECT_EQ(quiet.err, "");
+
+  const auto ok = backoff::test::run_cli({"try", "--", "true"});
+  EXPECT_EQ(ok.err, "");
+  const auto verbose = backoff::test::run_cli({"try", "-v", "--", "true"});
+  EXPECT_NE(verbose.err.find("attempt 1/5: exit status 0 after "), std::string::npos)
+      << verbose.err;
+  const auto both = backoff::test::run_cli({"try", "-q", "-v", "--", "true"});
+  EXPECT_EQ(both.status, 125);
+  EXPECT_EQ(both.err, "backoff try: give -q or -v, not both\n");
+}
+
+}  // namespace

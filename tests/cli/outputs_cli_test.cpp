@@ -85,7 +85,7 @@ TEST(Outputs, AFullStdoutIsStatusOneWithTheReason) {
 TEST(Outputs, TheRetryToolsReportOnAFullStdoutIs125AndKeepsTheCommandsStatus) {
   const test_scratch scratch("outputs");
   const auto r =
-      run_shell("true", {"try", "--times", "1", "--report", "-", "--", "sh", "-c", "exit 3"},
+      run_shell("true", {"try", "-q", "--times", "1", "--report", "-", "--", "sh", "-c", "exit 3"},
                 "/dev/full", scratch.dir());
   EXPECT_EQ(r.status, 125) << r.err;
   EXPECT_EQ(line_count(r.err), 1u) << r.err;

@@ -554,7 +554,7 @@ TEST(Try, StdoutOnSuccessPassesOnOnlyTheSuccessfulAttemptsOutput) {
 
 TEST(Try, StdoutOnSuccessSendsEveryOutputToStderrWhenAllFail) {
   const auto r =
-      run_timed(concat_args(concat_args({"try", "--times", "2", "--stdout-on-success"}, fast),
+      run_timed(concat_args(concat_args({"try", "-q", "--times", "2", "--stdout-on-success"}, fast),
                             {"--", "sh", "-c", "echo out$BACKOFF_ATTEMPT; exit 1"}));
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.out, "");
