@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,53 @@ std::string likely_flag(const CLI::App& sub, int argc, char** argv) {
   return {};
 }
 
+// Help without CLI11's internals: "N" for whole numbers, "VALUE" for text, the choices for a
+// set ("{table,json}"), instead of "TEXT:UINT" and "TEXT:{table,json}"; the program's name
+// without its path; and the command after "--" in the retry commands' usage line.
+class help_formatter : public CLI::Formatter {
+ public:
+  // Without a negated flag's "{false}".
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    for (std::size_t open = name.find('{'); open != std::string::npos; open = name.find('{')) {
+      const std::size_t close = name.find('}', open);
+      if (close == std::string::npos) break;
+      name.erase(open, close - open + 1);
+    }
+    return name;
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string type = opt->get_type_name();
+    if (opt->get_type_size() == 0 || type.empty()) return {};  // a flag
+    if (const auto brace = type.find('{'); brace != std::string::npos) {
+      type = type.substr(brace, type.find('}', brace) - brace + 1);
+    } else if (type.find("INT") != std::string::npos) {
+      type = "N";
+    } else if (type.find("FLOAT") != std::string::npos) {
+      type = "NUMBER";
+    } else if (type.find("TEXT") != std::string::npos) {
+      type = "VALUE";
+    }
+    std::string out = " " + type;
+    if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
+    if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+    return out;
+  }
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    const std::size_t space = name.find(' ');
+    const std::string program = name.substr(0, space);
+    name = program.substr(program.rfind('/') + 1) +
+           (space == std::string::npos ? std::string() : name.substr(space));
+    std::string usage = CLI::Formatter::make_usage(app, name);
+    if (!usage.empty() && usage.back() == '\n') usage.pop_back();
+    const std::string& command = app->get_name();
+    if (command == "try" || command == "forany" || command == "forall") {
+      usage += " -- COMMAND [ARGS...]";
+    }
+    return usage + "\n";
+  }
+};
+
 }  // namespace
 
 std::string_view closest_name(std::string_view word, std::span<const std::string_view> names) {
@@ -74,6 +122,7 @@ std::string_view closest_name(std::string_view word, std::span<const std::string
 int run_subcommands(int argc, char** argv, std::span<const subcommand> all) {
   const command_tail tail = split_command_tail(argc, argv);
   CLI::App app{"backoff: when a call fails, when and whether to try again"};
+  app.formatter(std::make_shared<help_formatter>());  // before the subcommands, which copy it
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("backoff ") + BACKOFF_VERSION);
   int status = exit_ok;

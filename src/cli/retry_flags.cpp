@@ -149,6 +149,8 @@ bool to_command_options(const std::string& name, const retry_flags& f,
   options.timeout = timeout;
   options.grace = grace.value_or(std::chrono::seconds(5));
   options.stdout_on_success = f.stdout_on_success;
+  // With --report -, stdout is the report's alone: the commands' output goes to stderr.
+  if (f.report && *f.report == "-") options.command_stdout_fd = STDERR_FILENO;
   options.own_group = !f.foreground;
   if (f.quiet && f.verbose) {
     std::cerr << "backoff " << name << ": give -q or -v, not both\n";

@@ -99,6 +99,8 @@ attempt_result start_attempt(run_context& ctx, launch_spec& spec, const attempt_
   if (options.stdout_on_success) {
     held_stdout.emplace(spool::create());
     spec.descriptors.emplace_back(1, held_stdout->fd());
+  } else if (options.command_stdout_fd != STDOUT_FILENO) {
+    spec.descriptors.emplace_back(1, options.command_stdout_fd);
   }
   int stdin_fd = -1;
   if (options.stdin_replay) {
@@ -118,7 +120,7 @@ attempt_result start_attempt(run_context& ctx, launch_spec& spec, const attempt_
   if (held_stdout) {
     const bool succeeded = classify(r).kind == verdict_kind::success;
     const std::lock_guard lock(ctx.log.output_mutex());
-    held_stdout->copy_to(succeeded ? STDOUT_FILENO : STDERR_FILENO);
+    held_stdout->copy_to(succeeded ? options.command_stdout_fd : STDERR_FILENO);
   }
   return r;
 }

@@ -38,7 +38,10 @@ struct command_options {
   // its start to every attempt. Null: attempts inherit stdin.
   std::shared_ptr<const spool> stdin_replay;
   bool stdout_on_success = false;  // an attempt's stdout to stdout if it succeeded, else stderr
-  bool own_group = true;           // false: --foreground
+  // Where the commands' stdout goes: the tool's stdout, or its stderr when stdout carries the
+  // JSON report (--report -), so that the report is never mixed with the commands' output.
+  int command_stdout_fd = 1;
+  bool own_group = true;  // false: --foreground
   // On stderr: by default (retries) a line per failed attempt that is retried (its status, the
   // next delay) and why the tool gave up, as Debian's retry does; -q only what must be said
   // (a command that cannot run, no attempt made); -v also the successful attempt and the waits.

@@ -145,3 +145,39 @@ TEST(Conventions, TryTellsEachRetryUnlessQuiet) {
 }
 
 }  // namespace
+
+namespace {
+
+// --report -: stdout is the JSON report alone, the command's output goes to stderr.
+TEST(Conventions, AReportOnStdoutIsNeverMixedWithTheCommandsOutput) {
+  for (const bool held : {false, true}) {
+    std::vector<std::string> args{"try", "--report", "-"};
+    if (held) args.push_back("--stdout-on-success");
+    // Prints "xyzzy", a word its command line does not hold (the report quotes the command).
+    args.insert(args.end(), {"--", "printf", "%s%s\\n", "xy", "zzy"});
+    const auto r = backoff::test::run_cli(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.front(), '{') << r.out;
+    EXPECT_EQ(r.out.find("xyzzy"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("xyzzy\n"), std::string::npos) << r.err;
+  }
+  const auto plain = backoff::test::run_cli({"try", "--", "printf", "%s%s\\n", "xy", "zzy"});
+  EXPECT_EQ(plain.out, "xyzzy\n");
+}
+
+// Help shows the command's place and no CLI11 internals.
+TEST(Conventions, HelpShowsTheCommandAndNoParserInternals) {
+  const auto t = backoff::test::run_cli({"try", "--help"});
+  EXPECT_NE(t.out.find("Usage: backoff try [OPTIONS] -- COMMAND [ARGS...]\n"), std::string::npos)
+      << t.out;
+  for (const char* sub : {"delays", "presets", "sim", "sweep", "try", "forany", "forall", "script",
+                          "serve", "load"}) {
+    const auto h = backoff::test::run_cli({sub, "--help"});
+    EXPECT_EQ(h.status, 0) << sub;
+    for (const char* internal : {"TEXT", "UINT", "FLOAT", "{false}", "{true}", "./"}) {
+      EXPECT_EQ(h.out.find(internal), std::string::npos) << sub << " shows " << internal;
+    }
+  }
+}
+
+}  // namespace
