@@ -5,6 +5,7 @@
 # Usage: scripts/install-deps.sh [extra-package ...]   (run as root, or with sudo available)
 set -euo pipefail
 
+# zsh and groff-base: the tests parse the generated zsh completion and format backoff(1).
 # pkgconf: Debian 12's pkg-config (the `pkg-config` package is a transitional one that pulls it
 # in); the test consumer_pkg_config compiles against the installed backoff.pc with it.
 packages=(
@@ -13,6 +14,7 @@ packages=(
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   zlib1g-dev
+  zsh groff-base
   gnuplot-nox
   "$@"
 )

@@ -119,7 +119,8 @@ std::string_view closest_name(std::string_view word, std::span<const std::string
   return best;
 }
 
-int run_subcommands(int argc, char** argv, std::span<const subcommand> all) {
+int run_subcommands(int argc, char** argv, std::span<const subcommand> all,
+                    reference_printer reference) {
   const command_tail tail = split_command_tail(argc, argv);
   CLI::App app{"backoff: when a call fails, when and whether to try again"};
   app.formatter(std::make_shared<help_formatter>());  // before the subcommands, which copy it
@@ -163,13 +164,18 @@ int run_subcommands(int argc, char** argv, std::span<const subcommand> all) {
               << " (commands: " << known << "; see 'backoff --help')\n";
     return exit_usage;
   }
-  // Before the command only --help and --version mean anything; CLI11 would call any other flag
-  // a missing command.
+  // Before the command only --help, --version, --man and --completion mean anything; CLI11
+  // would call any other flag a missing command.
   if (argc > 1 && argv[1][0] == '-') {
     const std::string_view flag = argv[1];
+    if (reference != nullptr && (flag == "--man" || flag == "--completion")) {
+      return reference(app, argc, argv);
+    }
     if (flag != "-h" && flag != "--help" && flag != "--help-all" && flag != "--version") {
       std::cerr << "backoff: unknown option '" << flag
-                << "' (before the command: --help, --version; commands: " << known << ")\n";
+                << "' (before the command: --help, --version, --man, --completion SHELL; "
+                   "commands: "
+                << known << ")\n";
       return exit_usage;
     }
   }

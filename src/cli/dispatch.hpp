@@ -20,8 +20,13 @@ struct subcommand {
   void (*setup)(CLI::App& app, int& status, const command_tail& tail);
 };
 
-// `argv[1]` names the subcommand; `program` is the name in messages ("backoff").
-int run_subcommands(int argc, char** argv, std::span<const subcommand> all);
+// Prints what `backoff --man` or `backoff --completion SHELL` asks for, from the app with every
+// subcommand set up; returns the exit status.
+using reference_printer = int (*)(const CLI::App& app, int argc, char** argv);
+
+// `argv[1]` names the subcommand. `reference` (may be null) answers --man and --completion.
+int run_subcommands(int argc, char** argv, std::span<const subcommand> all,
+                    reference_printer reference = nullptr);
 
 // The closest name to `word` among `names` when it is a likely typo (edit distance at most 2,
 // and less than half the word), or "".

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `backoff` command: the subcommands (one file each), run by dispatch.hpp.
 #include <array>
+#include <iostream>
+#include <string>
+#include <string_view>
 
 #include "commands.hpp"
 #include "dispatch.hpp"
+#include "output.hpp"
+#include "reference.hpp"
+#include "sim/scenario/scenario.hpp"
 
 namespace {
 
@@ -11,6 +17,30 @@ namespace {
 template <void (*Setup)(CLI::App&, int&)>
 void without_tail(CLI::App& app, int& status, const backoff::cli::command_tail&) {
   Setup(app, status);
+}
+
+// backoff --man; backoff --completion bash|zsh.
+int print_reference(const CLI::App& app, int argc, char** argv) {
+  using namespace backoff::cli;
+  const std::string_view what = argv[1];
+  std::vector<std::string> scenarios;
+  for (const auto& s : backoff::sim::builtin_scenarios()) {
+    std::string_view name = s.path;  // "builtin/NAME.toml"
+    name.remove_prefix(name.rfind('/') + 1);
+    name.remove_suffix(name.ends_with(".toml") ? 5 : 0);
+    scenarios.emplace_back(name);
+  }
+  if (what == "--man" && argc == 2) {
+    std::cout << man_page(app, std::string("backoff ") + BACKOFF_VERSION);
+  } else if (what == "--completion" && argc == 3 && std::string_view(argv[2]) == "bash") {
+    std::cout << bash_completion(app, scenarios);
+  } else if (what == "--completion" && argc == 3 && std::string_view(argv[2]) == "zsh") {
+    std::cout << zsh_completion(app, scenarios);
+  } else {
+    std::cerr << "backoff: expected 'backoff --man' or 'backoff --completion bash|zsh'\n";
+    return exit_usage;
+  }
+  return flush_stdout("backoff " + std::string(what)) ? exit_ok : exit_failure;
 }
 
 }  // namespace
@@ -29,5 +59,5 @@ int main(int argc, char** argv) {
       {"serve", without_tail<setup_serve>},
       {"load", without_tail<setup_load>},
   }};
-  return run_subcommands(argc, argv, all);
+  return run_subcommands(argc, argv, all, print_reference);
 }

@@ -35,6 +35,12 @@ if(EXISTS "${BACKOFF_BUILD_DIR}/bin/backoff")
     endif()
   endforeach()
   run_step(run-backoff-try "${prefix}/bin/backoff-try" --times 1 -- true)
+  foreach(file share/man/man1/backoff.1 share/bash-completion/completions/backoff
+      share/zsh/site-functions/_backoff)
+    if(NOT EXISTS "${prefix}/${file}")
+      message(FATAL_ERROR "cmake --install did not install ${file}")
+    endif()
+  endforeach()
 endif()
 
 # 2. The core library, Boost unfindable.

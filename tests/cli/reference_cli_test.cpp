@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// backoff(1) and the bash and zsh completions (src/cli/reference.hpp) agree with --help: every
+// option that a subcommand's --help lists is in the man page's section for it and completes in
+// bash; the man page formats without a warning; the zsh script parses. The files the build
+// installs are the ones `backoff --man` and `backoff --completion` print.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+
+namespace {
+
+using backoff::test::run_captured;
+using backoff::test::run_cli;
+using backoff::test::shell_quote;
+using backoff::test::slurp;
+
+const std::vector<std::string> commands{"delays", "presets", "sim",    "sweep", "try",
+                                        "forany", "forall",  "script", "serve", "load"};
+
+// The option spellings a --help lists ("-o,--out VALUE" gives -o and --out).
+std::set<std::string> help_options(const std::string& help) {
+  std::set<std::string> out;
+  const std::regex line(R"(^  (-[^ ]+))");
+  std::istringstream in(help);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (!std::regex_search(l, m, line)) continue;
+    std::string names = m[1];
+    for (std::size_t start = 0; start <= names.size();) {
+      const std::size_t comma = names.find(',', start);
+      out.insert(names.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+std::string roff_minus(std::string s) {
+  std::string out;
+  for (const char c : s) out += c == '-' ? std::string("\\-") : std::string(1, c);
+  return out;
+}
+
+TEST(Reference, TheManPageHasEveryOptionOfEveryHelp) {
+  const auto man = run_cli({"--man"});
+  ASSERT_EQ(man.status, 0) << man.err;
+  for (const std::string& c : commands) {
+    const std::size_t section = man.out.find(".SS " + c + "\n");
+    ASSERT_NE(section, std::string::npos) << c;
+    const std::size_t next = man.out.find(".SS ", section + 4);
+    const std::string text = man.out.substr(section, next - section);
+    const auto help = run_cli({c, "--help"});
+    const auto options = help_options(help.out);
+    EXPECT_GE(options.size(), 3u) << c;
+    for (const std::string& o : options) {
+      EXPECT_NE(text.find("\\fB" + roff_minus(o) + "\\fR"), std::string::npos)
+          << c << " " << o << " is in --help, not in backoff(1)";
+    }
+  }
+  // It formats without a warning.
+  const backoff::test::test_scratch scratch("reference");
+  const auto page = scratch.dir() / "backoff.1";
+  { std::ofstream(page) << man.out; }
+  const auto groff = run_captured("groff -man -ww -z " + shell_quote(page.string()));
+  EXPECT_EQ(groff.status, 0);
+  EXPECT_EQ(groff.err, "");
+}
+
+// Completes COMP_WORDS in bash with the generated script; the words offered.
+std::string bash_complete(const std::string& script, const std::string& words) {
+  const std::string line = "source " + shell_quote(script) + "; COMP_WORDS=(" + words +
+                           "); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _backoff; "
+                           "printf '%s\\n' \"${COMPREPLY[@]}\"";
+  return run_captured("bash -c " + shell_quote(line)).out;
+}
+
+TEST(Reference, BashCompletesCommandsOptionsAndScenarioNames) {
+  const backoff::test::test_scratch scratch("reference");
+  const auto script = (scratch.dir() / "backoff.bash").string();
+  const auto printed = run_cli({"--completion", "bash"});
+  ASSERT_EQ(printed.status, 0) << printed.err;
+  { std::ofstream(script) << printed.out; }
+  EXPECT_EQ(bash_complete(script, "backoff s"), "sim\nsweep\nscript\nserve\n");
+  EXPECT_EQ(bash_complete(script, "backoff sim tick"), "tick-burst\n");
+  EXPECT_EQ(bash_complete(script, "backoff try --tim"), "--times\n--timeout\n");
+  EXPECT_EQ(bash_complete(script, "backoff-try --tim"), "--times\n--timeout\n");
+  for (const std::string& c : commands) {
+    const std::string offered = bash_complete(script, "backoff " + c + " -");
+    for (const std::string& o : help_options(run_cli({c, "--help"}).out)) {
+      EXPECT_NE(("\n" + offered).find("\n" + o + "\n"), std::string::npos) << c << " " << o;
+    }
+  }
+}
+
+TEST(Reference, TheZshScriptParsesAndCoversEveryCommand) {
+  const backoff::test::test_scratch scratch("reference");
+  const auto script = scratch.dir() / "_backoff";
+  const auto printed = run_cli({"--completion", "zsh"});
+  ASSERT_EQ(printed.status, 0) << printed.err;
+  { std::ofstream(script) << printed.out; }
+  EXPECT_EQ(printed.out.rfind("#compdef backoff backoff-try\n", 0), 0u);
+  const auto parsed = run_captured("zsh -n " + shell_quote(script.string()));
+  EXPECT_EQ(parsed.status, 0) << parsed.err;
+  for (const std::string& c : commands) {
+    EXPECT_NE(printed.out.find("_backoff_" + c + "() {"), std::string::npos) << c;
+  }
+  EXPECT_NE(printed.out.find("tick-burst"), std::string::npos);
+}
+
+TEST(Reference, TheBuildWritesWhatTheCommandPrints) {
+  const std::string dir = std::string(BACKOFF_BUILD_DIR) + "/reference/";
+  EXPECT_EQ(slurp(dir + "man1/backoff.1"), run_cli({"--man"}).out);
+  EXPECT_EQ(slurp(dir + "completions/backoff"), run_cli({"--completion", "bash"}).out);
+  EXPECT_EQ(slurp(dir + "zsh/_backoff"), run_cli({"--completion", "zsh"}).out);
+  const auto bad = run_cli({"--completion", "fish"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.err, "backoff: expected 'backoff --man' or 'backoff --completion bash|zsh'\n");
+}
+
+}  // namespace
