@@ -5,13 +5,16 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdint>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
 #include "output.hpp"
+#include "report/summary.hpp"
 #include "report/text_table.hpp"
 
 namespace backoff::cli {
@@ -20,9 +23,33 @@ namespace {
 struct presets_options {
   std::uint32_t attempts = 12;
   std::uint64_t seed = 1;
+  std::string format = "table";
 };
 
+// {"seed": S, "presets": [{"name", "formula", "source", "spec", "delays_s": [...]}]}: the same
+// draws as the table, in seconds.
+int print_presets_json(const presets_options& o) {
+  nlohmann::ordered_json doc;
+  doc["seed"] = o.seed;
+  auto& list = doc["presets"] = nlohmann::ordered_json::array();
+  const auto all = presets();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    nlohmann::ordered_json p;
+    p["name"] = all[i].name;
+    p["formula"] = all[i].formula;
+    p["source"] = all[i].source;
+    p["spec"] = all[i].policy.to_string();
+    auto& delays = p["delays_s"] = nlohmann::ordered_json::array();
+    for_each_delay(all[i].policy, derive_seed(o.seed, i), o.attempts,
+                   [&](duration d) { delays.push_back(std::chrono::duration<double>(d).count()); });
+    list.push_back(std::move(p));
+  }
+  std::cout << report::json_text(doc) << '\n';
+  return flush_stdout("backoff presets") ? exit_ok : exit_failure;
+}
+
 int run_presets(const presets_options& o) {
+  if (o.format == "json") return print_presets_json(o);
   const auto all = presets();
   // One row per retry, one column per preset; preset i draws from derive_seed(seed, i).
   report::text_table table;
@@ -61,6 +88,9 @@ void setup_presets(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option("-s,--seed", options->seed, "Random seed for the jittered presets")
       ->check(whole_number())
+      ->capture_default_str();
+  cmd->add_option("-f,--format", options->format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   cmd->callback([options, &status] { status = run_presets(*options); });
 }

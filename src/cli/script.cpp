@@ -3,13 +3,18 @@
 // `try [for] N times | for DURATION [or ...] [every DURATION] ... [catch ...] end`, forany, forall,
 // for, success and failure, every command in its own process group under the tool's deadlines.
 // Parse errors print "FILE:LINE: message" and exit 125, like the tool's other errors.
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -17,6 +22,7 @@
 #include "backoff/spec.hpp"
 #include "commands.hpp"
 #include "output.hpp"
+#include "report/output_files.hpp"
 #include "retry_flags.hpp"
 #include "tool/script/interpreter.hpp"
 #include "tool/script/parser.hpp"
@@ -33,7 +39,40 @@ struct script_flags {
   bool shuffle = false;
   bool check = false;
   bool verbose = false;
+  std::optional<std::string> report;
 };
+
+// --report: the script's status and what it ran, for a machine:
+// {"script", "status", "ok", "events": [{"line", "kind": "command", "argv", "status",
+// "start_s", "duration_s"} or {"line", "kind": "attempt", "attempt", "status", "start_s",
+// "duration_s", "delay_s"}]}.
+std::string report_json(const std::string& file,
+                        const std::vector<tool::script::script_event>& recorded, int status) {
+  nlohmann::ordered_json doc;
+  doc["script"] = file;
+  doc["status"] = status;
+  doc["ok"] = status == 0;
+  auto& events = doc["events"] = nlohmann::ordered_json::array();
+  const auto seconds = [](duration d) { return std::chrono::duration<double>(d).count(); };
+  for (const auto& e : recorded) {
+    nlohmann::ordered_json j;
+    j["line"] = e.line;
+    const bool command = e.what == tool::script::script_event::kind::command;
+    j["kind"] = command ? "command" : "attempt";
+    if (command) {
+      j["argv"] = e.argv;
+    } else {
+      j["attempt"] = e.attempt;
+    }
+    j["status"] = e.status;
+    j["start_s"] = seconds(e.start);
+    j["duration_s"] = seconds(e.elapsed);
+    if (!command) j["delay_s"] = e.delay ? nlohmann::ordered_json(seconds(*e.delay)) : nullptr;
+    events.push_back(std::move(j));
+  }
+  // Bytes that are not UTF-8 (an argument) become U+FFFD.
+  return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
 
 int run_script_command(const script_flags& f) {
   const auto fail = [](const std::string& message) {
@@ -83,20 +122,49 @@ int run_script_command(const script_flags& f) {
   options.environment = tool::current_environment();
   options.shuffle = f.shuffle;
   options.verbose = f.verbose;
+  // With --report -, stdout is the report's alone: the commands' output goes to stderr.
+  if (f.report && *f.report == "-") options.command_stdout_fd = STDERR_FILENO;
+  if (f.report && f.report->empty()) return fail("--report: needs a file, or - for stdout");
+  std::optional<report::atomic_file> report_file;
+  if (f.report && *f.report != "-") {
+    try {
+      report_file.emplace(*f.report);  // now: an unwritable --report fails before anything runs
+    } catch (const report::write_error& e) {
+      return fail(std::string("--report: ") + e.what());
+    }
+  }
   try {
     tool::cancel_scope scope;
     tool::script::script_result result;
+    std::vector<tool::script::script_event> events;
     {
       const tool::signal_watcher watcher(scope);
       random_generator rng(seed);
-      result = tool::script::run_script(parsed, options, scope, rng);
+      result = tool::script::run_script(parsed, options, scope, rng, f.report ? &events : nullptr);
+    }
+    const int status =
+        scope.cancelled() ? tool::status_signal_base + scope.signal() : result.status;
+    if (f.report) {
+      const std::string json = report_json(f.file, events, status);
+      const std::string note = "(the script's status was " + std::to_string(status) + ")";
+      if (report_file) {
+        try {
+          report_file->stream() << json << '\n';
+          report_file->commit();
+        } catch (const report::write_error& e) {
+          std::cerr << "backoff script: --report: " << e.what() << " " << note << '\n';
+          return exit_tool_error;
+        }
+      } else {
+        std::cout << json << '\n';
+        if (!flush_stdout("backoff script: --report", note)) return exit_tool_error;
+      }
     }
     if (scope.cancelled()) {
       std::cerr << "backoff script: stopped by signal " << scope.signal() << " ("
                 << ::strsignal(scope.signal()) << ")\n";
-      return tool::status_signal_base + scope.signal();
     }
-    return result.status;
+    return status;
   } catch (const std::exception& e) {
     return fail(e.what());
   }
@@ -119,6 +187,9 @@ void setup_script(CLI::App& app, int& status) {
   sub->add_flag("--check", flags->check, "Only parse the script: report errors, run nothing");
   sub->add_flag("-v,--verbose", flags->verbose,
                 "Log every command with its status, and every try's attempts and waits");
+  sub->add_option("--report", flags->report,
+                  "Write a JSON report of every command and attempt to FILE or - (stdout; the "
+                  "commands' own stdout then goes to stderr)");
   sub->callback([flags, &status] { status = run_script_command(*flags); });
 }
 

@@ -155,6 +155,10 @@ class interpreter {
       spec.argv.push_back(std::move(*text));
     }
     spec.environment = options_.environment;
+    // First, so that the command's own redirections of 1 come after it and win.
+    if (options_.command_stdout_fd != STDOUT_FILENO) {
+      spec.descriptors.emplace_back(STDOUT_FILENO, options_.command_stdout_fd);
+    }
     if (f.attempt) set_variable(spec.environment, "BACKOFF_ATTEMPT", std::to_string(*f.attempt));
     if (f.deadline) export_deadline(spec.environment, f.deadline);
     std::vector<int> opened;
@@ -200,6 +204,7 @@ class interpreter {
     limits.kill_at = f.deadline;
     limits.grace = options_.grace;
     attempt_result r;
+    const duration started = steady_now();
     try {
       r = run_attempt(spec, limits, *f.scope);
     } catch (...) {
@@ -211,6 +216,15 @@ class interpreter {
       log(c.line, r.error);
     } else if (options_.verbose) {
       log(c.line, fmt::format("{}: {}", spec.argv[0], describe(r)));
+    }
+    if (events_ != nullptr) {
+      script_event e;
+      e.line = c.line;
+      e.argv = spec.argv;
+      e.status = r.status;
+      e.start = started - start_;
+      e.elapsed = steady_now() - started;
+      record(std::move(e));
     }
     return {r.status == 0, r.status};
   }
@@ -237,12 +251,14 @@ class interpreter {
 
     script_result body_result;
     const auto attempt = [&](const attempt_info& info) {
+      const duration began = steady_now();
       frame inner = f;
       inner.deadline = info.deadline;
       inner.attempt = info.number;
       body_result = run_block(t.body, inner);
       attempt_result r;
       r.status = body_result.status;
+      r.elapsed = steady_now() - began;
       if (f.scope->cancelled()) {
         r.ended = attempt_end::cancelled;
       } else if (body_result.status == status_timed_out && info.deadline &&
@@ -256,6 +272,17 @@ class interpreter {
       return r.status == 0 ? verdict::success() : verdict::retryable();
     };
     const auto observe = [&](const attempt_record& record) {
+      if (events_ != nullptr) {
+        script_event e;
+        e.what = script_event::kind::attempt;
+        e.line = t.line;
+        e.attempt = record.number;
+        e.status = record.result.status;
+        e.elapsed = record.result.elapsed;
+        e.start = steady_now() - record.result.elapsed - start_;
+        e.delay = record.delay;
+        this->record(std::move(e));
+      }
       if (!options_.verbose) return;
       std::string message =
           fmt::format("try: attempt {} {}", record.number,
@@ -358,18 +385,30 @@ class interpreter {
     return first_failure.value_or(script_result{});
   }
 
+  void record(script_event e) {
+    const std::lock_guard lock(events_mutex_);  // forall runs items on threads
+    events_->push_back(std::move(e));
+  }
+
+ public:
+  std::vector<script_event>* events_ = nullptr;
+
+ private:
   const script& script_;
   const script_options& options_;
   std::mutex log_mutex_;
+  std::mutex events_mutex_;
+  const duration start_ = steady_now();
 };
 
 }  // namespace
 
 script_result run_script(const script& s, const script_options& options, const cancel_scope& scope,
-                         random_ref rng) {
+                         random_ref rng, std::vector<script_event>* events) {
   variables vars;
   frame top{&vars, std::nullopt, &scope, rng, std::nullopt};
   interpreter run(s, options);
+  run.events_ = events;
   return run.run_block(s.body, top);
 }
 

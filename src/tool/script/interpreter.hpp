@@ -20,6 +20,8 @@
 // commands see the environment plus BACKOFF_ATTEMPT and BACKOFF_DEADLINE inside a `try`.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,22 @@ struct script_options {
   std::vector<std::string> environment;      // the commands' environment; variables fall back to it
   bool shuffle = false;                      // forany starts at a random item (ftsh)
   bool verbose = false;                      // log commands, their statuses and try decisions
+  // Where commands' stdout goes unless they redirect it: the tool's stdout, or its stderr when
+  // stdout carries the JSON report (--report -).
+  int command_stdout_fd = 1;
+};
+
+// What a run did, for --report: a command that ran, or an attempt of a `try` that ended.
+struct script_event {
+  enum class kind { command, attempt };
+  kind what = kind::command;
+  int line = 0;
+  std::vector<std::string> argv;  // command
+  std::uint32_t attempt = 0;      // attempt: its number
+  int status = 0;
+  duration start{0};  // from the start of the script
+  duration elapsed{0};
+  std::optional<duration> delay;  // attempt: the wait before the next one, if any
 };
 
 struct script_result {
@@ -43,7 +61,8 @@ struct script_result {
   int status = 0;  // 0; the failing command's status (124 timed out, 128+n signal); 1 `failure`
 };
 
+// `events` (may be null) receives every command and attempt, in the order they ended.
 script_result run_script(const script& s, const script_options& options, const cancel_scope& scope,
-                         random_ref rng);
+                         random_ref rng, std::vector<script_event>* events = nullptr);
 
 }  // namespace backoff::tool::script
