@@ -196,10 +196,14 @@ int run_retry_command(
       input->fill_from(STDIN_FILENO);
       options.stdin_replay = std::move(input);
     }
-    tool::cancel_scope scope;
+    // One run per process: the scope and its signal watcher live until the process ends and the
+    // watcher's thread is never joined (exit ends it). Joining meant waiting for that thread to
+    // wake up, about 0.05 ms of every `backoff-try` start (docs/PERFORMANCE.md, "Start-up").
+    static tool::cancel_scope& scope = *new tool::cancel_scope;
+    static const tool::signal_watcher& watcher = *new tool::signal_watcher(scope);
+    (void)watcher;
     tool::run_summary summary;
     {
-      const tool::signal_watcher watcher(scope);
       random_generator rng(seed);
       summary = run(options, scope, rng);
     }
