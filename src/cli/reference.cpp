@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "sweep_jobs.hpp"  // shell_single_quote
+
 namespace backoff::cli {
 namespace {
 
@@ -46,19 +48,6 @@ std::string roff(std::string_view text) {
   }
   if (!out.empty() && (out.front() == '.' || out.front() == '\'')) out.insert(0, "\\&");
   return out;
-}
-
-// A word safe inside single quotes in a shell script.
-std::string single_quoted(std::string_view text) {
-  std::string out = "'";
-  for (const char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
 }
 
 // A zsh _arguments/_describe description: no brackets, colons or quotes left to interpret.
@@ -143,7 +132,7 @@ std::string bash_completion(const CLI::App& app, const std::vector<std::string>&
     if (has_scenarios(sub)) {
       for (const std::string& s : scenarios) extra += " " + s;
     }
-    cases += "      COMPREPLY=($(compgen -W " + single_quoted(words.substr(1) + extra) +
+    cases += "      COMPREPLY=($(compgen -W " + shell_single_quote(words.substr(1) + extra) +
              " -- \"$cur\"))\n";
     if (has_scenarios(sub)) cases += "      COMPREPLY+=($(compgen -f -X '!*.toml' -- \"$cur\"))\n";
     cases += "      ;;\n";
@@ -157,7 +146,7 @@ std::string bash_completion(const CLI::App& app, const std::vector<std::string>&
          "    command=try\n"
          "  elif (( COMP_CWORD == 1 )); then\n"
          "    COMPREPLY=($(compgen -W " +
-         single_quoted(commands.substr(1) + " --help --version --man --completion") +
+         shell_single_quote(commands.substr(1) + " --help --version --man --completion") +
          " -- \"$cur\"))\n"
          "    return\n"
          "  else\n"
