@@ -24,6 +24,7 @@
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
 #include "commands.hpp"
+#include "fault_flags.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
 
@@ -51,6 +52,7 @@ struct serve_options {
   bool cancel_on_disconnect = false;
   std::string expired_cost = "5%";
   bool quiet = false;
+  fault_flag_values faults;
 };
 
 // "5%" or "0.05" as 0.05 (the library's reading of a percentage, spec_fraction); one line and
@@ -200,6 +202,10 @@ int run_serve(const serve_options& o) {
   options.cancel_on_disconnect = o.cancel_on_disconnect;
   options.reuse_port = o.reuse_port;
   options.log_every_second = !o.quiet;
+  const auto plan = build_fault_plan(o.faults, "serve");
+  if (!plan) return exit_usage;
+  options.faults = *plan;
+  options.fault_seed = o.faults.seed;
   raise_descriptor_limit();
   // Past the descriptor limit accepts fail (EMFILE) and every client waits, /metrics included:
   // by default the server holds fewer connections than that, keeping descriptors in reserve.
@@ -241,6 +247,7 @@ int run_serve(const serve_options& o) {
                      "/metrics, POST /admin/pause, POST /admin/resume)\n",
                      net::api_url(o.host, server.port()), threads, options.max_connections)
               << std::flush;
+    print_fault_plan(options.faults, "serve");
     int signal = 0;
     ::sigwait(&stop_signals, &signal);
     std::cerr << "backoff serve: " << ::strsignal(signal) << ", shutting down" << std::endl;
@@ -310,6 +317,7 @@ void setup_serve(CLI::App& app, int& status) {
                   "then answered 504, as is one whose deadline passes in service")
       ->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "No once-a-second concurrency line");
+  add_fault_flags(sub, o->faults);
   sub->callback([o, &status] { status = run_serve(*o); });
 }
 

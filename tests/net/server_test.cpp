@@ -26,6 +26,7 @@
 #include "net/server/handler.hpp"
 #include "net/server/metrics.hpp"
 #include "net/server/service_model.hpp"
+#include "test_http_client.hpp"
 
 namespace {
 
@@ -34,6 +35,7 @@ using namespace backoff::net;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
+using client = backoff::test::http_client;
 
 TEST(ServiceTime, IsTheBaseDelayUpToTheLimitThenGrowsByFactorEveryK) {
   service_params p;  // the seed's: limit 30, factor 1.05, k 15, base 100 ms
@@ -147,57 +149,6 @@ TEST(Metrics, PrometheusTextHasCumulativeBucketsAndCounts) {
   EXPECT_NE(text.find("backoff_service_seconds_count 3\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE backoff_service_seconds histogram"), std::string::npos);
 }
-
-// A blocking HTTP/1.1 client on one connection.
-class client {
- public:
-  explicit client(std::uint16_t port) : socket_(io_) {
-    socket_.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  }
-  http::response<http::string_body> request(http::verb method, const std::string& target) {
-    return request(method, target, {{"Host", "127.0.0.1"}});
-  }
-  // With these header fields (Host among them, or none).
-  http::response<http::string_body> request(http::verb method, const std::string& target,
-                                            const std::map<std::string, std::string>& fields) {
-    http::request<http::empty_body> req{method, target, 11};
-    for (const auto& [name, value] : fields) req.set(name, value);
-    http::write(socket_, req);
-    return read();
-  }
-  http::response<http::string_body> read() {
-    http::response<http::string_body> res;
-    http::read(socket_, buffer_, res);
-    return res;
-  }
-  // The answer to a HEAD request: a header only, whatever its Content-Length says.
-  http::response<http::string_body> read_head() {
-    http::response_parser<http::string_body> parser;
-    parser.skip(true);
-    http::read(socket_, buffer_, parser);
-    return parser.release();
-  }
-  void send_raw(const std::string& text) { asio::write(socket_, asio::buffer(text)); }
-  // True when the server closed the connection.
-  bool closed_by_server() {
-    beast::error_code ec;
-    char byte;
-    socket_.read_some(asio::buffer(&byte, 1), ec);
-    return ec == asio::error::eof || ec == asio::error::connection_reset;
-  }
-  // True when the server closes the connection within `limit` (without sending anything more).
-  bool closed_by_server_within(std::chrono::milliseconds limit) {
-    pollfd p{socket_.native_handle(), POLLIN, 0};
-    if (buffer_.size() != 0 || ::poll(&p, 1, static_cast<int>(limit.count())) != 1) return false;
-    return closed_by_server();
-  }
-  void close() { socket_.close(); }
-
- private:
-  asio::io_context io_;
-  tcp::socket socket_;
-  beast::flat_buffer buffer_;
-};
 
 server_options fast_options() {
   server_options o;

@@ -32,8 +32,19 @@ void server_metrics::answered(int status) noexcept {
       gateway_timeout_.fetch_add(1, std::memory_order_relaxed);
       break;
     default:
-      rejected_.fetch_add(1, std::memory_order_relaxed);  // 503 or 429
+      if (status == reject_status) {
+        rejected_.fetch_add(1, std::memory_order_relaxed);  // --max-busy's 503 or 429
+      } else if (status >= 100 && status <= 599) {
+        other_statuses_[static_cast<std::size_t>(status - 100)].fetch_add(
+            1, std::memory_order_relaxed);
+      }
       break;
+  }
+}
+
+void server_metrics::faults_fired(unsigned fired) noexcept {
+  for (unsigned c = 0; c < fault_counter_count; ++c) {
+    if (fired & (1u << c)) faults_[c].fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -84,6 +95,8 @@ metrics_snapshot server_metrics::snapshot() const noexcept {
   for (std::size_t i = 0; i < service_counts_.size(); ++i) s.service_counts[i] = service_counts_[i];
   s.service_sum_s = static_cast<double>(service_sum_ns_.load()) * 1e-9;
   s.reject_status = reject_status;
+  for (std::size_t i = 0; i < other_statuses_.size(); ++i) s.other_statuses[i] = other_statuses_[i];
+  for (std::size_t i = 0; i < faults_.size(); ++i) s.faults[i] = faults_[i];
   return s;
 }
 
@@ -105,6 +118,18 @@ std::string prometheus_text(const metrics_snapshot& s) {
   out += fmt::format("backoff_requests_total{{status=\"403\"}} {}\n", s.forbidden);
   out += fmt::format("backoff_requests_total{{status=\"408\"}} {}\n", s.request_timeout);
   out += fmt::format("backoff_requests_total{{status=\"504\"}} {}\n", s.gateway_timeout);
+  for (std::size_t i = 0; i < s.other_statuses.size(); ++i) {
+    if (s.other_statuses[i] == 0) continue;
+    out += fmt::format("backoff_requests_total{{status=\"{}\"}} {}\n", i + 100,
+                       s.other_statuses[i]);
+  }
+  counter("backoff_faults_total",
+          "Requests to /api a fault was injected into, by kind (docs/NETWORK.md, Faults on "
+          "demand).");
+  for (unsigned c = 0; c < fault_counter_count; ++c) {
+    out += fmt::format("backoff_faults_total{{fault=\"{}\"}} {}\n",
+                       fault_counter_name(static_cast<fault_counter>(c)), s.faults[c]);
+  }
   counter("backoff_closed_connections_total",
           "Connections the server closed: header, idle or write timeout, an idle one evicted for "
           "a new one at --max-connections, a new one refused there.");

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "backoff/duration.hpp"
+#include "net/faults/faults.hpp"
 
 namespace backoff::net {
 
@@ -41,7 +42,11 @@ struct metrics_snapshot {
   // /api requests whose propagated deadline (grpc-timeout, x-envoy-expected-rq-timeout-ms) had
   // passed: before their service started (dropped at --expired-cost of it), or during it.
   std::uint64_t expired_before_service = 0, expired_in_service = 0;
-  std::uint64_t gateway_timeout = 0;  // 504: the answer to an expired request
+  std::uint64_t gateway_timeout = 0;  // 504: the answer to an expired request (or a fault's)
+  // Answers of any other status, index status - 100 (an injected fault's 500, 502, 418, ...).
+  std::array<std::uint64_t, 500> other_statuses{};
+  // Faults that fired (faults.hpp), by fault_counter.
+  std::array<std::uint64_t, fault_counter_count> faults{};
   std::int64_t last_delay_ns = 0;
   std::array<std::uint64_t, service_buckets_s.size() + 1> service_counts{};  // not cumulative
   double service_sum_s = 0;
@@ -58,6 +63,8 @@ class server_metrics {
   void expired(expiry when) noexcept;
   enum class close_reason { header_timeout, idle_timeout, write_timeout, evicted, refused };
   void closed(close_reason why) noexcept;
+  // The kinds of fault that fired for one request: fault_decision::fired.
+  void faults_fired(unsigned fired) noexcept;
 
   std::atomic<std::int64_t> concurrency{0};
   std::atomic<std::int64_t> connections{0};
@@ -73,6 +80,8 @@ class server_metrics {
       gateway_timeout_{0};
   std::array<std::atomic<std::uint64_t>, 2> expired_{};
   std::array<std::atomic<std::uint64_t>, 5> closed_{};
+  std::array<std::atomic<std::uint64_t>, 500> other_statuses_{};
+  std::array<std::atomic<std::uint64_t>, fault_counter_count> faults_{};
   std::array<std::atomic<std::uint64_t>, service_buckets_s.size() + 1> service_counts_{};
   std::atomic<std::int64_t> service_sum_ns_{0};
 };

@@ -207,7 +207,8 @@ task<> close_gently(socket_type& socket) {
 // One thread's share of the server: its own io_context, acceptor and pause gate; it touches the
 // other threads only through the atomic metrics.
 struct worker {
-  explicit worker(const server_options& o, server_metrics& m) : options(o), metrics(m) {}
+  worker(const server_options& o, server_metrics& m, unsigned index)
+      : options(o), metrics(m), fault_rng(derive_seed(o.fault_seed, index)) {}
 
   const server_options& options;
   server_metrics& metrics;
@@ -221,6 +222,8 @@ struct worker {
   bool paused = false;
   bool stopping = false;
   std::list<session_entry> sessions;  // oldest first: for timeouts, room, and stop
+  random_generator fault_rng;         // this thread's draws for the fault plan
+  steady::time_point started{};       // the time 0 of the fault plan's windows
 
   // Ends a connection's session: its pending wait completes with operation_aborted, and the
   // session sees why in `closing` (counted once, even if a last answer then times out too).
@@ -411,6 +414,79 @@ struct worker {
     return response{};
   }
 
+  // What the fault plan does to this /api request (counted in backoff_faults_total).
+  fault_decision decide_faults(const http::request<http::string_body>& req) {
+    const std::string_view target = req.target();
+    const request_view view{target.substr(0, target.find('?')), [&](std::string_view name) {
+                              const auto it = req.find(name);
+                              return it == req.end() ? std::string_view{}
+                                                     : std::string_view(it->value());
+                            }};
+    fault_decision d = decide(options.faults, steady::now() - started, view, fault_rng);
+    if (d.any()) metrics.faults_fired(d.fired);
+    return d;
+  }
+
+  // Waits until `until` (time_point::max(): until the server stops), in slices of at most 100 ms
+  // so that a stop, or a client that left, ends a long wait. False when it ended that way.
+  task<bool> wait_for_fault(socket_type& stream, steady::time_point until) {
+    timer_type timer(context.get_executor());
+    for (;;) {
+      if (stopping) co_return false;
+      const auto now = steady::now();
+      if (now >= until) co_return true;
+      const auto slice = std::chrono::milliseconds(100);
+      timer.expires_at(until - now > slice ? now + slice : until);
+      co_await timer.async_wait(as_tuple_on_worker);
+      if (peer_closed(stream)) co_return false;
+    }
+  }
+
+  // A reset as the peer sees it (ECONNRESET): SO_LINGER with a zero timeout makes close() send
+  // RST instead of FIN.
+  static void reset_connection(socket_type& stream) {
+    beast::error_code ignored;
+    stream.set_option(asio::socket_base::linger(true, 0), ignored);
+    stream.close(ignored);
+  }
+
+  // slow_body: the header, then `plan.size` bytes of padding at `plan.bytes_per_s`, on an
+  // absolute schedule (byte n leaves at n / speed), in pieces of a twentieth of a second. Each
+  // piece must be taken within the header timeout, like any answer. False after an error.
+  task<bool> write_slow_body(socket_type& stream, session_entry& entry, unsigned version,
+                             bool keep_alive, bool head, slow_body_plan plan) {
+    static const std::string padding(64 * 1024, 'x');
+    response res = make_response(http::status::ok, "", version, keep_alive);
+    res.content_length(plan.size);
+    http::response_serializer<http::string_body> header{res};
+    entry.enter(session_entry::phase::writing, options.header_timeout);
+    const auto [header_error, unused] =
+        co_await http::async_write_header(stream, header, as_tuple_on_worker);
+    if (header_error || entry.closing) co_return false;
+    if (head) co_return true;
+    const std::uint64_t piece = std::clamp<std::uint64_t>(
+        static_cast<std::uint64_t>(plan.bytes_per_s / 20), 1, padding.size());
+    const auto begin = steady::now();
+    timer_type timer(context.get_executor());
+    std::uint64_t sent = 0;
+    while (sent < plan.size) {
+      const auto due = begin + std::chrono::duration_cast<steady::duration>(
+                                   std::chrono::duration<double>(static_cast<double>(sent) /
+                                                                 plan.bytes_per_s));
+      if (due > steady::now()) {
+        entry.enter_busy();  // waiting on our own schedule, not on the client
+        if (!co_await wait_for_fault(stream, due)) co_return false;
+      }
+      const std::uint64_t n = std::min(piece, plan.size - sent);
+      entry.enter(session_entry::phase::writing, options.header_timeout);
+      const auto [error, written] = co_await asio::async_write(
+          stream, asio::buffer(padding.data(), static_cast<std::size_t>(n)), as_tuple_on_worker);
+      if (error || entry.closing) co_return false;
+      sent += n;
+    }
+    co_return true;
+  }
+
   // 400 for a request that does not parse, 408 for one whose header came too slowly; then the
   // connection is closed.
   task<> answer_and_close(socket_type& stream, session_entry& entry, http::status status,
@@ -462,6 +538,33 @@ struct worker {
       const bool head = req.method() == http::verb::head;
       std::optional<response> res =
           answer_at_once(route_request(req, *admin), owner, version, keep_alive);
+      std::optional<slow_body_plan> slow;
+      if (!res && !options.faults.empty()) {
+        const fault_decision fault = decide_faults(req);
+        if (fault.reset) {
+          reset_connection(stream);
+          break;
+        }
+        if (fault.hold_until || fault.delay.count() > 0) {
+          entry.enter_busy();  // held on purpose: no timeout applies
+          auto until = steady::now() + std::chrono::duration_cast<steady::duration>(fault.delay);
+          if (fault.hold_until) {
+            until = *fault.hold_until == duration::max()
+                        ? steady::time_point::max()
+                        : std::max(until, started + std::chrono::duration_cast<steady::duration>(
+                                                        *fault.hold_until));
+          }
+          if (!co_await wait_for_fault(stream, until)) break;
+        }
+        if (fault.abort_status) {
+          // 204 and 304 have no body (RFC 9110 sections 15.3.5 and 15.4.5).
+          const int status = *fault.abort_status;
+          res = make_response(static_cast<http::status>(status),
+                              status == 204 || status == 304 ? "" : "injected fault\n", version,
+                              keep_alive);
+        }
+        slow = fault.slow;
+      }
       if (!res) {
         std::optional<steady::time_point> deadline;
         if (const auto left = propagated_timeout(req)) deadline = clamped_deadline(*left);
@@ -470,6 +573,14 @@ struct worker {
         if (end == service_end::expired) {
           res = make_response(http::status::gateway_timeout, "deadline exceeded\n", version,
                               keep_alive);
+        } else if (slow) {
+          metrics.answered(200);
+          if (!co_await write_slow_body(stream, entry, version, keep_alive, head, *slow) ||
+              !keep_alive) {
+            break;
+          }
+          entry.enter(session_entry::phase::idle, options.idle_timeout);
+          continue;
         } else if (version == 11 && keep_alive && !head) {
           // The answer nearly every request gets, as bytes prepared once: serializing it with
           // Beast each time was most of the server's own CPU per request. Written at once when
@@ -641,13 +752,13 @@ server::server(const server_options& options) : impl_(std::make_unique<impl>()) 
   // thread's io_context waits on it, the kernel hands each connection to one of them. Binding
   // once is what makes a busy port an error (SO_REUSEPORT on every thread's socket let a second
   // server bind it too and take half the connections). --reuse-port asks for that sharing.
-  auto first = std::make_unique<worker>(impl_->options, impl_->metrics);
+  auto first = std::make_unique<worker>(impl_->options, impl_->metrics, 0);
   listen_on(first->acceptor, tcp::endpoint(address, options.port), options.reuse_port);
   const tcp::endpoint bound = first->acceptor.local_endpoint(ec);
   if (ec) throw std::system_error(ec, "cannot read the listening address");
   impl_->workers.push_back(std::move(first));
   for (unsigned i = 1; i < threads; ++i) {
-    auto w = std::make_unique<worker>(impl_->options, impl_->metrics);
+    auto w = std::make_unique<worker>(impl_->options, impl_->metrics, i);
     if (options.reuse_port) {
       listen_on(w->acceptor, bound, true);
     } else {
@@ -692,7 +803,9 @@ void server::start() {
   const duration shorter = std::min(impl_->options.header_timeout, impl_->options.idle_timeout);
   const duration sweep_period =
       std::clamp<duration>(shorter / 8, std::chrono::milliseconds(10), std::chrono::seconds(1));
+  const auto started = steady::now();
   for (auto& w : impl_->workers) {
+    w->started = started;
     asio::co_spawn(w->context, w->accept_loop(*this), asio::detached);
     asio::co_spawn(w->context, w->sweep(sweep_period), asio::detached);
   }

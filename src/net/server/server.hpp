@@ -24,6 +24,10 @@
 // a request in service (a paused server holds requests on purpose). At max_connections, a new
 // connection takes the place of the oldest idle one of its thread (none: it is closed at once).
 //
+// Faults: an /api request past --max-busy's check asks the fault plan what to do (faults.hpp):
+// reset its connection, hold it, delay it, answer an injected status, or serve it and send a
+// slow body. Nothing is asked when the plan is empty.
+//
 // Pause: /api requests that arrive are read but not started, and the ones in service make no
 // progress, until the resume; then the checks that fell due run first, then the held requests
 // start. This is what SIGSTOP does to the Go server (the kernel still completes connections and
@@ -38,6 +42,7 @@
 
 #include "backoff/duration.hpp"
 #include "metrics.hpp"
+#include "net/faults/faults.hpp"
 #include "service_model.hpp"
 
 namespace backoff::net {
@@ -62,6 +67,10 @@ struct server_options {
   bool reuse_port = false;        // SO_REUSEPORT: one socket per thread, shareable with others
   std::string admin_token;        // non-empty: /admin/* needs "Authorization: Bearer TOKEN"
   bool log_every_second = false;  // the seed's "concurrency: N, last delay: D" on stderr
+  // Faults injected into /api requests (faults.hpp; docs/NETWORK.md, "Faults on demand"), their
+  // times from start(); each thread draws from its own stream of `fault_seed`.
+  fault_plan faults;
+  std::uint64_t fault_seed = 1;
 };
 
 // The connections a server with `threads` threads can hold within the soft RLIMIT_NOFILE: the

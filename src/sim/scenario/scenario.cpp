@@ -18,6 +18,7 @@
 #include "backoff/retry_budget.hpp"
 #include "backoff/spec.hpp"
 #include "backoff/throttle.hpp"
+#include "config/toml_shape.hpp"
 
 namespace backoff::sim {
 namespace {
@@ -59,111 +60,6 @@ std::vector<std::string> split_path(std::string_view key) {
   return parts;
 }
 
-// Bounds on the shape of a scenario's TOML, checked before toml++ sees the text: toml++ recurses
-// once per part of a dotted key or table header and per level of nested arrays and inline
-// tables, and a few tens of thousands of them overflow the stack. A real scenario uses 4 or so.
-constexpr int max_key_parts = 64;
-constexpr int max_nesting = 64;
-
-// Throws scenario_error at the first dotted key with more than max_key_parts parts, or the first
-// value nested deeper than max_nesting. `where(line, column)` names a place for the message.
-template <class Where>
-void check_toml_shape(std::string_view text, const Where& where) {
-  enum class in { code, comment, basic, literal, multi_basic, multi_literal };
-  in state = in::code;
-  int dots = 0, depth = 0, line = 1, column = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    ++column;
-    if (c == '\n') {
-      ++line;
-      column = 0;
-    }
-    const auto opens = [&](std::string_view quote) { return text.substr(i, 3) == quote; };
-    switch (state) {
-      case in::comment:
-        if (c == '\n') state = in::code;
-        break;
-      case in::basic:
-        if (c == '\\') {
-          ++i;  // an escaped character, possibly a quote
-          ++column;
-        } else if (c == '"' || c == '\n') {
-          state = in::code;
-        }
-        break;
-      case in::literal:
-        if (c == '\'' || c == '\n') state = in::code;
-        break;
-      case in::multi_basic:
-        if (c == '\\') {
-          ++i;  // an escaped character, or a line-ending backslash
-          ++column;
-          if (i < text.size() && text[i] == '\n') {
-            ++line;
-            column = 0;
-          }
-        } else if (opens("\"\"\"")) {
-          state = in::code;
-          i += 2;
-          column += 2;
-        }
-        break;
-      case in::multi_literal:
-        if (opens("'''")) {
-          state = in::code;
-          i += 2;
-          column += 2;
-        }
-        break;
-      case in::code:
-        switch (c) {
-          case '#':
-            state = in::comment;
-            break;
-          case '"':
-          case '\'': {
-            const bool multi = opens(c == '"' ? "\"\"\"" : "'''");
-            state = c == '"' ? (multi ? in::multi_basic : in::basic)
-                             : (multi ? in::multi_literal : in::literal);
-            if (multi) {
-              i += 2;
-              column += 2;
-            }
-            break;
-          }
-          case '.':
-            if (++dots >= max_key_parts) {
-              throw scenario_error(where(line, column) + ": a key of more than " +
-                                   std::to_string(max_key_parts) + " parts");
-            }
-            break;
-          case '[':
-          case '{':
-            dots = 0;
-            if (++depth > max_nesting) {
-              throw scenario_error(where(line, column) + ": tables or values nested more than " +
-                                   std::to_string(max_nesting) + " deep");
-            }
-            break;
-          case ']':
-          case '}':
-            dots = 0;
-            if (depth > 0) --depth;
-            break;
-          case '=':
-          case ',':
-          case '\n':
-            dots = 0;
-            break;
-          default:
-            break;
-        }
-        break;
-    }
-  }
-}
-
 // How messages name the keys the --set overrides gave: "--set KEY".
 std::map<std::string, std::string, std::less<>> set_labels(const std::vector<std::string>& sets) {
   std::map<std::string, std::string, std::less<>> labels;
@@ -192,7 +88,9 @@ void apply_override(toml::table& root, const std::string& assignment) {
   for (const auto& part : split_path(key)) {
     if (part.empty()) throw scenario_error("--set " + assignment + ": empty part in key");
   }
-  check_toml_shape(text, [&](int, int) { return "--set " + key; });
+  if (auto problem = config::toml_shape_problem(text, [&](int, int) { return "--set " + key; })) {
+    throw scenario_error(*problem);
+  }
   toml::table parsed;
   try {
     parsed = toml::parse("value = " + text, "--set " + key);
@@ -381,9 +279,11 @@ void config_reader::finish() const {
 }
 
 scenario scenario::load(const scenario_source& source, const std::vector<std::string>& sets) {
-  check_toml_shape(source.text, [&](int line, int column) {
-    return source.path + ":" + std::to_string(line) + ":" + std::to_string(column);
-  });
+  if (auto problem = config::toml_shape_problem(source.text, [&](int line, int column) {
+        return source.path + ":" + std::to_string(line) + ":" + std::to_string(column);
+      })) {
+    throw scenario_error(*problem);
+  }
   auto root = std::make_shared<toml::table>();
   try {
     *root = toml::parse(source.text, source.path);

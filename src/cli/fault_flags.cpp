@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fault_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "backoff/error.hpp"
+#include "commands.hpp"
+
+namespace backoff::cli {
+
+void add_fault_flags(CLI::App* sub, fault_flag_values& values) {
+  const std::string group = "Faults (docs/NETWORK.md, Faults on demand)";
+  sub->add_option("--errors", values.errors,
+                  "Answer a share of /api requests with an error status: RATE[:STATUS], such as "
+                  "5%:503 (status 503 by default); repeatable")
+      ->group(group);
+  sub->add_option("--latency", values.latency,
+                  "Add latency before each answer: a duration (100ms) or a distribution: "
+                  "exponential(mean=50ms), uniform(lo=10ms, hi=50ms), lognormal(median=20ms, "
+                  "sigma=1), pareto(scale=10ms, shape=1.5), with rate=10% for a share; repeatable")
+      ->group(group);
+  sub->add_option("--partial-outage", values.partial,
+                  "Fail the requests of one key: 'header=x-shard, value=[3, 7]' or "
+                  "'path=/api/users/42', with status=503 (default) and rate=; repeatable")
+      ->group(group);
+  sub->add_option("--outage", values.outage,
+                  "An outage window from the start: START+LENGTH[:STATUS|reset|hang], such as "
+                  "10s+5s (503), 10s+5s:reset (connections reset), 10s+5s:hang (held until it "
+                  "ends); repeatable")
+      ->group(group);
+  sub->add_option("--slow-body", values.slow_body,
+                  "Send a body of SIZE at SPEED: SIZE@SPEED such as 16KiB@4KiB/s; repeatable")
+      ->group(group);
+  sub->add_option("--fault", values.fault,
+                  "Any fault as a spec: errors(...), latency(...), partial(...), outage(...), "
+                  "slow_body(...); on for the whole run; repeatable")
+      ->group(group);
+  sub->add_option("--faults", values.schedule,
+                  "A fault schedule (TOML: [[fault]] entries with at, for or until, and fault)")
+      ->check(not_empty("a file"))
+      ->group(group);
+  sub->add_flag("--envoy-fault-headers", values.envoy_headers,
+                "Obey Envoy's fault headers (x-envoy-fault-abort-request, "
+                "x-envoy-fault-delay-request and their -percentage headers): any client can "
+                "then fail requests")
+      ->group(group);
+  sub->add_option("--fault-seed", values.seed,
+                  "Seed of the faults' draws (which requests fail, the latencies)")
+      ->check(whole_number())
+      ->capture_default_str()
+      ->group(group);
+}
+
+std::optional<net::fault_plan> build_fault_plan(const fault_flag_values& values,
+                                                std::string_view command) {
+  net::fault_plan plan;
+  try {
+    if (values.schedule) plan = net::read_fault_schedule(*values.schedule);
+  } catch (const net::fault_schedule_error& e) {
+    std::cerr << "backoff " << command << ": --faults: " << e.what() << '\n';
+    return std::nullopt;
+  }
+  const auto add = [&](std::string_view flag, const std::vector<std::string>& texts,
+                       auto parse) -> bool {
+    for (const std::string& text : texts) {
+      try {
+        plan.faults.push_back(parse(text));
+      } catch (const parse_error& e) {
+        std::cerr << "backoff " << command << ": " << flag << ": " << e.what() << '\n';
+        return false;
+      }
+    }
+    return true;
+  };
+  const auto whole_run = [](auto parse) {
+    return [parse](const std::string& text) { return net::scheduled_fault{{}, parse(text)}; };
+  };
+  if (!add("--errors", values.errors, whole_run(net::parse_errors_flag)) ||
+      !add("--latency", values.latency, whole_run(net::parse_latency_flag)) ||
+      !add("--partial-outage", values.partial, whole_run(net::parse_partial_flag)) ||
+      !add("--outage", values.outage, net::parse_outage_flag) ||
+      !add("--slow-body", values.slow_body, whole_run(net::parse_slow_body_flag)) ||
+      !add("--fault", values.fault, whole_run(net::parse_fault))) {
+    return std::nullopt;
+  }
+  plan.envoy_headers = values.envoy_headers;
+  return plan;
+}
+
+void print_fault_plan(const net::fault_plan& plan, std::string_view command) {
+  std::string text;
+  for (const auto& f : plan.faults) text += fmt::format("backoff {}: fault {}\n", command, net::describe(f));
+  if (plan.envoy_headers) {
+    text += fmt::format("backoff {}: obeying Envoy's fault headers (x-envoy-fault-*)\n", command);
+  }
+  std::cerr << text << std::flush;
+}
+
+}  // namespace backoff::cli
