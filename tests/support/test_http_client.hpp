@@ -66,6 +66,16 @@ class http_client {
     if (buffer_.size() != 0 || ::poll(&p, 1, static_cast<int>(limit.count())) != 1) return false;
     return closed_by_server();
   }
+  // The error that ends the next read within `limit` (eof for a close, connection_reset for a
+  // reset), or timed_out when nothing happened by then.
+  beast::error_code read_error_within(std::chrono::milliseconds limit) {
+    pollfd p{socket_.native_handle(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(limit.count())) != 1) return asio::error::timed_out;
+    beast::error_code ec;
+    char byte;
+    socket_.read_some(asio::buffer(&byte, 1), ec);
+    return ec;
+  }
   void close() { socket_.close(); }
 
  private:
