@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "toxics.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "backoff/error.hpp"
+#include "backoff/spec.hpp"
+
+namespace backoff::net {
+namespace {
+
+constexpr std::string_view what = "toxic";
+
+// "bad toxic "<spec>": <why>", the format of every spec error (spec.hpp).
+[[noreturn]] void fail(std::string_view spec, const std::string& why) {
+  throw parse_error("bad toxic " + quote_for_message(spec) + ": " + escape_controls(why));
+}
+
+std::uint64_t size_argument(std::string_view spec, const spec_argument& arg) {
+  try {
+    return parse_byte_size(arg.value);
+  } catch (const parse_error& e) {
+    fail(spec, std::string(arg.key) + ": " + e.what());
+  }
+}
+
+// A rate: a size per second ("64KiB/s").
+double rate_argument(std::string_view spec, const spec_argument& arg) {
+  std::string_view text = arg.value;
+  if (!text.ends_with("/s")) {
+    fail(spec, arg.key + ": expected a size per second such as 64KiB/s, got " +
+                   quote_for_message(arg.value));
+  }
+  text.remove_suffix(2);
+  std::uint64_t bytes = 0;
+  try {
+    bytes = parse_byte_size(text);
+  } catch (const parse_error& e) {
+    fail(spec, arg.key + ": " + e.what());
+  }
+  if (bytes == 0) fail(spec, arg.key + " must be more than 0/s");
+  return static_cast<double>(bytes);
+}
+
+// The parameters each kind takes, besides toxicity and stream (for the unknown-key message).
+std::string_view known_keys(toxic_kind k) {
+  switch (k) {
+    case toxic_kind::latency:
+      return "latency, jitter";
+    case toxic_kind::bandwidth:
+      return "rate";
+    case toxic_kind::slicer:
+      return "average_size, size_variation, delay";
+    case toxic_kind::timeout:
+    case toxic_kind::reset_peer:
+      return "timeout";
+    case toxic_kind::limit_data:
+      return "bytes";
+  }
+  return "";
+}
+
+// A uniform whole number in [lo, hi] (hi - lo small: at most a chunk's size).
+std::int64_t uniform_int(random_generator& rng, std::int64_t lo, std::int64_t hi) {
+  const auto span = static_cast<double>(hi - lo + 1);
+  const auto offset = static_cast<std::int64_t>(uniform01(rng) * span);
+  return std::min(hi, lo + offset);
+}
+
+duration seconds_for(std::size_t bytes, double bytes_per_s) {
+  return duration(static_cast<duration::rep>(std::ceil(static_cast<double>(bytes) / bytes_per_s * 1e9)));
+}
+
+// Toxiproxy's bandwidth toxic sleeps for each chunk the time its size takes at the rate, cutting
+// chunks larger than 100 ms of the rate: the same here, so that a large chunk does not go out in
+// one burst after a long silence.
+void limit_rate(std::vector<piece>& pieces, double bytes_per_s) {
+  const auto step = static_cast<std::size_t>(std::max(1.0, std::floor(bytes_per_s / 10)));
+  std::vector<piece> out;
+  for (const piece& p : pieces) {
+    std::size_t left = p.bytes;
+    duration carried_wait = p.wait;
+    do {
+      const std::size_t n = std::min(left, step);
+      out.push_back({n, carried_wait + seconds_for(n, bytes_per_s)});
+      carried_wait = duration(0);
+      left -= n;
+    } while (left > 0);
+  }
+  pieces = std::move(out);
+}
+
+}  // namespace
+
+std::string_view toxic_kind_name(toxic_kind kind) noexcept {
+  switch (kind) {
+    case toxic_kind::latency:
+      return "latency";
+    case toxic_kind::bandwidth:
+      return "bandwidth";
+    case toxic_kind::slicer:
+      return "slicer";
+    case toxic_kind::timeout:
+      return "timeout";
+    case toxic_kind::reset_peer:
+      return "reset_peer";
+    case toxic_kind::limit_data:
+      return "limit_data";
+  }
+  return "unknown";
+}
+
+std::uint64_t parse_byte_size(std::string_view text) {
+  const auto bad = [&](const std::string& why) -> std::uint64_t {
+    throw parse_error("expected a size such as 512, 64KiB or 1MB, got " + quote_for_message(text) +
+                      (why.empty() ? "" : " (" + why + ")"));
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return bad("");
+  std::uint64_t number = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, number);
+  if (ec != std::errc{} || end != text.data() + digits) return bad("too large");
+  const std::string_view unit = text.substr(digits);
+  struct named {
+    std::string_view name;
+    std::uint64_t factor;
+  };
+  static constexpr named units[] = {
+      {"", 1},          {"B", 1},          {"KiB", 1ULL << 10}, {"MiB", 1ULL << 20},
+      {"GiB", 1ULL << 30}, {"KB", 1000},    {"MB", 1000'000},    {"GB", 1000'000'000},
+  };
+  for (const named& u : units) {
+    if (u.name != unit) continue;
+    if (number > std::numeric_limits<std::uint64_t>::max() / u.factor) return bad("too large");
+    return number * u.factor;
+  }
+  return bad("unknown unit " + quote_for_message(unit) + "; use B, KiB, MiB, GiB, KB, MB or GB");
+}
+
+toxic parse_toxic(std::string_view spec) {
+  const spec_call call = parse_spec_call(spec, what);
+  toxic t;
+  t.spec = std::string(spec);
+  if (call.name == "latency") {
+    t.kind = toxic_kind::latency;
+  } else if (call.name == "bandwidth") {
+    t.kind = toxic_kind::bandwidth;
+  } else if (call.name == "slicer") {
+    t.kind = toxic_kind::slicer;
+  } else if (call.name == "timeout") {
+    t.kind = toxic_kind::timeout;
+  } else if (call.name == "reset_peer") {
+    t.kind = toxic_kind::reset_peer;
+  } else if (call.name == "limit_data") {
+    t.kind = toxic_kind::limit_data;
+  } else {
+    fail(spec, "unknown toxic " + quote_for_message(call.name) +
+                   " (known: latency, bandwidth, slicer, timeout, reset_peer, limit_data)");
+  }
+  bool has_rate = false, has_average = false, has_bytes = false;
+  for (const spec_argument& arg : call.arguments) {
+    const std::string& k = arg.key;
+    if (k == "toxicity") {
+      t.toxicity = spec_fraction(spec, arg, what);
+    } else if (k == "stream") {
+      if (arg.value == "downstream") {
+        t.stream = toxic_stream::downstream;
+      } else if (arg.value == "upstream") {
+        t.stream = toxic_stream::upstream;
+      } else {
+        fail(spec, "stream: expected downstream or upstream, got " + quote_for_message(arg.value));
+      }
+    } else if (t.kind == toxic_kind::latency && k == "latency") {
+      t.latency = spec_duration(spec, arg, what);
+    } else if (t.kind == toxic_kind::latency && k == "jitter") {
+      t.jitter = spec_duration(spec, arg, what);
+    } else if (t.kind == toxic_kind::bandwidth && k == "rate") {
+      t.bytes_per_s = rate_argument(spec, arg);
+      has_rate = true;
+    } else if (t.kind == toxic_kind::slicer && k == "average_size") {
+      t.average_size = size_argument(spec, arg);
+      has_average = true;
+    } else if (t.kind == toxic_kind::slicer && k == "size_variation") {
+      t.size_variation = size_argument(spec, arg);
+    } else if (t.kind == toxic_kind::slicer && k == "delay") {
+      t.delay = spec_duration(spec, arg, what);
+    } else if ((t.kind == toxic_kind::timeout || t.kind == toxic_kind::reset_peer) &&
+               k == "timeout") {
+      t.timeout = spec_duration(spec, arg, what);
+    } else if (t.kind == toxic_kind::limit_data && k == "bytes") {
+      t.bytes = size_argument(spec, arg);
+      has_bytes = true;
+    } else {
+      fail(spec, "unknown parameter " + quote_for_message(k) + " for " + call.name + " (known: " +
+                     std::string(known_keys(t.kind)) + ", toxicity, stream)");
+    }
+  }
+  switch (t.kind) {
+    case toxic_kind::latency:
+      if (t.jitter > t.latency) {
+        fail(spec, "jitter " + format_duration(t.jitter) + " is more than the latency " +
+                       format_duration(t.latency) + " (a delay cannot be negative)");
+      }
+      break;
+    case toxic_kind::bandwidth:
+      if (!has_rate) fail(spec, "bandwidth needs rate= (e.g. rate=64KiB/s)");
+      break;
+    case toxic_kind::slicer:
+      if (!has_average) fail(spec, "slicer needs average_size= (e.g. average_size=64)");
+      if (t.average_size == 0) fail(spec, "average_size must be at least 1");
+      if (t.size_variation >= t.average_size) {
+        fail(spec, "size_variation must be less than average_size");
+      }
+      break;
+    case toxic_kind::limit_data:
+      if (!has_bytes) fail(spec, "limit_data needs bytes= (e.g. bytes=1KiB)");
+      break;
+    case toxic_kind::timeout:
+    case toxic_kind::reset_peer:
+      break;
+  }
+  return t;
+}
+
+std::optional<duration> toxic_pipe::timeout() const noexcept {
+  for (const toxic& t : toxics_) {
+    if (t.kind == toxic_kind::timeout) return t.timeout;
+  }
+  return std::nullopt;
+}
+
+chunk_plan toxic_pipe::plan(std::size_t bytes, random_generator& rng, double extra_bytes_per_s) {
+  chunk_plan out;
+  out.pieces.push_back({bytes, duration(0)});
+  for (const toxic& t : toxics_) {
+    switch (t.kind) {
+      case toxic_kind::latency: {
+        // Toxiproxy: each chunk is delayed by latency +- a uniform jitter.
+        duration d = t.latency;
+        if (t.jitter.count() > 0) {
+          d += duration(uniform_int(rng, -t.jitter.count(), t.jitter.count()));
+        }
+        if (!out.pieces.empty()) out.pieces.front().wait += std::max(d, duration(0));
+        break;
+      }
+      case toxic_kind::bandwidth:
+        limit_rate(out.pieces, t.bytes_per_s);
+        break;
+      case toxic_kind::slicer: {
+        // Toxiproxy: pieces of average_size +- size_variation bytes, delay between them.
+        std::vector<piece> sliced;
+        for (const piece& p : out.pieces) {
+          std::size_t left = p.bytes;
+          duration wait = p.wait;
+          while (left > 0) {
+            const auto avg = static_cast<std::int64_t>(t.average_size);
+            const auto var = static_cast<std::int64_t>(t.size_variation);
+            const std::int64_t size = var > 0 ? uniform_int(rng, avg - var, avg + var) : avg;
+            const std::size_t n = std::min(left, static_cast<std::size_t>(std::max<std::int64_t>(1, size)));
+            sliced.push_back({n, wait});
+            wait = t.delay;
+            left -= n;
+          }
+        }
+        out.pieces = std::move(sliced);
+        break;
+      }
+      case toxic_kind::limit_data: {
+        // Toxiproxy: the data passes up to the limit, then the connection closes.
+        const std::uint64_t room = t.bytes > carried_ ? t.bytes - carried_ : 0;
+        std::uint64_t kept = 0;
+        std::vector<piece> cut;
+        for (const piece& p : out.pieces) {
+          if (kept >= room) break;
+          const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(p.bytes, room - kept));
+          cut.push_back({n, p.wait});
+          kept += n;
+        }
+        if (kept + carried_ >= t.bytes && bytes > 0) out.close_after = true;
+        out.pieces = std::move(cut);
+        break;
+      }
+      case toxic_kind::timeout:
+      case toxic_kind::reset_peer:
+        break;  // whole-connection toxics: the proxy applies them (timeout(), reset_after)
+    }
+  }
+  if (extra_bytes_per_s > 0) limit_rate(out.pieces, extra_bytes_per_s);
+  for (const piece& p : out.pieces) carried_ += p.bytes;
+  return out;
+}
+
+connection_toxics draw_toxics(const std::vector<toxic>& all, random_generator& rng) {
+  connection_toxics c;
+  std::vector<toxic> down, up;
+  for (const toxic& t : all) {
+    // Toxiproxy's toxicity: the probability that the toxic applies to a connection.
+    if (t.toxicity < 1.0 && !(uniform01(rng) < t.toxicity)) continue;
+    c.applied |= 1U << static_cast<unsigned>(t.kind);
+    if (t.kind == toxic_kind::reset_peer) {
+      if (!c.reset_after || t.timeout < *c.reset_after) c.reset_after = t.timeout;
+      continue;
+    }
+    (t.stream == toxic_stream::upstream ? up : down).push_back(t);
+  }
+  c.downstream = toxic_pipe(std::move(down));
+  c.upstream = toxic_pipe(std::move(up));
+  return c;
+}
+
+}  // namespace backoff::net
