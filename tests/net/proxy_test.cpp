@@ -500,6 +500,19 @@ TEST(Proxy, HostGoesUnchangedUnlessRewritten) {
                               ";body=0;connection=");
 }
 
+TEST(Proxy, AnAbsoluteFormTargetIsForwardedInOriginForm) {
+  server upstream(upstream_options());
+  upstream.start();
+  proxy p(in_front_of(upstream.port()));
+  p.start();
+  client c(p.port());
+  const auto r = c.get("http://127.0.0.1:" + std::to_string(p.port()) + "/api");
+  ASSERT_FALSE(r.error) << r.error.message();
+  EXPECT_EQ(r.res.result_int(), 200u);  // the server routes /api, not the absolute form
+  const auto m = c.get("http://127.0.0.1:" + std::to_string(p.port()) + "/metrics");
+  EXPECT_NE(m.res.body().find("backoff_proxy_requests_total"), std::string::npos);
+}
+
 TEST(Proxy, RequestBodiesAreRelayedInChunksWhateverTheirFraming) {
   fake_upstream up(echo);
   proxy p(in_front_of(up.port()));

@@ -112,8 +112,22 @@ void remove_hop_by_hop(Fields& fields) {
   fields.erase(http::field::trailer);
 }
 
+// The origin-form of a target: an absolute-form one ("http://host:port/path?q", which a client
+// sends when it takes the proxy for a forward proxy, RFC 9112 section 3.2.2) without its scheme
+// and authority, as the upstream expects it.
+std::string_view origin_form(std::string_view target) {
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (target.size() > scheme.size() && beast::iequals(target.substr(0, scheme.size()), scheme)) {
+      const auto slash = target.find('/', scheme.size());
+      return slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+    }
+  }
+  return target;
+}
+
 // The request's path without its query, for the metrics path and the faults.
 std::string_view path_of(std::string_view target) {
+  target = origin_form(target);
   return target.substr(0, target.find('?'));
 }
 
@@ -434,6 +448,9 @@ class connection {
         beast::iequals(req[http::field::expect], "100-continue") && version == 11;
     req.erase(http::field::expect);
     remove_hop_by_hop(req);
+    if (const std::string_view target = req.target(); origin_form(target) != target) {
+      req.target(std::string(origin_form(target)));
+    }
     req.version(11);
     req.keep_alive(true);
     // The Host the client sent goes on unchanged (the upstream may route on it), unless
