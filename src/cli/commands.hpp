@@ -63,5 +63,6 @@ void setup_sim(CLI::App& app, int& status);
 void setup_sweep(CLI::App& app, int& status);
 void setup_serve(CLI::App& app, int& status);
 void setup_load(CLI::App& app, int& status);
+void setup_proxy(CLI::App& app, int& status);
 
 }  // namespace backoff::cli

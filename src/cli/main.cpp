@@ -47,7 +47,7 @@ int print_reference(const CLI::App& app, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace backoff::cli;
-  static constexpr std::array<subcommand, 10> all{{
+  static constexpr std::array<subcommand, 11> all{{
       {"delays", without_tail<setup_delays>},
       {"presets", without_tail<setup_presets>},
       {"sim", without_tail<setup_sim>},
@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
       {"script", without_tail<setup_script>},
       {"serve", without_tail<setup_serve>},
       {"load", without_tail<setup_load>},
+      {"proxy", without_tail<setup_proxy>},
   }};
   return run_subcommands(argc, argv, all, print_reference);
 }
