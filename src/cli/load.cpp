@@ -25,6 +25,9 @@
 #include "backoff/spec.hpp"
 #include "commands.hpp"
 #include "experiments/outage_experiment.hpp"
+#include "fault_flags.hpp"
+#include "net/faults/faults.hpp"
+#include "net/server/server.hpp"
 #include "output.hpp"
 #include "report/output_files.hpp"
 #include "report/summary.hpp"
@@ -65,6 +68,8 @@ struct load_flags {
   std::string experiment;
   std::string pause_after = "10s";
   std::string pause_for = "10s";
+  bool url_given = false;
+  bool pause_given = false;
 };
 
 std::atomic<bool> interrupted{false};
@@ -136,10 +141,6 @@ std::string phase_table(const report::scenario_result& r) {
 int run_experiment(const load_flags& f, const net::load_options& o) {
   net::outage_experiment e;
   try {
-    if (f.experiment != "outage") {
-      throw parse_error("--experiment: the one experiment is 'outage', got \"" + f.experiment +
-                        "\"");
-    }
     if (!f.policy.empty() || f.exponential || !f.simple_delay.empty()) {
       throw parse_error(
           "--experiment outage runs fixed and exponential retries itself; drop the policy flags");
@@ -274,7 +275,63 @@ int run_load_command(const load_flags& f) {
               << " on this machine: such attempts are counted as local errors, not as the "
                  "server's (raise ulimit -n, or use fewer --clients)\n";
   };
-  if (!f.experiment.empty()) return run_experiment(f, o);
+  if (f.experiment == "outage") return run_experiment(f, o);
+  // --experiment FILE: a server in this process that follows the fault schedule, with the seed's
+  // service; the run's time 0 is the schedule's.
+  std::optional<net::server> local;
+  if (!f.experiment.empty()) {
+    net::server_options so;
+    try {
+      if (f.url_given) throw parse_error("--url: not with --experiment FILE (the server is ours)");
+      if (f.pause_given) {
+        throw parse_error("--pause-after and --pause-for go with --experiment outage only");
+      }
+      so.faults = net::read_fault_schedule(f.experiment);
+    } catch (const net::fault_schedule_error& e) {
+      std::cerr << "backoff load: --experiment: " << e.what()
+                << " (--experiment takes 'outage' or a fault schedule file)\n";
+      return exit_usage;
+    } catch (const parse_error& e) {
+      std::cerr << "backoff load: " << e.what() << '\n';
+      return exit_usage;
+    }
+    // recovery_s and the goodput per phase around the first window that ends; without
+    // --duration the run lasts until 30 s after the last window ends (60 s with none).
+    duration last_end{0};
+    for (const auto& sf : so.faults.faults) {
+      if (sf.when.end == duration::max()) continue;
+      last_end = std::max(last_end, sf.when.end);
+      if (!o.outage || sf.when.end.count() < o.outage->end) {
+        report::outage_window window;
+        window.start = sf.when.start.count();
+        window.end = sf.when.end.count();
+        o.outage = window;
+      }
+    }
+    o.phase_goodput = o.outage.has_value();
+    if (!f.duration_given) {
+      o.duration_total = last_end.count() > 0 ? last_end + std::chrono::seconds(30)
+                                              : duration(std::chrono::seconds(60));
+    }
+    so.host = "127.0.0.1";
+    so.port = 0;
+    so.log_every_second = false;
+    try {
+      local.emplace(so);
+      local->start();
+    } catch (const std::exception& e) {
+      std::cerr << "backoff load: --experiment: " << e.what() << '\n';
+      return exit_failure;
+    }
+    o.target.host = "127.0.0.1";
+    o.target.port = local->port();
+    o.target.path = "/api";
+    o.server_concurrency = [&local] { return local->metrics().concurrency.load(); };
+    std::cerr << fmt::format("backoff load: --experiment {}: a server on {} with {} faults\n",
+                             quote_for_message(f.experiment), net::api_url("127.0.0.1", local->port()),
+                             so.faults.faults.size());
+    print_fault_plan(so.faults, "load");
+  }
   net::load_run run;
   try {
     std::optional<report::atomic_file> histogram_log;
@@ -311,9 +368,14 @@ int run_load_command(const load_flags& f) {
         open_loop ? " from the intended send time" : "", run.summary.completed, l->p50, l->p99,
         l->p999, l->p9999, l->max);
   }
+  if (local) {
+    local->stop();
+    local->wait();
+  }
   if (f.out) {
     report::scenario_result result;
-    result.scenario = "load";
+    result.scenario = local ? "fault-experiment" : "load";
+    result.outage = o.outage.has_value();
     result.model = "network";
     result.seed = o.seed;
     result.strategies.push_back(run.summary);
@@ -398,7 +460,9 @@ void setup_load(CLI::App& app, int& status) {
   sub->add_option("--name", f->name, "Strategy name in the outputs");
   sub->add_option("--experiment", f->experiment,
                   "'outage': seed 004 end to end: an in-process server, paused once, and the "
-                  "clients run with fixed, then exponential retries");
+                  "clients run with fixed, then exponential retries. Or a fault schedule FILE "
+                  "(TOML, as serve --faults): an in-process server follows it while this run's "
+                  "strategy runs against it");
   sub->add_option("--pause-after", f->pause_after, "--experiment: when the server pauses")
       ->capture_default_str();
   sub->add_option("--pause-for", f->pause_for, "--experiment: how long it stays paused")
@@ -408,6 +472,8 @@ void setup_load(CLI::App& app, int& status) {
     // goodput): the simulator puts exponential's at about 30 s after a 10 s pause.
     if (!f->experiment.empty() && sub->count("--duration") == 0) f->duration_text = "120s";
     f->duration_given = sub->count("--duration") > 0;
+    f->url_given = sub->count("--url") > 0;
+    f->pause_given = sub->count("--pause-after") + sub->count("--pause-for") > 0;
     status = run_load_command(*f);
   });
 }

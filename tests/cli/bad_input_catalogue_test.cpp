@@ -509,6 +509,51 @@ std::vector<bad_input> cli_cases() {
   c.push_back(cli("ServeStrayArgument", {"serve", "stray"}, 2,
                   "backoff serve: The following argument was not expected: stray"));
 
+  // --- fault flags and schedules (serve; the proxy shares them) ------------------------------
+  c.push_back(cli("ServeErrorsBadStatus", {"serve", "--port", "0", "--errors", "5%:abc"}, 2,
+                  "backoff serve: --errors: \"5%:abc\": expected RATE[:STATUS]"));
+  c.push_back(cli("ServeErrorsRateAbove100", {"serve", "--port", "0", "--errors", "150%"}, 2,
+                  "backoff serve: --errors: \"150%\""));
+  c.push_back(cli("ServeLatencyNotADuration", {"serve", "--port", "0", "--latency", "soon"}, 2,
+                  "backoff serve: --latency: \"soon\": expected a duration"));
+  c.push_back(cli("ServeLatencyUnknownDistribution",
+                  {"serve", "--port", "0", "--latency", "gamma(mean=5ms)"}, 2,
+                  "backoff serve: --latency: bad fault", "'distribution' must be fixed"));
+  c.push_back(cli("ServePartialWithoutValue",
+                  {"serve", "--port", "0", "--partial-outage", "header=x-shard"}, 2,
+                  "backoff serve: --partial-outage: bad fault", "missing 'value'"));
+  c.push_back(cli("ServeOutageWithoutLength", {"serve", "--port", "0", "--outage", "10s"}, 2,
+                  "backoff serve: --outage: \"10s\": no '+'"));
+  c.push_back(cli("ServeSlowBodyWithoutSpeed", {"serve", "--port", "0", "--slow-body", "1KiB"},
+                  2, "backoff serve: --slow-body: \"1KiB\": expected SIZE@SPEED"));
+  c.push_back(cli("ServeFaultUnknownKind", {"serve", "--port", "0", "--fault", "crash()"}, 2,
+                  "backoff serve: --fault: bad fault \"crash()\": unknown fault 'crash'"));
+  c.push_back(cli("ServeFaultSeedNegative", {"serve", "--port", "0", "--fault-seed", "-1"}, 2,
+                  "--fault-seed"));
+  c.push_back(cli("ServeFaultsMissingFile",
+                  {"serve", "--port", "0", "--faults", "/nonexistent/faults.toml"}, 2,
+                  "backoff serve: --faults: cannot read the fault schedule "
+                  "\"/nonexistent/faults.toml\": No such file or directory"));
+  c.push_back(with_file("ServeFaultsBadSpecInFile", "faults.toml",
+                        "[[fault]]\nat = \"1s\"\nfault = \"errors(rate=5%, status=700)\"\n",
+                        {"serve", "--port", "0", "--faults", "@FILE@"}, 2,
+                        "backoff serve: --faults: @FILE@:3:9: bad fault", "from 200 to 599"));
+  c.push_back(with_file("ServeFaultsUnknownKey", "faults.toml",
+                        "[[fault]]\nfault = \"errors\"\nwhen = \"1s\"\n",
+                        {"serve", "--port", "0", "--faults", "@FILE@"}, 2,
+                        "@FILE@:3:8: unknown key 'when'"));
+  c.push_back(with_file("LoadExperimentScheduleBad", "faults.toml", "[[fault]]\nat = \"1s\"\n",
+                        {"load", "--experiment", "@FILE@"}, 2,
+                        "backoff load: --experiment: @FILE@:1:1: a [[fault]] without 'fault'"));
+  c.push_back(cli("LoadExperimentNeitherOutageNorFile",
+                  {"load", "--experiment", "/nonexistent/outage"}, 2,
+                  "backoff load: --experiment: cannot read the fault schedule",
+                  "'outage' or a fault schedule file"));
+  c.push_back(with_file("LoadExperimentScheduleWithUrl", "faults.toml",
+                        "[[fault]]\nfault = \"errors\"\n",
+                        {"load", "--experiment", "@FILE@", "--url", "http://127.0.0.1:1/api"}, 2,
+                        "backoff load: --url: not with --experiment FILE"));
+
   // --- load flags ------------------------------------------------------------------------------
   c.push_back(cli("LoadBreakerBadSpec", {"load", "--breaker", "breaker(kind=rate, threshold=150%)"},
                   2, "backoff load: bad breaker \"breaker(kind=rate, threshold=150%)\""));

@@ -81,9 +81,9 @@ void apply_override(toml::table& root, const std::string& assignment) {
   if (text.find_first_of("\n\r") != std::string::npos) {
     throw scenario_error("--set " + key + ": the value must be on one line");
   }
-  if (std::count(key.begin(), key.end(), '.') >= max_key_parts) {
+  if (std::count(key.begin(), key.end(), '.') >= config::max_toml_key_parts) {
     throw scenario_error("--set " + key.substr(0, 40) + "...: a key of more than " +
-                         std::to_string(max_key_parts) + " parts");
+                         std::to_string(config::max_toml_key_parts) + " parts");
   }
   for (const auto& part : split_path(key)) {
     if (part.empty()) throw scenario_error("--set " + assignment + ": empty part in key");
