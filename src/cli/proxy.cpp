@@ -4,6 +4,8 @@
 // on the bytes (--toxic, net/proxy/toxics.hpp). It listens on loopback by default, answers
 // GET /metrics itself (--metrics-path moves it), and stops gracefully on SIGINT or SIGTERM
 // (docs/NETWORK.md, "backoff proxy").
+#include "net/proxy/proxy.hpp"
+
 #include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,7 +20,6 @@
 #include "backoff/error.hpp"
 #include "commands.hpp"
 #include "fault_flags.hpp"
-#include "net/proxy/proxy.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
 
@@ -148,8 +149,9 @@ void setup_proxy(CLI::App& app, int& status) {
       "proxy",
       "HTTP/1.1 reverse proxy that injects faults and Toxiproxy's toxics between a client and "
       "its server");
-  sub->add_option("--listen", f->listen, "Address to listen on, HOST:PORT (port 0: any free one, "
-                                         "printed at start; [::1]:PORT for IPv6)")
+  sub->add_option("--listen", f->listen,
+                  "Address to listen on, HOST:PORT (port 0: any free one, "
+                  "printed at start; [::1]:PORT for IPv6)")
       ->capture_default_str();
   sub->add_option("--upstream", f->upstream, "The server to forward to, HOST:PORT")->required();
   sub->add_flag("--rewrite-host", f->rewrite_host,

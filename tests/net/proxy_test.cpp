@@ -40,7 +40,8 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 using steady = std::chrono::steady_clock;
 
-// --- toxics without sockets -----------------------------------------------------------------------
+// --- toxics without sockets
+// -----------------------------------------------------------------------
 
 std::size_t total_bytes(const chunk_plan& p) {
   std::size_t n = 0;
@@ -203,7 +204,8 @@ TEST(Toxics, ToxicityIsDrawnOncePerConnection) {
   EXPECT_NEAR(latency / 2000.0, 0.3, 0.04);
 }
 
-// --- the proxy --------------------------------------------------------------------------------------
+// --- the proxy
+// --------------------------------------------------------------------------------------
 
 // A blocking-looking HTTP/1.1 client whose every operation runs for at most `limit`.
 class client {
@@ -248,7 +250,8 @@ class client {
   }
   beast::error_code read(http::response<http::string_body>& res) {
     beast::error_code result = asio::error::timed_out;
-    http::async_read(socket_, buffer_, res, [&](beast::error_code ec, std::size_t) { result = ec; });
+    http::async_read(socket_, buffer_, res,
+                     [&](beast::error_code ec, std::size_t) { result = ec; });
     return run() ? result : asio::error::timed_out;
   }
   // Every byte until the connection ends (or the limit): the bytes, and how it ended.
@@ -258,7 +261,7 @@ class client {
     beast::error_code result = asio::error::timed_out;
     std::array<char, 4096> chunk;
     std::function<void(beast::error_code, std::size_t)> on_read = [&](beast::error_code ec,
-                                                                       std::size_t n) {
+                                                                      std::size_t n) {
       got.append(chunk.data(), n);
       if (ec) {
         result = ec;
@@ -368,7 +371,8 @@ asio::awaitable<void> chunked(tcp::socket& s, fake_upstream& self) {
     co_await http::async_read(s, buffer, req, asio::use_awaitable);
     ++self.requests;
     const std::string big = big_text(40'000);
-    std::string text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n";
+    std::string text =
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n";
     char size[16];
     std::snprintf(size, sizeof size, "%zx", big.size());
     text += std::string(size) + "\r\n" + big + "\r\n0\r\n\r\n";
@@ -496,8 +500,7 @@ TEST(Proxy, HostGoesUnchangedUnlessRewritten) {
   client c(p.port());
   const auto r = c.get("/", "shop.example:8443");
   ASSERT_FALSE(r.error) << r.error.message();
-  EXPECT_EQ(r.res.body(), "host=127.0.0.1:" + std::to_string(up.port()) +
-                              ";body=0;connection=");
+  EXPECT_EQ(r.res.body(), "host=127.0.0.1:" + std::to_string(up.port()) + ";body=0;connection=");
 }
 
 TEST(Proxy, AnAbsoluteFormTargetIsForwardedInOriginForm) {
@@ -525,11 +528,43 @@ TEST(Proxy, RequestBodiesAreRelayedInChunksWhateverTheirFraming) {
   ASSERT_FALSE(r.error) << r.error.message();
   EXPECT_EQ(r.res.body(), "host=h;body=200000;connection=");
   // A chunked request body arrives whole.
-  ASSERT_FALSE(c.write_raw("POST /upload HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
-                           "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"));
+  ASSERT_FALSE(
+      c.write_raw("POST /upload HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"));
   http::response<http::string_body> res;
   ASSERT_FALSE(c.read(res));
   EXPECT_EQ(res.body(), "host=h;body=7;connection=");
+}
+
+TEST(Proxy, AHeadAnswerKeepsItsLengthAndHasNoBody) {
+  server upstream(upstream_options());
+  upstream.start();
+  proxy p(in_front_of(upstream.port()));
+  p.start();
+  client c(p.port());
+  ASSERT_FALSE(
+      c.write_raw("HEAD /api HTTP/1.1\r\nHost: h\r\n\r\nGET /api HTTP/1.1\r\nHost: h\r\n\r\n"));
+  const auto [bytes, how] = c.read_to_end(1000ms);  // both answers; the connection stays open
+  EXPECT_EQ(how, asio::error::timed_out);
+  const auto head_end = bytes.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << bytes;
+  EXPECT_NE(bytes.substr(0, head_end).find("Content-Length: 2"), std::string::npos) << bytes;
+  EXPECT_EQ(bytes.substr(head_end + 4, 17), "HTTP/1.1 200 OK\r\n") << bytes;  // no body between
+  EXPECT_TRUE(bytes.ends_with("\r\n\r\nOK")) << bytes;
+}
+
+TEST(Proxy, ASlowBodyFaultRelaysTheUpstreamsBodyAtItsSpeed) {
+  fake_upstream up([](tcp::socket& s, fake_upstream& self) { return sized_body(s, self, 4096); });
+  proxy_options o = in_front_of(up.port());
+  o.faults.faults.push_back({{}, parse_fault("slow_body(size=1KiB, speed=8KiB/s)")});
+  proxy p(o);
+  p.start();
+  client c(p.port());
+  const auto r = c.get("/");
+  ASSERT_FALSE(r.error) << r.error.message();
+  EXPECT_EQ(r.res.body(), big_text(4096));  // the upstream's body, whole
+  EXPECT_GE(r.took, 450ms);                 // half a second at 8 KiB/s
+  EXPECT_EQ(p.metrics().faults(counter_slow_body), 1u);
 }
 
 TEST(Proxy, AChunkedAnswerIsRelayedChunked) {
@@ -697,7 +732,8 @@ TEST(Proxy, ALatencyFaultDelaysTheAnswer) {
   EXPECT_EQ(p.metrics().faults(counter_latency), 1u);
 }
 
-// --- toxics through the proxy ---------------------------------------------------------------------
+// --- toxics through the proxy
+// ---------------------------------------------------------------------
 
 proxy_options with_toxics(std::uint16_t port, const std::vector<std::string>& specs) {
   proxy_options o = in_front_of(port);
@@ -805,10 +841,13 @@ TEST(ProxyToxics, ResetPeerResetsAtOnceOrAfterItsTimeout) {
     proxy p(with_toxics(upstream.port(), {"reset_peer(timeout=0s)"}));
     p.start();
     client c(p.port());
-    c.write_raw("GET /api HTTP/1.1\r\nHost: h\r\n\r\n");  // may already fail: reset
+    // The reset may come before the request is written (the write then reports it) or after.
+    const beast::error_code wrote = c.write_raw("GET /api HTTP/1.1\r\nHost: h\r\n\r\n");
     const auto [bytes, how] = c.read_to_end();
     EXPECT_EQ(bytes, "");
-    EXPECT_EQ(how, asio::error::connection_reset) << how.message();
+    EXPECT_TRUE(how == asio::error::connection_reset || wrote == asio::error::connection_reset ||
+                wrote == asio::error::broken_pipe)
+        << how.message() << ", " << wrote.message();
   }
   proxy p(with_toxics(upstream.port(), {"reset_peer(timeout=300ms)"}));
   p.start();
@@ -873,7 +912,8 @@ TEST(Proxy, HostAndPortSplitAsTheFlagsWriteThem) {
   EXPECT_EQ(host, "::1");
   EXPECT_EQ(port, 0);
   EXPECT_TRUE(split_host_port("localhost:80", host, port));
-  for (const char* bad : {"::1:80", "127.0.0.1", "127.0.0.1:", ":80", "h:65536", "h:8x", "[::1]80"}) {
+  for (const char* bad :
+       {"::1:80", "127.0.0.1", "127.0.0.1:", ":80", "h:65536", "h:8x", "[::1]80"}) {
     EXPECT_FALSE(split_host_port(bad, host, port)) << bad;
   }
 }

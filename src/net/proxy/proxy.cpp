@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "proxy.hpp"
 
+#include <fmt/format.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -24,8 +25,6 @@
 #include <system_error>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "backoff/policy.hpp"
 #include "backoff/spec.hpp"
 #include "net/server/handler.hpp"
@@ -38,6 +37,13 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 using steady = std::chrono::steady_clock;
+
+}  // namespace
+
+// The proxy's internals, in a namespace of their own: backoff_net may be built as one unity
+// source, where every file's anonymous namespace is the same one.
+namespace proxy_detail {
+namespace {
 
 // As in the server: everything runs on one io_context, so sockets and timers name its executor.
 using executor = asio::io_context::executor_type;
@@ -170,8 +176,10 @@ struct connection_entry {
 };
 
 }  // namespace
+}  // namespace proxy_detail
 
-// --- metrics --------------------------------------------------------------------------------------
+// --- metrics
+// --------------------------------------------------------------------------------------
 
 std::string_view upstream_error_name(upstream_error e) noexcept {
   switch (e) {
@@ -269,8 +277,7 @@ std::string prometheus_text(const proxy_metrics& m) {
   out += fmt::format("backoff_proxy_connections_total {}\n", m.connections_total.load());
   header("backoff_proxy_refused_connections_total", "counter",
          "Client connections closed at once: the proxy held its maximum.");
-  out += fmt::format("backoff_proxy_refused_connections_total {}\n",
-                     m.connections_refused.load());
+  out += fmt::format("backoff_proxy_refused_connections_total {}\n", m.connections_refused.load());
   header("backoff_proxy_connections", "gauge", "Open client connections.");
   out += fmt::format("backoff_proxy_connections {}\n", m.connections.load());
   return out;
@@ -300,8 +307,10 @@ bool split_host_port(std::string_view text, std::string& host, std::uint16_t& po
   return true;
 }
 
-// --- the proxy ------------------------------------------------------------------------------------
+// --- the proxy
+// ------------------------------------------------------------------------------------
 
+namespace proxy_detail {
 namespace {
 
 struct shared_state {
@@ -404,9 +413,8 @@ class connection {
                                 return it == req.end() ? std::string_view{}
                                                        : std::string_view(it->value());
                               }};
-      const fault_decision d =
-          decide(o_.faults, std::chrono::duration_cast<duration>(steady::now() - s_.started),
-                 view, rng_);
+      const fault_decision d = decide(
+          o_.faults, std::chrono::duration_cast<duration>(steady::now() - s_.started), view, rng_);
       if (d.any()) s_.metrics.faults_fired(d.fired);
       if (d.reset) {
         reset_socket(client_);
@@ -426,8 +434,8 @@ class connection {
         const bool drained = co_await discard_body(parser);
         // 204 and 304 have no body (RFC 9110 sections 15.3.5 and 15.4.5), as serve answers.
         auto res = make_response(static_cast<http::status>(status),
-                                 status == 204 || status == 304 ? "" : "injected fault\n",
-                                 version, keep_alive && drained);
+                                 status == 204 || status == 304 ? "" : "injected fault\n", version,
+                                 keep_alive && drained);
         co_return co_await answer(res, true);
       }
       slow = d.slow;
@@ -462,8 +470,8 @@ class connection {
 
     for (int attempt = 0;; ++attempt) {
       bool fresh = false;
-      if (upstream_.is_open() && (upstream_buffer_.size() > 0 || peer_closed(upstream_) ||
-                                  has_unread_bytes(upstream_))) {
+      if (upstream_.is_open() &&
+          (upstream_buffer_.size() > 0 || peer_closed(upstream_) || has_unread_bytes(upstream_))) {
         close_upstream();  // closed while idle, or talking out of turn: not reusable
       }
       if (!upstream_.is_open()) {
@@ -474,8 +482,8 @@ class connection {
           s_.metrics.upstream_failed(refused ? upstream_error::refused : upstream_error::timeout);
           co_return co_await proxy_error(
               refused ? http::status::bad_gateway : http::status::gateway_timeout,
-              refused ? "upstream refused the connection\n" : "upstream connect timeout\n",
-              version, client_keep_alive && !has_body);
+              refused ? "upstream refused the connection\n" : "upstream connect timeout\n", version,
+              client_keep_alive && !has_body);
         }
         fresh = true;
       }
@@ -517,10 +525,9 @@ class connection {
         if (sent == step::failed && !fresh && !has_body && attempt == 0) continue;  // went stale
         s_.metrics.upstream_failed(sent == step::timeout ? upstream_error::timeout
                                                          : upstream_error::reset);
-        co_return co_await proxy_error(sent == step::timeout ? http::status::gateway_timeout
-                                                             : http::status::bad_gateway,
-                                       "upstream connection failed\n", version,
-                                       client_keep_alive && parser.is_done());
+        co_return co_await proxy_error(
+            sent == step::timeout ? http::status::gateway_timeout : http::status::bad_gateway,
+            "upstream connection failed\n", version, client_keep_alive && parser.is_done());
       }
 
       // The answer's header: informational answers (100, 103) are skipped.
@@ -532,8 +539,8 @@ class connection {
         answer_parser->body_limit(boost::none);
         if (head) answer_parser->skip(true);
         entry_.expect_within(o_.upstream_timeout);
-        std::tie(header_error, std::ignore) = co_await http::async_read_header(
-            upstream_, upstream_buffer_, *answer_parser, on_loop);
+        std::tie(header_error, std::ignore) =
+            co_await http::async_read_header(upstream_, upstream_buffer_, *answer_parser, on_loop);
         entry_.no_deadline();
         if (header_error || answer_parser->get().result_int() >= 200 ||
             answer_parser->get().result() == http::status::switching_protocols) {
@@ -544,17 +551,18 @@ class connection {
       if (stopped()) co_return step::gone;
       if (header_error) {
         const bool timed_out = entry_.timed_out;
-        const bool nothing = header_error == http::error::end_of_stream && !answer_parser->got_some();
+        const bool nothing =
+            header_error == http::error::end_of_stream && !answer_parser->got_some();
         close_upstream();
         // A kept-alive connection the server closed just as the request went out: once more on
         // a new connection, when the request can be sent again (no body was relayed).
         if (nothing && !fresh && !has_body && attempt == 0) continue;
-        const upstream_error kind =
-            timed_out ? upstream_error::timeout
-            : is_parse_error(header_error) || header_error == http::error::buffer_overflow ||
-                    header_error == http::error::header_limit
-                ? upstream_error::bad_response
-                : upstream_error::reset;
+        const upstream_error kind = timed_out ? upstream_error::timeout
+                                    : is_parse_error(header_error) ||
+                                            header_error == http::error::buffer_overflow ||
+                                            header_error == http::error::header_limit
+                                        ? upstream_error::bad_response
+                                        : upstream_error::reset;
         s_.metrics.upstream_failed(kind);
         co_return co_await proxy_error(
             kind == upstream_error::timeout ? http::status::gateway_timeout
@@ -597,7 +605,7 @@ class connection {
     res.body().data = nullptr;
     res.body().more = !parser.is_done();
     step sent = co_await write_ready(client_, out, toxics_.downstream, toxic_stream::downstream, 0);
-    if (sent == step::ok) s_.metrics.answered(status);  // counted once its header went out
+    if (sent == step::ok) s_.metrics.answered(status);  // not when a toxic held or closed it
     while (sent == step::ok && !parser.is_done()) {
       res.body().data = chunk_.data();
       res.body().size = chunk_.size();
@@ -608,7 +616,7 @@ class connection {
       if (stopped()) co_return step::gone;
       if (ec) {
         // Too late for a 502: the client's answer has begun. It sees its connection close.
-        s_.metrics.upstream_failed(entry_.timed_out        ? upstream_error::timeout
+        s_.metrics.upstream_failed(entry_.timed_out     ? upstream_error::timeout
                                    : is_parse_error(ec) ? upstream_error::bad_response
                                                         : upstream_error::reset);
         close_upstream();
@@ -631,8 +639,9 @@ class connection {
     co_return keep_alive ? step::ok : step::closed;
   }
 
-  // Writes what the serializer has ready (the header; a body chunk in the buffer_body) through
-  // the stream's toxics, until it needs the next chunk or is done.
+  // Writes what the serializer has ready through the stream's toxics, until it needs the next
+  // chunk or is done. Beast's serializer holds a header back until the body's first chunk is
+  // there (or the body is known to be empty), so they leave in one write.
   template <bool isRequest>
   task<step> write_ready(socket_type& to, http::serializer<isRequest, http::buffer_body>& out,
                          toxic_pipe& pipe, toxic_stream stream, double extra_bytes_per_s) {
@@ -767,8 +776,7 @@ class connection {
   }
 
   // The proxy's own answer for an upstream failure, through the client's toxics like any answer.
-  task<step> proxy_error(http::status status, std::string body, unsigned version,
-                         bool keep_alive) {
+  task<step> proxy_error(http::status status, std::string body, unsigned version, bool keep_alive) {
     auto res = make_response(status, std::move(body), version, keep_alive);
     co_return co_await answer(res, true);
   }
@@ -822,8 +830,18 @@ class connection {
 };
 
 }  // namespace
+}  // namespace proxy_detail
 
 struct proxy::impl {
+  template <typename T = void>
+  using task = proxy_detail::task<T>;
+  using socket_type = proxy_detail::socket_type;
+  using acceptor_type = proxy_detail::acceptor_type;
+  using timer_type = proxy_detail::timer_type;
+  using connection_entry = proxy_detail::connection_entry;
+  using shared_state = proxy_detail::shared_state;
+  using connection = proxy_detail::connection;
+
   explicit impl(const proxy_options& o) : options(o), shared{options, metrics, {}} {}
 
   proxy_options options;
@@ -847,7 +865,7 @@ struct proxy::impl {
       connection c(shared, client, *me, number);
       co_await c.run();
     }
-    close_socket(client);
+    proxy_detail::close_socket(client);
     entries.erase(me);
     metrics.connections.fetch_sub(1);
   }
@@ -859,11 +877,11 @@ struct proxy::impl {
     random_generator rng(1);
     timer_type pause(context.get_executor());
     for (;;) {
-      auto [error, socket] = co_await acceptor.async_accept(on_loop);
+      auto [error, socket] = co_await acceptor.async_accept(proxy_detail::on_loop);
       if (shared.stopping || error == asio::error::operation_aborted) break;
       if (error) {
-        pause.expires_after(to_steady(waits.next_delay(rng)));
-        co_await pause.async_wait(on_loop);
+        pause.expires_after(proxy_detail::to_steady(waits.next_delay(rng)));
+        co_await pause.async_wait(proxy_detail::on_loop);
         continue;
       }
       waits = policy.start();
@@ -884,15 +902,15 @@ struct proxy::impl {
   // those whose reset_peer time came are reset.
   task<> sweep(duration period) {
     for (;;) {
-      sweeper.expires_after(to_steady(period));
-      const auto [ec] = co_await sweeper.async_wait(on_loop);
+      sweeper.expires_after(proxy_detail::to_steady(period));
+      const auto [ec] = co_await sweeper.async_wait(proxy_detail::on_loop);
       if (ec || shared.stopping) co_return;
       const auto now = steady::now();
       for (connection_entry& e : entries) {
         if (!e.reset && e.reset_at <= now) {
           e.reset = true;
-          reset_socket(*e.client);
-          if (e.upstream != nullptr) close_socket(*e.upstream);
+          proxy_detail::reset_socket(*e.client);
+          if (e.upstream != nullptr) proxy_detail::close_socket(*e.upstream);
           if (e.waiter != nullptr) e.waiter->cancel();
         } else if (e.deadline <= now) {
           e.timed_out = true;
@@ -921,13 +939,14 @@ struct proxy::impl {
 
 proxy::proxy(const proxy_options& options) : impl_(std::make_unique<impl>(options)) {
   proxy_options& o = impl_->options;
-  if (o.max_connections <= 0) o.max_connections = std::max<std::int64_t>(1, default_max_connections(1) / 2);
+  if (o.max_connections <= 0)
+    o.max_connections = std::max<std::int64_t>(1, default_max_connections(1) / 2);
   beast::error_code ec;
   const auto address = asio::ip::make_address(o.listen_host, ec);
   if (ec) throw std::system_error(ec, "bad listen address '" + o.listen_host + "'");
   const tcp::endpoint endpoint(address, o.listen_port);
-  const std::string where = authority(o.listen_host, o.listen_port);
-  acceptor_type& acceptor = impl_->acceptor;
+  const std::string where = proxy_detail::authority(o.listen_host, o.listen_port);
+  auto& acceptor = impl_->acceptor;
   acceptor.open(endpoint.protocol(), ec);
   if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor.bind(endpoint, ec);
@@ -939,9 +958,9 @@ proxy::proxy(const proxy_options& options) : impl_(std::make_unique<impl>(option
   tcp::resolver resolver(impl_->context);
   const auto results = resolver.resolve(o.upstream_host, std::to_string(o.upstream_port), ec);
   if (ec || results.empty()) {
-    throw std::system_error(ec ? ec : make_error_code(asio::error::host_not_found),
-                            "cannot resolve the upstream " +
-                                authority(o.upstream_host, o.upstream_port));
+    throw std::system_error(
+        ec ? ec : make_error_code(asio::error::host_not_found),
+        "cannot resolve the upstream " + proxy_detail::authority(o.upstream_host, o.upstream_port));
   }
   for (const auto& r : results) impl_->shared.upstream.push_back(r.endpoint());
 }
@@ -970,8 +989,8 @@ void proxy::start() {
       shortest = std::min(shortest, t.timeout);
     }
   }
-  const duration period = std::clamp<duration>(shortest / 8, std::chrono::milliseconds(5),
-                                               std::chrono::seconds(1));
+  const duration period =
+      std::clamp<duration>(shortest / 8, std::chrono::milliseconds(5), std::chrono::seconds(1));
   asio::co_spawn(impl_->context, impl_->accept_loop(), asio::detached);
   asio::co_spawn(impl_->context, impl_->sweep(period), asio::detached);
   impl_->thread = std::thread([ctx = &impl_->context] { ctx->run(); });

@@ -72,13 +72,13 @@ class proxy_metrics {
  public:
   void answered(int status) noexcept;
   void upstream_failed(upstream_error e) noexcept;
-  void faults_fired(unsigned fired_bits) noexcept;  // fault_decision::fired
+  void faults_fired(unsigned fired_bits) noexcept;      // fault_decision::fired
   void toxics_applied(unsigned applied_bits) noexcept;  // connection_toxics::applied
   void relayed(toxic_stream s, std::uint64_t bytes) noexcept;
 
-  std::atomic<std::int64_t> connections{0};          // open client connections
-  std::atomic<std::uint64_t> connections_total{0};   // accepted
-  std::atomic<std::uint64_t> connections_refused{0}; // closed at once at max_connections
+  std::atomic<std::int64_t> connections{0};           // open client connections
+  std::atomic<std::uint64_t> connections_total{0};    // accepted
+  std::atomic<std::uint64_t> connections_refused{0};  // closed at once at max_connections
 
   std::uint64_t requests(int status) const noexcept;
   std::uint64_t upstream_errors(upstream_error e) const noexcept;

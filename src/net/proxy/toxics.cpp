@@ -10,6 +10,8 @@
 #include "backoff/spec.hpp"
 
 namespace backoff::net {
+// In a namespace of their own: backoff_net may be built as one unity source.
+namespace toxics_detail {
 namespace {
 
 constexpr std::string_view what = "toxic";
@@ -21,7 +23,7 @@ constexpr std::string_view what = "toxic";
 
 std::uint64_t size_argument(std::string_view spec, const spec_argument& arg) {
   try {
-    return parse_byte_size(arg.value);
+    return net::parse_byte_size(arg.value);
   } catch (const parse_error& e) {
     fail(spec, std::string(arg.key) + ": " + e.what());
   }
@@ -37,7 +39,7 @@ double rate_argument(std::string_view spec, const spec_argument& arg) {
   text.remove_suffix(2);
   std::uint64_t bytes = 0;
   try {
-    bytes = parse_byte_size(text);
+    bytes = net::parse_byte_size(text);
   } catch (const parse_error& e) {
     fail(spec, arg.key + ": " + e.what());
   }
@@ -71,7 +73,8 @@ std::int64_t uniform_int(random_generator& rng, std::int64_t lo, std::int64_t hi
 }
 
 duration seconds_for(std::size_t bytes, double bytes_per_s) {
-  return duration(static_cast<duration::rep>(std::ceil(static_cast<double>(bytes) / bytes_per_s * 1e9)));
+  return duration(
+      static_cast<duration::rep>(std::ceil(static_cast<double>(bytes) / bytes_per_s * 1e9)));
 }
 
 // Toxiproxy's bandwidth toxic sleeps for each chunk the time its size takes at the rate, cutting
@@ -94,6 +97,7 @@ void limit_rate(std::vector<piece>& pieces, double bytes_per_s) {
 }
 
 }  // namespace
+}  // namespace toxics_detail
 
 std::string_view toxic_kind_name(toxic_kind kind) noexcept {
   switch (kind) {
@@ -130,8 +134,14 @@ std::uint64_t parse_byte_size(std::string_view text) {
     std::uint64_t factor;
   };
   static constexpr named units[] = {
-      {"", 1},          {"B", 1},          {"KiB", 1ULL << 10}, {"MiB", 1ULL << 20},
-      {"GiB", 1ULL << 30}, {"KB", 1000},    {"MB", 1000'000},    {"GB", 1000'000'000},
+      {"", 1},
+      {"B", 1},
+      {"KiB", 1ULL << 10},
+      {"MiB", 1ULL << 20},
+      {"GiB", 1ULL << 30},
+      {"KB", 1000},
+      {"MB", 1000'000},
+      {"GB", 1000'000'000},
   };
   for (const named& u : units) {
     if (u.name != unit) continue;
@@ -142,7 +152,7 @@ std::uint64_t parse_byte_size(std::string_view text) {
 }
 
 toxic parse_toxic(std::string_view spec) {
-  const spec_call call = parse_spec_call(spec, what);
+  const spec_call call = parse_spec_call(spec, toxics_detail::what);
   toxic t;
   t.spec = std::string(spec);
   if (call.name == "latency") {
@@ -158,66 +168,71 @@ toxic parse_toxic(std::string_view spec) {
   } else if (call.name == "limit_data") {
     t.kind = toxic_kind::limit_data;
   } else {
-    fail(spec, "unknown toxic " + quote_for_message(call.name) +
-                   " (known: latency, bandwidth, slicer, timeout, reset_peer, limit_data)");
+    toxics_detail::fail(
+        spec, "unknown toxic " + quote_for_message(call.name) +
+                  " (known: latency, bandwidth, slicer, timeout, reset_peer, limit_data)");
   }
   bool has_rate = false, has_average = false, has_bytes = false;
   for (const spec_argument& arg : call.arguments) {
     const std::string& k = arg.key;
     if (k == "toxicity") {
-      t.toxicity = spec_fraction(spec, arg, what);
+      t.toxicity = spec_fraction(spec, arg, toxics_detail::what);
     } else if (k == "stream") {
       if (arg.value == "downstream") {
         t.stream = toxic_stream::downstream;
       } else if (arg.value == "upstream") {
         t.stream = toxic_stream::upstream;
       } else {
-        fail(spec, "stream: expected downstream or upstream, got " + quote_for_message(arg.value));
+        toxics_detail::fail(
+            spec, "stream: expected downstream or upstream, got " + quote_for_message(arg.value));
       }
     } else if (t.kind == toxic_kind::latency && k == "latency") {
-      t.latency = spec_duration(spec, arg, what);
+      t.latency = spec_duration(spec, arg, toxics_detail::what);
     } else if (t.kind == toxic_kind::latency && k == "jitter") {
-      t.jitter = spec_duration(spec, arg, what);
+      t.jitter = spec_duration(spec, arg, toxics_detail::what);
     } else if (t.kind == toxic_kind::bandwidth && k == "rate") {
-      t.bytes_per_s = rate_argument(spec, arg);
+      t.bytes_per_s = toxics_detail::rate_argument(spec, arg);
       has_rate = true;
     } else if (t.kind == toxic_kind::slicer && k == "average_size") {
-      t.average_size = size_argument(spec, arg);
+      t.average_size = toxics_detail::size_argument(spec, arg);
       has_average = true;
     } else if (t.kind == toxic_kind::slicer && k == "size_variation") {
-      t.size_variation = size_argument(spec, arg);
+      t.size_variation = toxics_detail::size_argument(spec, arg);
     } else if (t.kind == toxic_kind::slicer && k == "delay") {
-      t.delay = spec_duration(spec, arg, what);
+      t.delay = spec_duration(spec, arg, toxics_detail::what);
     } else if ((t.kind == toxic_kind::timeout || t.kind == toxic_kind::reset_peer) &&
                k == "timeout") {
-      t.timeout = spec_duration(spec, arg, what);
+      t.timeout = spec_duration(spec, arg, toxics_detail::what);
     } else if (t.kind == toxic_kind::limit_data && k == "bytes") {
-      t.bytes = size_argument(spec, arg);
+      t.bytes = toxics_detail::size_argument(spec, arg);
       has_bytes = true;
     } else {
-      fail(spec, "unknown parameter " + quote_for_message(k) + " for " + call.name + " (known: " +
-                     std::string(known_keys(t.kind)) + ", toxicity, stream)");
+      toxics_detail::fail(spec, "unknown parameter " + quote_for_message(k) + " for " + call.name +
+                                    " (known: " + std::string(toxics_detail::known_keys(t.kind)) +
+                                    ", toxicity, stream)");
     }
   }
   switch (t.kind) {
     case toxic_kind::latency:
       if (t.jitter > t.latency) {
-        fail(spec, "jitter " + format_duration(t.jitter) + " is more than the latency " +
-                       format_duration(t.latency) + " (a delay cannot be negative)");
+        toxics_detail::fail(spec, "jitter " + format_duration(t.jitter) +
+                                      " is more than the latency " + format_duration(t.latency) +
+                                      " (a delay cannot be negative)");
       }
       break;
     case toxic_kind::bandwidth:
-      if (!has_rate) fail(spec, "bandwidth needs rate= (e.g. rate=64KiB/s)");
+      if (!has_rate) toxics_detail::fail(spec, "bandwidth needs rate= (e.g. rate=64KiB/s)");
       break;
     case toxic_kind::slicer:
-      if (!has_average) fail(spec, "slicer needs average_size= (e.g. average_size=64)");
-      if (t.average_size == 0) fail(spec, "average_size must be at least 1");
+      if (!has_average)
+        toxics_detail::fail(spec, "slicer needs average_size= (e.g. average_size=64)");
+      if (t.average_size == 0) toxics_detail::fail(spec, "average_size must be at least 1");
       if (t.size_variation >= t.average_size) {
-        fail(spec, "size_variation must be less than average_size");
+        toxics_detail::fail(spec, "size_variation must be less than average_size");
       }
       break;
     case toxic_kind::limit_data:
-      if (!has_bytes) fail(spec, "limit_data needs bytes= (e.g. bytes=1KiB)");
+      if (!has_bytes) toxics_detail::fail(spec, "limit_data needs bytes= (e.g. bytes=1KiB)");
       break;
     case toxic_kind::timeout:
     case toxic_kind::reset_peer:
@@ -242,13 +257,13 @@ chunk_plan toxic_pipe::plan(std::size_t bytes, random_generator& rng, double ext
         // Toxiproxy: each chunk is delayed by latency +- a uniform jitter.
         duration d = t.latency;
         if (t.jitter.count() > 0) {
-          d += duration(uniform_int(rng, -t.jitter.count(), t.jitter.count()));
+          d += duration(toxics_detail::uniform_int(rng, -t.jitter.count(), t.jitter.count()));
         }
         if (!out.pieces.empty()) out.pieces.front().wait += std::max(d, duration(0));
         break;
       }
       case toxic_kind::bandwidth:
-        limit_rate(out.pieces, t.bytes_per_s);
+        toxics_detail::limit_rate(out.pieces, t.bytes_per_s);
         break;
       case toxic_kind::slicer: {
         // Toxiproxy: pieces of average_size +- size_variation bytes, delay between them.
@@ -259,8 +274,10 @@ chunk_plan toxic_pipe::plan(std::size_t bytes, random_generator& rng, double ext
           while (left > 0) {
             const auto avg = static_cast<std::int64_t>(t.average_size);
             const auto var = static_cast<std::int64_t>(t.size_variation);
-            const std::int64_t size = var > 0 ? uniform_int(rng, avg - var, avg + var) : avg;
-            const std::size_t n = std::min(left, static_cast<std::size_t>(std::max<std::int64_t>(1, size)));
+            const std::int64_t size =
+                var > 0 ? toxics_detail::uniform_int(rng, avg - var, avg + var) : avg;
+            const std::size_t n =
+                std::min(left, static_cast<std::size_t>(std::max<std::int64_t>(1, size)));
             sliced.push_back({n, wait});
             wait = t.delay;
             left -= n;
@@ -289,7 +306,7 @@ chunk_plan toxic_pipe::plan(std::size_t bytes, random_generator& rng, double ext
         break;  // whole-connection toxics: the proxy applies them (timeout(), reset_after)
     }
   }
-  if (extra_bytes_per_s > 0) limit_rate(out.pieces, extra_bytes_per_s);
+  if (extra_bytes_per_s > 0) toxics_detail::limit_rate(out.pieces, extra_bytes_per_s);
   for (const piece& p : out.pieces) carried_ += p.bytes;
   return out;
 }

@@ -51,16 +51,16 @@ enum class toxic_stream { downstream, upstream };
 struct toxic {
   toxic_kind kind = toxic_kind::latency;
   toxic_stream stream = toxic_stream::downstream;
-  double toxicity = 1.0;        // the share of connections it applies to, in [0, 1]
-  duration latency{0};          // latency
-  duration jitter{0};           // latency: at most latency (a delay is never negative)
-  double bytes_per_s = 0;       // bandwidth: > 0
+  double toxicity = 1.0;             // the share of connections it applies to, in [0, 1]
+  duration latency{0};               // latency
+  duration jitter{0};                // latency: at most latency (a delay is never negative)
+  double bytes_per_s = 0;            // bandwidth: > 0
   std::uint64_t average_size = 0;    // slicer: >= 1
   std::uint64_t size_variation = 0;  // slicer: < average_size
-  duration delay{0};            // slicer: between pieces
-  duration timeout{0};          // timeout, reset_peer
-  std::uint64_t bytes = 0;      // limit_data
-  std::string spec;             // as given, for messages
+  duration delay{0};                 // slicer: between pieces
+  duration timeout{0};               // timeout, reset_peer
+  std::uint64_t bytes = 0;           // limit_data
+  std::string spec;                  // as given, for messages
 };
 
 // "latency", "bandwidth", ...: the names of specs and of the metrics' labels.
