@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// `backoff proxy` as users run it: bad flags are one line and exit 2; in front of `backoff serve`
+// it forwards, answers its own /metrics, and stops on SIGTERM with status 0.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <regex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "process_probe.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using backoff::test::process_probe;
+using backoff::test::run_cli;
+using backoff::test::slurp;
+
+struct bad_flags {
+  std::vector<std::string> args;
+  std::string part;  // what the one line must say
+};
+
+TEST(ProxyCli, BadFlagsAreOneLineNamingTheFlagAndExit2) {
+  const std::vector<bad_flags> cases = {
+      {{"proxy"}, "--upstream is required"},
+      {{"proxy", "--upstream", "nohost"}, "--upstream: expected HOST:PORT"},
+      {{"proxy", "--upstream", "127.0.0.1:0"}, "--upstream: port 0"},
+      {{"proxy", "--upstream", "127.0.0.1:9", "--listen", "::1:80"},
+       "--listen: expected HOST:PORT"},
+      {{"proxy", "--upstream", "127.0.0.1:9", "--listen", "example.com:80"},
+       "--listen: \"example.com\" is not an IP address"},
+      {{"proxy", "--upstream", "127.0.0.1:9", "--toxic", "lag(latency=1s)"},
+       "--toxic: bad toxic \"lag(latency=1s)\": unknown toxic \"lag\""},
+      {{"proxy", "--upstream", "127.0.0.1:9", "--toxic", "bandwidth(rate=fast)"},
+       "rate: expected a size per second"},
+      {{"proxy", "--upstream", "127.0.0.1:9", "--toxic", "latency(latency=1s, toxicity=2)"},
+       "toxicity"},
+      {{"proxy", "--upstream", "127.0.0.1:9", "--upstream-timeout", "0"},
+       "--upstream-timeout must be more than 0"},
+      {{"proxy", "--upstream", "127.0.0.1:9", "--errors", "200%"}, "--errors"},
+      {{"proxy", "--upstream", "127.0.0.1:9", "--metrics-path", "metrics"},
+       "--metrics-path: expected a path starting with /"},
+      {{"proxy", "--upstream", "127.0.0.1:9", "--tocsic", "latency"}, "did you mean '--toxic'"},
+  };
+  for (const bad_flags& c : cases) {
+    const auto r = run_cli(c.args);
+    const std::string& part = c.part;
+    EXPECT_EQ(r.status, 2) << c.args.back() << ": " << r.err;
+    ASSERT_EQ(r.err_lines().size(), 1u) << r.err;
+    EXPECT_EQ(r.err.rfind("backoff proxy", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
+  }
+}
+
+std::string port_after(const std::string& err, const std::string& prefix) {
+  std::smatch m;
+  if (std::regex_search(err, m, std::regex(prefix + "http://127\\.0\\.0\\.1:([0-9]+)"))) {
+    return m[1];
+  }
+  return "";
+}
+
+// One request on a new connection, everything the peer sends until it closes (or `limit`).
+std::string round_trip(const std::string& port, const std::string& request,
+                       std::chrono::milliseconds limit = 10s) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    if (fd >= 0) ::close(fd);
+    return "(no connection)";
+  }
+  (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string answer;
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1) break;
+    char chunk[4096];
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+    if (n <= 0) break;
+    answer.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return answer;
+}
+
+TEST(ProxyCli, ForwardsToServeAnswersItsMetricsAndStopsOnSigterm) {
+  process_probe serve({"serve", "--port", "0", "--base-delay", "0", "-q"});
+  ASSERT_TRUE(backoff::test::wait_for_text(serve.err_path(), "POST /admin/resume)\n"));
+  const std::string serve_port = port_after(slurp(serve.err_path()), "listening on ");
+  ASSERT_FALSE(serve_port.empty());
+
+  process_probe proxy({"proxy", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:" + serve_port,
+                       "--toxic", "latency(latency=1ms)", "--errors", "0%:503"});
+  ASSERT_TRUE(backoff::test::wait_for_text(proxy.err_path(), "(GET /metrics)\n"));
+  const std::string err = slurp(proxy.err_path());
+  const std::string port = port_after(err, "listening on ");
+  ASSERT_FALSE(port.empty()) << err;
+  EXPECT_NE(err.find("forwarding to http://127.0.0.1:" + serve_port), std::string::npos) << err;
+  EXPECT_NE(err.find("backoff proxy: toxic latency(latency=1ms)\n"), std::string::npos) << err;
+
+  const std::string api =
+      round_trip(port, "GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(api.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << api;
+  EXPECT_TRUE(api.ends_with("\r\n\r\nOK")) << api;
+  const std::string metrics =
+      round_trip(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(metrics.find("backoff_proxy_requests_total{status=\"200\"} 1\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("backoff_proxy_toxics_total{toxic=\"latency\"} 2\n"), std::string::npos)
+      << metrics;
+
+  proxy.signal(SIGTERM);
+  const auto r = proxy.wait();
+  EXPECT_TRUE(r.exited);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("backoff proxy: Terminated, shutting down\n"), std::string::npos) << r.err;
+  serve.signal(SIGTERM);
+  EXPECT_EQ(serve.wait().status, 0);
+}
+
+}  // namespace
