@@ -13,7 +13,7 @@ seconds="${1:-60}"
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number" >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-targets=(${FUZZ_TARGETS:-spec duration scenario script http_request})
+targets=(${FUZZ_TARGETS:-spec duration scenario script http_request fault_schedule})
 
 # The longest input worth trying, per target.
 max_len() {

@@ -393,6 +393,10 @@ TEST(FaultSchedule, MistakesNameTheFileLineAndColumn) {
   EXPECT_NE(schedule_message("faults = 3\n").find("unknown key 'faults'"), std::string::npos);
   EXPECT_NE(schedule_message("fault = 3\n").find("array of tables"), std::string::npos);
   EXPECT_NE(schedule_message("[[fault]\n").find("f.toml:1:"), std::string::npos);
+  // One line, whatever bytes toml++ quotes back (found by the fault_schedule fuzzer).
+  const std::string message = schedule_message(std::string("a = t\x01\x02\n", 8));
+  ASSERT_FALSE(message.empty());
+  for (const char c : message) EXPECT_GE(static_cast<unsigned char>(c), 0x20) << message;
   // Nesting that would overflow toml++'s stack is refused before it parses.
   EXPECT_NE(schedule_message("x = " + std::string(100000, '[')).find("nested more than"),
             std::string::npos);

@@ -626,8 +626,10 @@ fault_plan parse_fault_schedule(std::string_view text, const std::string& where)
       std::optional<duration> length;
       std::optional<duration> until;
       bool has_fault = false;
-      for (const auto& [k, v] : entry) {
-        const std::string_view name = k.str();
+      for (const auto& item : entry) {
+        // Named, not a structured binding: clang 14 (the fuzz preset) cannot capture those.
+        const toml::node& v = item.second;
+        const std::string_view name = item.first.str();
         const auto text_of = [&]() -> std::string {
           if (const auto* s = v.as_string()) return s->get();
           throw fault_schedule_error(at_of(v) + ": '" + std::string(name) +

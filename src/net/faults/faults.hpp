@@ -41,11 +41,13 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "backoff/duration.hpp"
+#include "backoff/error.hpp"
 #include "backoff/random.hpp"
 
 namespace backoff::net {
@@ -160,8 +162,11 @@ fault_plan parse_fault_schedule(std::string_view text, const std::string& where)
 // fault_schedule_error naming the file when it cannot be read.
 fault_plan read_fault_schedule(const std::string& path);
 
+// Its message is one line: control characters from the file (in toml++'s descriptions, say) are
+// escaped.
 struct fault_schedule_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit fault_schedule_error(const std::string& message)
+      : std::runtime_error(escape_controls(message)) {}
 };
 
 // One line per fault, for a program's start-up message: "errors(rate=5%, status=503) from 0s".
