@@ -13,14 +13,15 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <chrono>
 #include <deque>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
-#include <unordered_map>
 
 #include "backoff/async_hedge.hpp"
 #include "backoff/async_retry.hpp"
@@ -32,6 +33,10 @@
 #include "report/hdr_log.hpp"
 
 namespace backoff::net {
+// The client's internals, in a namespace of their own: backoff_net may be built as one unity
+// source, where every file's anonymous namespace is the same one (the server's has a
+// socket_type, a parse_buffered of its own).
+namespace load_detail {
 namespace {
 
 namespace asio = boost::asio;
@@ -92,9 +97,9 @@ struct watchdog : std::enable_shared_from_this<watchdog> {
   std::uint64_t generation = 0;  // of the wait pending: a handler of an older one does nothing
   bool fired = false;            // the attempt in flight ran out of time
 
-  void arm(duration time_allowed) {
+  void arm(steady::time_point now, duration time_allowed) {
     fired = false;
-    deadline = deadline_after(steady::now(), time_allowed);
+    deadline = deadline_after(now, time_allowed);
     if (deadline < armed) wait_until(deadline);
   }
   void disarm() { deadline = steady::time_point::max(); }
@@ -156,6 +161,13 @@ struct connection {
   }
 };
 
+// What the client takes from an answer.
+struct reply_head {
+  int status = 0;
+  bool keep_alive = true;  // as http::message::keep_alive() says
+  std::optional<std::string> retry_after;
+};
+
 // What the client needs of an answer, parsed without building a message: no allocation per
 // header field, and the body (never looked at) skipped as it comes. The limits, the framing
 // (Content-Length, chunked, or up to the end of the stream) and the errors are Beast's parser's,
@@ -169,6 +181,8 @@ class reply_parser final : public http::basic_parser<false> {
 
   // As http::message::keep_alive() judges it (the first Connection field's tokens and the
   // version), not as the parser's own keep_alive(), which the client did not use before.
+  reply_head head() const { return {status, message_keep_alive(), retry_after}; }
+
   bool message_keep_alive() const {
     if (version < 11) {
       return connection_field && http::token_list{*connection_field}.exists("keep-alive");
@@ -206,12 +220,64 @@ class reply_parser final : public http::basic_parser<false> {
   void on_finish_impl(beast::error_code&) override {}
 };
 
+// Answers met before, by their exact bytes: an answer that begins the buffer with the same bytes
+// as one of them parses as it did (Beast's parser is a function of the bytes), so it is taken
+// without parsing, by one comparison. Only answers whose end the parser found in them are kept
+// (Content-Length, chunked, or no body), not those delimited by the end of the stream. The
+// server answers nearly every request with the same bytes; parsing them was a quarter of the
+// client's own instructions per request.
+class known_replies {
+ public:
+  static constexpr std::size_t max_bytes = 512;  // longer answers are parsed each time
+
+  struct entry {
+    std::string bytes;
+    reply_head head;
+  };
+
+  // The answer that `data` begins with, or nullptr; `prefix` tells whether `data` is the
+  // beginning of a known answer, not all of it (more bytes may make it one).
+  const entry* find(std::string_view data, bool& prefix) const {
+    prefix = false;
+    for (std::size_t i = 0; i < used_; ++i) {
+      const std::string& b = entries_[i].bytes;
+      if (data.size() >= b.size()) {
+        if (std::memcmp(data.data(), b.data(), b.size()) == 0) return &entries_[i];
+      } else if (std::memcmp(data.data(), b.data(), data.size()) == 0) {
+        prefix = true;
+      }
+    }
+    return nullptr;
+  }
+
+  void remember(std::string bytes, const reply_head& head) {
+    entry& e = entries_[next_];
+    e.bytes = std::move(bytes);
+    e.head = head;
+    next_ = (next_ + 1) % entries_.size();
+    used_ = std::max(used_, next_ == 0 ? entries_.size() : next_);
+  }
+
+ private:
+  std::array<entry, 4> entries_;
+  std::size_t used_ = 0, next_ = 0;
+};
+
 // Feeds the buffered bytes to the parser: {} once the answer is complete (what follows it stays
-// in the buffer), need_more, or the parser's error.
-beast::error_code parse_buffered(beast::flat_buffer& buffer, reply_parser& parser) {
+// in the buffer), need_more, or the parser's error. The bytes the parser took are appended to
+// `taken` while it holds no more than known_replies::max_bytes (`too_long` says when it did not).
+beast::error_code parse_buffered(beast::flat_buffer& buffer, reply_parser& parser,
+                                 std::string& taken, bool& too_long) {
   while (buffer.size() > 0) {
     beast::error_code ec;
     const std::size_t used = parser.put(buffer.data(), ec);
+    if (!too_long && used > 0) {
+      if (taken.size() + used > known_replies::max_bytes) {
+        too_long = true;
+      } else {
+        taken.append(static_cast<const char*>(buffer.data().data()), used);
+      }
+    }
     buffer.consume(used);
     if (parser.is_done()) return {};
     if (ec == http::error::need_more) break;
@@ -232,10 +298,42 @@ beast::error_code parse_eof(reply_parser& parser) {
   return ec ? ec : http::error::partial_message;
 }
 
+// The operations in flight, for their count and, at the end, the unfinished ones: each lives in
+// its coroutine's frame, linked into a list while it does (a hash map cost an allocation, a hash
+// and three look-ups per operation).
+struct in_flight_op;
+struct in_flight_list {
+  in_flight_op* head = nullptr;
+  std::size_t count = 0;
+  std::size_t size() const { return count; }
+};
+
 struct in_flight_op {
+  in_flight_op(in_flight_list& l, std::uint64_t i, report::time_units first,
+               report::time_units deadline)
+      : id(i), first_attempt(first), deadline_at(deadline), list(&l), next(l.head) {
+    if (next != nullptr) next->prev = this;
+    l.head = this;
+    ++l.count;
+  }
+  in_flight_op(const in_flight_op&) = delete;
+  in_flight_op& operator=(const in_flight_op&) = delete;
+  ~in_flight_op() { unlink(); }
+  void unlink() {
+    if (list == nullptr) return;
+    (prev != nullptr ? prev->next : list->head) = next;
+    if (next != nullptr) next->prev = prev;
+    --list->count;
+    list = nullptr;
+  }
+
+  std::uint64_t id;
   report::time_units first_attempt = 0;  // open loop: the intended send time
   std::uint32_t attempts = 0;
   report::time_units deadline_at = 0;  // 0: none (request_deadline)
+  in_flight_list* list;
+  in_flight_op* prev = nullptr;
+  in_flight_op* next;
 };
 
 // An open-loop send waiting for a connection.
@@ -244,12 +342,13 @@ struct queued_send {
   std::uint64_t seed = 0;
 };
 
-// One of the open loop's `connections`: a kept-alive connection and the coroutine that sends on
-// it, one operation at a time, from the queue of sends due.
+// A client's connection and its timer: in the open loop, one of the `connections`, waiting on
+// the timer while the queue of sends due is empty (cancelled to wake it); in the closed loop, a
+// virtual client, thinking on it.
 struct sender {
   explicit sender(const executor_type& ex) : c(ex), wake(ex) {}
   connection c;
-  asio::steady_timer wake;  // waited on while the queue is empty; cancelled to wake it
+  asio::steady_timer wake;
 };
 
 struct load_state {
@@ -267,6 +366,10 @@ struct load_state {
   }
 
   report::time_units now() const { return (steady_now() - start).count(); }
+  // `t` as now() would have said it (one clock reading for two uses).
+  report::time_units since_start(steady::time_point t) const {
+    return (std::chrono::duration_cast<duration>(t.time_since_epoch()) - start).count();
+  }
   static duration steady_now() {
     return std::chrono::duration_cast<duration>(
         std::chrono::steady_clock::now().time_since_epoch());
@@ -286,8 +389,9 @@ struct load_state {
   std::uint64_t interval_ok = 0, interval_errors = 0, interval_timeouts = 0;
   report::time_units interval_start = 0;  // when the current report interval began
   std::uint64_t next_op = 0;
-  std::unordered_map<std::uint64_t, in_flight_op> in_flight;
+  in_flight_list in_flight;
   std::string request_text;  // "GET /api HTTP/1.1" with Host, serialized once
+  known_replies known;
   std::unique_ptr<retry_budget> budget;
   std::unique_ptr<circuit_breaker> breaker;
   std::unique_ptr<throttle> client_throttle;
@@ -315,12 +419,12 @@ std::string_view request_bytes(load_state& s, connection& c, std::uint32_t attem
   return c.request;
 }
 
-// The time an attempt of operation `id` may take: the timeout, cut to what is left before the
-// operation's deadline.
-duration attempt_time(load_state& s, std::uint64_t id) {
+// The time an attempt of `op` may take: the timeout, cut to what is left before the operation's
+// deadline.
+duration attempt_time(load_state& s, const in_flight_op& op) {
   duration t = s.options.timeout;
-  if (const auto it = s.in_flight.find(id); it != s.in_flight.end() && it->second.deadline_at) {
-    t = std::min(t, duration{std::max<report::time_units>(it->second.deadline_at - s.now(), 1)});
+  if (op.deadline_at) {
+    t = std::min(t, duration{std::max<report::time_units>(op.deadline_at - s.now(), 1)});
   }
   return t;
 }
@@ -336,7 +440,8 @@ duration attempt_time(load_state& s, std::uint64_t id) {
 // not a timer operation per read and write.
 asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t attempt,
                                     duration time_allowed) {
-  s.recorder.attempt(s.now());
+  const steady::time_point started = steady::now();
+  s.recorder.attempt(s.since_start(started));
   ++s.requests;
   reply r;
   const auto failed = [&](beast::error_code ec) {
@@ -366,7 +471,7 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
       s.recorder.error(s.now());
     }
   };
-  c.watch->arm(time_allowed);
+  c.watch->arm(started, time_allowed);
   if (!c.socket.is_open()) {
     const auto [ec] = co_await c.socket.async_connect(s.endpoint, as_tuple_awaitable);
     if (ec || c.watch->fired) {
@@ -385,7 +490,7 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
     const asio::const_buffer bytes = asio::buffer(request_bytes(s, c, attempt));
     beast::error_code ec;
     std::size_t sent = c.socket.write_some(bytes, ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    if (ec && (ec == asio::error::would_block || ec == asio::error::try_again)) {
       ec = {};
       sent = 0;
     }
@@ -398,14 +503,39 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
       co_return r;
     }
   }
-  reply_parser parser;
-  parser.eager(true);  // header and body in one put when they came together
+  // The answer: a known one by its bytes, or else through the parser (known_replies).
+  reply_head head;
+  std::optional<reply_parser> parser;  // engaged once the bytes are not those of a known answer
+  std::string taken;                   // the bytes the parser took, to remember the answer by
+  bool too_long = false;
+  const auto start_parser = [&] {
+    parser.emplace();
+    parser->eager(true);  // header and body in one put when they came together
+  };
   for (;;) {
-    beast::error_code ec = parse_buffered(c.buffer, parser);
-    if (!ec) break;
-    if (ec != http::error::need_more) {
-      failed(ec);
-      co_return r;
+    beast::error_code ec;
+    if (!parser) {
+      const auto data = c.buffer.data();
+      bool prefix = false;
+      if (const known_replies::entry* known = s.known.find(
+              std::string_view(static_cast<const char*>(data.data()), data.size()), prefix)) {
+        head = known->head;
+        c.buffer.consume(known->bytes.size());
+        break;
+      }
+      if (!prefix) start_parser();
+    }
+    if (parser) {
+      ec = parse_buffered(c.buffer, *parser, taken, too_long);
+      if (!ec) {
+        head = parser->head();
+        if (!too_long) s.known.remember(std::move(taken), head);
+        break;
+      }
+      if (ec != http::error::need_more) {
+        failed(ec);
+        co_return r;
+      }
     }
     // A plain read, not http::async_read's composed one (and not a wait for readiness, which
     // costs an epoll_ctl per request: Asio re-arms the descriptor for every wait).
@@ -416,12 +546,26 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
       failed(ec);
       co_return r;
     }
-    if (ec == asio::error::eof) {
-      ec = parse_eof(parser);
+    if (ec && ec == asio::error::eof) {
+      if (!parser) {
+        // The beginning of a known answer, or nothing: the parser judges the end as before.
+        start_parser();
+        ec = parse_buffered(c.buffer, *parser, taken, too_long);
+        if (!ec) {
+          head = parser->head();
+          break;
+        }
+        if (ec != http::error::need_more) {
+          failed(ec);
+          co_return r;
+        }
+      }
+      ec = parse_eof(*parser);
       if (ec) {
         failed(ec);
         co_return r;
       }
+      head = parser->head();
       break;
     }
     if (ec) {
@@ -431,8 +575,8 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
     c.buffer.commit(n);
   }
   c.watch->disarm();
-  r.status = parser.status;
-  if (!parser.message_keep_alive()) c.close();
+  r.status = head.status;
+  if (!head.keep_alive) c.close();
   if (r.status == 200) {
     r.kind = reply_kind::ok;
     ++s.ok;
@@ -440,8 +584,8 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
     s.recorder.success(s.now());
   } else {
     r.kind = reply_kind::error;
-    if (parser.retry_after) {
-      r.retry_after = parse_retry_after(*parser.retry_after, std::chrono::system_clock::now());
+    if (head.retry_after) {
+      r.retry_after = parse_retry_after(*head.retry_after, std::chrono::system_clock::now());
     }
     ++s.errors;
     ++s.interval_errors;
@@ -450,15 +594,23 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
   co_return r;
 }
 
-// One attempt of an operation, as async_retry wants it (a plain function object returning the
-// named coroutine's awaitable: GCC 12 mishandles capturing coroutine lambdas).
-struct attempt_op {
+// What an operation's attempts need, in the client loop's frame.
+struct operation_ref {
   load_state* s;
   connection* c;
-  std::uint64_t id;
+  in_flight_op* flight;
+};
+
+// One attempt of an operation, as async_retry wants it (a plain function object returning the
+// named coroutine's awaitable: GCC 12 mishandles capturing coroutine lambdas). One pointer, not
+// three: async_retry's coroutine frame holds a copy, and with three it came to 1032 bytes, just
+// past what glibc's per-thread cache serves (1032 with Asio's byte of bookkeeping is a 1040-byte
+// allocation): each operation then paid for a trip through malloc's bins.
+struct attempt_op {
+  const operation_ref* o;
   asio::awaitable<reply> operator()(std::uint32_t attempt) const {
-    s->in_flight[id].attempts = attempt;
-    return send_request(*s, *c, attempt, attempt_time(*s, id));
+    o->flight->attempts = attempt;
+    return send_request(*o->s, *o->c, attempt, attempt_time(*o->s, *o->flight));
   }
 };
 
@@ -485,105 +637,111 @@ asio::awaitable<reply> send_copy(load_state& s, std::uint32_t attempt, duration 
 }
 
 struct hedged_copy_op {
-  load_state* s;
-  connection* c;
-  std::uint64_t id;
+  const operation_ref* o;
   asio::awaitable<reply> operator()(std::uint32_t attempt) const {
-    s->in_flight[id].attempts = attempt;
-    const duration allowed = attempt_time(*s, id);
-    return attempt == 1 ? send_request(*s, *c, attempt, allowed) : send_copy(*s, attempt, allowed);
+    o->flight->attempts = attempt;
+    const duration allowed = attempt_time(*o->s, *o->flight);
+    return attempt == 1 ? send_request(*o->s, *o->c, attempt, allowed)
+                        : send_copy(*o->s, attempt, allowed);
   }
 };
 
-// One logical request, from `start` (open loop: its intended send time; closed loop: now).
-asio::awaitable<void> run_operation(load_state& s, connection& c, random_generator& rng,
-                                    duration think, report::time_units start) {
-  const std::uint64_t id = s.next_op++;
-  s.recorder.operation_started(start);
-  const report::time_units deadline_at =
-      s.options.request_deadline.count() > 0 ? start + s.options.request_deadline.count() : 0;
-  s.in_flight[id] = in_flight_op{start, 0, deadline_at};
-  // The library keeps the deadline between attempts (no wait runs into it, no attempt starts
-  // after it); attempt_time() cuts the attempt in flight.
-  const duration left{deadline_at ? std::max<report::time_units>(deadline_at - s.now(), 1) : 0};
-  retry_policy policy{s.options.policy, s.options.max_attempts, left};
-  async_retry_env env;
-  env.random = rng;
-  if (s.options.grow_from_think) env.continue_from = think;
-  retry_gates gates;
-  gates.budget = s.budget.get();
-  gates.breaker = s.breaker.get();
-  gates.throttle = s.client_throttle.get();
-  const attempt_op op{&s, &c, id};
-  retry_result<reply> result;
-  if (s.options.hedge) {
-    hedge_options<classify_hedged_reply> options{
-        *s.options.hedge, classify_hedged_reply{&*s.options.hedge}, gates, left};
-    const auto hedged = co_await async_hedge(hedged_copy_op{&s, &c, id}, std::move(options), env);
-    result.why = hedged.why;
-    result.attempts = hedged.attempts;
-  } else if (s.window) {
-    result =
-        co_await async_retry(*s.window, op, policy, classify_reply, env, no_retry_hook{}, gates);
-  } else {
-    result = co_await async_retry(op, policy, classify_reply, env, no_retry_hook{}, gates);
-  }
-  const in_flight_op done = s.in_flight[id];
-  s.in_flight.erase(id);
-  report::op_record record{};
-  record.id = id;
-  record.first_attempt = done.first_attempt;
-  record.done = s.now();
-  record.attempts = std::max(done.attempts, result.attempts);
-  record.status = result ? report::op_status::completed : report::op_status::failed;
-  s.recorder.operation_done(record);
-  if (result && s.options.histogram_log) {
-    s.interval_latency.record((record.done - record.first_attempt + 500) / 1000);
-  }
-}
-
-asio::awaitable<void> closed_loop_client(load_state& s, std::uint32_t index) {
-  random_generator rng(derive_seed(s.options.seed, index));
-  connection c(s.context->get_executor());
-  asio::steady_timer timer(c.executor);
+// One of the run's clients, and the operations it runs one after another on its connection.
+//
+// Closed loop (`closed_index`): a virtual client that thinks for an exponential time and then
+// runs an operation from now, on its own kept-alive connection.
+// Open loop: one of the `connections`, taking the sends due in order. A send is late when it
+// starts more than late_after after its intended time (the generator fell behind, or every
+// connection was busy), and dropped when its deadline passed before it could start; its
+// operation counts from its intended time.
+//
+// Each operation runs in this coroutine's frame (its retries through async_retry, or its copies
+// through async_hedge) rather than in a coroutine of its own: a frame per operation was a
+// memory allocation per request, most of them past Asio's two-frame cache.
+asio::awaitable<void> client_loop(load_state& s, std::optional<std::uint32_t> closed_index) {
+  sender w(s.context->get_executor());  // in the frame: it lives as long as the loop
+  connection& c = w.c;
+  const bool closed = closed_index.has_value();
+  random_generator rng(closed ? derive_seed(s.options.seed, *closed_index) : 0);
   const double mean_ns = static_cast<double>(s.options.think_mean.count());
   for (;;) {
-    const duration think{static_cast<std::int64_t>(exponential_variate(rng, mean_ns))};
-    if (think.count() > 0) {  // --lambda 0: back to back, without a trip through the timer queue
-      timer.expires_after(think);
-      co_await timer.async_wait(as_tuple_awaitable);
+    duration think{0};
+    report::time_units start = 0;  // open loop: the intended send time; closed loop: now
+    if (closed) {
+      think = duration{static_cast<std::int64_t>(exponential_variate(rng, mean_ns))};
+      if (think.count() > 0) {  // --lambda 0: back to back, without a trip through the timers
+        w.wake.expires_after(think);
+        co_await w.wake.async_wait(as_tuple_awaitable);
+      }
+      if (s.stopping) break;
+      start = s.now();
+    } else {
+      while (s.queued.empty()) {
+        if (s.stopping) co_return;
+        s.idle_senders.push_back(&w);
+        w.wake.expires_at(asio::steady_timer::time_point::max());
+        co_await w.wake.async_wait(as_tuple_awaitable);
+        if (s.stopping) co_return;
+      }
+      const queued_send next = s.queued.front();
+      s.queued.pop_front();
+      const report::time_units behind = s.now() - next.intended;
+      if (s.options.request_deadline.count() > 0 &&
+          behind >= s.options.request_deadline.count()) {
+        ++s.dropped_sends;
+        continue;
+      }
+      if (behind > s.options.late_after.count()) ++s.late_sends;
+      rng = random_generator(next.seed);
+      start = next.intended;
     }
-    if (s.stopping) break;
-    co_await run_operation(s, c, rng, think, s.now());
-    if (s.stopping) break;
+
+    const std::uint64_t id = s.next_op++;
+    s.recorder.operation_started(start);
+    const report::time_units deadline_at =
+        s.options.request_deadline.count() > 0 ? start + s.options.request_deadline.count() : 0;
+    in_flight_op flight(s.in_flight, id, start, deadline_at);
+    // The library keeps the deadline between attempts (no wait runs into it, no attempt starts
+    // after it); attempt_time() cuts the attempt in flight.
+    const duration left{deadline_at ? std::max<report::time_units>(deadline_at - s.now(), 1) : 0};
+    retry_policy policy{s.options.policy, s.options.max_attempts, left};
+    async_retry_env env;
+    env.random = rng;
+    if (s.options.grow_from_think) env.continue_from = think;
+    retry_gates gates;
+    gates.budget = s.budget.get();
+    gates.breaker = s.breaker.get();
+    gates.throttle = s.client_throttle.get();
+    const operation_ref ref{&s, &c, &flight};
+    const attempt_op op{&ref};
+    retry_result<reply> result;
+    if (s.options.hedge) {
+      hedge_options<classify_hedged_reply> options{
+          *s.options.hedge, classify_hedged_reply{&*s.options.hedge}, gates, left};
+      const auto hedged =
+          co_await async_hedge(hedged_copy_op{&ref}, std::move(options), env);
+      result.why = hedged.why;
+      result.attempts = hedged.attempts;
+    } else if (s.window) {
+      result =
+          co_await async_retry(*s.window, op, policy, classify_reply, env, no_retry_hook{}, gates);
+    } else {
+      result = co_await async_retry(op, policy, classify_reply, env, no_retry_hook{}, gates);
+    }
+    flight.unlink();
+    report::op_record record{};
+    record.id = id;
+    record.first_attempt = flight.first_attempt;
+    record.done = s.now();
+    record.attempts = std::max(flight.attempts, result.attempts);
+    record.status = result ? report::op_status::completed : report::op_status::failed;
+    s.recorder.operation_done(record);
+    if (result && s.options.histogram_log) {
+      s.interval_latency.record((record.done - record.first_attempt + 500) / 1000);
+    }
+    if (closed && s.stopping) break;
   }
   c.close();
-}
-
-// Takes the sends due in order. A send is late when it starts more than late_after after its
-// intended time (the generator fell behind, or every connection was busy), and dropped when its
-// deadline passed before it could start.
-asio::awaitable<void> send_loop(load_state& s) {
-  sender w(s.context->get_executor());  // in the frame: it lives as long as the loop
-  for (;;) {
-    while (s.queued.empty()) {
-      if (s.stopping) co_return;
-      s.idle_senders.push_back(&w);
-      w.wake.expires_at(asio::steady_timer::time_point::max());
-      co_await w.wake.async_wait(as_tuple_awaitable);
-      if (s.stopping) co_return;
-    }
-    const queued_send next = s.queued.front();
-    s.queued.pop_front();
-    const report::time_units behind = s.now() - next.intended;
-    if (s.options.request_deadline.count() > 0 && behind >= s.options.request_deadline.count()) {
-      ++s.dropped_sends;
-      continue;
-    }
-    if (behind > s.options.late_after.count()) ++s.late_sends;
-    random_generator rng(next.seed);
-    co_await run_operation(s, w.c, rng, duration{0}, next.intended);
-  }
 }
 
 // The rate's points: the ramp, or one point for a fixed rate.
@@ -707,6 +865,7 @@ asio::awaitable<void> clock(load_state& s, const std::function<bool()>& stop) {
 }
 
 }  // namespace
+}  // namespace load_detail
 
 bool is_local_error(const boost::system::error_code& ec) {
   namespace errc = boost::system::errc;
@@ -754,8 +913,11 @@ std::string format_report(const interval_report& r) {
 load_run run_load(const load_options& options,
                   const std::function<void(const interval_report&)>& report,
                   const std::function<bool()>& stop) {
+  using namespace load_detail;
   load_state s(options);
-  s.context.emplace(1);
+  // Everything runs on this thread, and nothing posts to the context from another: the scheduler
+  // and the reactor need no locks.
+  s.context.emplace(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE);
   {
     tcp::resolver resolver(*s.context);
     boost::system::error_code ec;
@@ -792,12 +954,12 @@ load_run run_load(const load_options& options,
   }
   if (options.rate_per_s > 0 || !options.ramp.empty()) {
     for (std::uint32_t i = 0; i < options.connections; ++i) {
-      asio::co_spawn(*s.context, send_loop(s), asio::detached);
+      asio::co_spawn(*s.context, client_loop(s, std::nullopt), asio::detached);
     }
     asio::co_spawn(*s.context, open_loop_arrivals(s), asio::detached);
   } else {
     for (std::uint32_t i = 0; i < options.clients; ++i) {
-      asio::co_spawn(*s.context, closed_loop_client(s, i), asio::detached);
+      asio::co_spawn(*s.context, client_loop(s, i), asio::detached);
     }
   }
   asio::co_spawn(*s.context, reporter(s, report), asio::detached);
@@ -809,12 +971,12 @@ load_run run_load(const load_options& options,
       std::min<report::time_units>(options.report_every.count() / 10, 100'000'000);
   if (report && s.now() - s.interval_start >= sliver) report(take_interval(s));
   const report::time_units end = s.now();
-  for (const auto& [id, op] : s.in_flight) {
+  for (const in_flight_op* op = s.in_flight.head; op != nullptr; op = op->next) {
     report::op_record record{};
-    record.id = id;
-    record.first_attempt = op.first_attempt;
+    record.id = op->id;
+    record.first_attempt = op->first_attempt;
     record.done = end;
-    record.attempts = op.attempts;
+    record.attempts = op->attempts;
     record.status = report::op_status::unfinished;
     s.recorder.operation_done(record);
   }
