@@ -603,8 +603,16 @@ TEST(Proxy, ARefusedUpstreamIs502AndCounted) {
     ASSERT_FALSE(r.error) << r.error.message();
     EXPECT_EQ(r.res.result_int(), 502u);
   }
-  EXPECT_EQ(p.metrics().upstream_errors(upstream_error::refused), 2u);
-  EXPECT_EQ(p.metrics().requests(502), 2u);
+  // With a body it did not read, the proxy closes after its answer, and the client reads it.
+  http::request<http::string_body> post{http::verb::post, "/upload", 11};
+  post.set(http::field::host, "h");
+  post.body() = big_text(300'000);
+  const auto r = c.request(post);
+  ASSERT_FALSE(r.error) << r.error.message();
+  EXPECT_EQ(r.res.result_int(), 502u);
+  EXPECT_FALSE(r.res.keep_alive());
+  EXPECT_EQ(p.metrics().upstream_errors(upstream_error::refused), 3u);
+  EXPECT_EQ(p.metrics().requests(502), 3u);
 }
 
 TEST(Proxy, ASilentUpstreamIs504AfterTheUpstreamTimeout) {
@@ -801,7 +809,7 @@ TEST(ProxyToxics, TimeoutHoldsTheAnswerThenCloses) {
   const auto took = steady::now() - start;
   EXPECT_EQ(bytes, "");
   EXPECT_EQ(how, asio::error::eof) << how.message();
-  EXPECT_GE(took, 290ms);
+  EXPECT_GE(took, 250ms);  // from the accept, a moment before `start`
   EXPECT_LT(took, 3000ms);
   EXPECT_EQ(upstream.metrics().snapshot().ok, 1u);  // downstream: the request went through
 }
@@ -858,7 +866,7 @@ TEST(ProxyToxics, ResetPeerResetsAtOnceOrAfterItsTimeout) {
   EXPECT_EQ(first.res.result_int(), 200u);
   const auto [bytes, how] = c.read_to_end();
   EXPECT_EQ(how, asio::error::connection_reset) << how.message();
-  EXPECT_GE(steady::now() - start, 290ms);
+  EXPECT_GE(steady::now() - start, 250ms);  // from the accept, a moment before `start`
   EXPECT_EQ(p.metrics().toxics(toxic_kind::reset_peer), 1u);
 }
 

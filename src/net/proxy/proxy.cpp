@@ -789,11 +789,12 @@ class connection {
     const step sent = co_await send(client_, text, through_toxics ? toxics_.downstream : none,
                                     toxic_stream::downstream, 0);
     if (sent != step::ok) co_return sent;
-    co_return res.keep_alive() ? step::ok : step::closed;
+    if (res.keep_alive()) co_return step::ok;
+    co_await close_gently();  // a request body may be left unread
+    co_return step::closed;
   }
 
-  // 400 or 408, then the connection closes: the proxy stops sending and drains what the client
-  // still sends for at most a second, so that its TCP does not drop the answer on a reset.
+  // 400 or 408, then the connection closes.
   task<> answer_and_close(http::status status, std::string body) {
     const auto res = make_response(status, std::move(body), 11, false);
     s_.metrics.answered(res.result_int());
@@ -801,6 +802,14 @@ class connection {
     entry_.expect_within(o_.header_timeout);
     const auto [ec, n] = co_await asio::async_write(client_, asio::buffer(text), on_loop);
     if (ec || stopped()) co_return;
+    co_await close_gently();
+  }
+
+  // Before closing a connection with request bytes still unread (a header over the limit, a body
+  // the proxy did not relay): closing at once would reset it, and the client's TCP would drop the
+  // answer before the client reads it. So the proxy stops sending and drains what the client
+  // still sends for at most a second or 1 MiB, as serve does (nginx's lingering close).
+  task<> close_gently() {
     beast::error_code ignored;
     client_.shutdown(tcp::socket::shutdown_send, ignored);
     entry_.expect_within(std::chrono::seconds(1));
