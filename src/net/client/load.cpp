@@ -241,7 +241,9 @@ class known_replies {
     prefix = false;
     for (std::size_t i = 0; i < used_; ++i) {
       const std::string& b = entries_[i].bytes;
-      if (data.size() >= b.size()) {
+      if (data.empty()) {  // (memcmp must not see the null pointer of an empty buffer)
+        prefix = true;
+      } else if (data.size() >= b.size()) {
         if (std::memcmp(data.data(), b.data(), b.size()) == 0) return &entries_[i];
       } else if (std::memcmp(data.data(), b.data(), data.size()) == 0) {
         prefix = true;
@@ -251,6 +253,7 @@ class known_replies {
   }
 
   void remember(std::string bytes, const reply_head& head) {
+    if (bytes.empty()) return;
     entry& e = entries_[next_];
     e.bytes = std::move(bytes);
     e.head = head;
@@ -432,12 +435,16 @@ duration attempt_time(load_state& s, const in_flight_op& op) {
 // One attempt on `c`: connect if needed, write the request, read the answer, all within
 // `time_allowed` (connect, write and read together, as Go's client does).
 //
-// The techniques that made the server fast (issue 8; src/net/server/server.cpp): the request is
-// written with one non-blocking send (the rest, if the socket did not take it all, asynchronously);
-// the answer is awaited by waiting for readiness and then reading without blocking, rather than
-// by a composed read that tries first and, right after the request, finds nothing; it is parsed
-// by a parser that keeps only what the client uses; and the timeout is the connection's watchdog,
-// not a timer operation per read and write.
+// Most of what made the server fast (issue 8; src/net/server/server.cpp): the request is written
+// with one non-blocking send (the rest, if the socket did not take it all, asynchronously) rather
+// than a composed write that completes through the scheduler; the answer is read with one plain
+// read into the connection's buffer rather than http::async_read's composed one, taken by its
+// bytes when it is a known answer (known_replies) and otherwise parsed by a parser that keeps only
+// what the client uses; the timeout is the connection's watchdog, not a timer operation per read
+// and write (beast::basic_stream). Unlike the server, the client does not wait for readiness
+// before reading: Asio re-arms the descriptor with an epoll_ctl for every wait (strace: one per
+// request), while its speculative read finds the answer already there whenever the client is
+// busy, which is when its cost matters (and costs one EAGAIN when it is idle).
 asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t attempt,
                                     duration time_allowed) {
   const steady::time_point started = steady::now();
@@ -764,10 +771,15 @@ asio::awaitable<void> open_loop_arrivals(load_state& s) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   const auto origin = std::chrono::steady_clock::time_point(
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(s.start));
+  // The clock as last read: a send due by then is due now, without reading it again (behind
+  // schedule, the sends due go out in bursts, and a reading each was a clock call per send).
+  auto last_read = std::chrono::steady_clock::time_point::min();
   for (std::uint64_t n = 0;; ++n) {
     const std::optional<duration> at = schedule.next();
     if (!at || *at >= s.options.duration_total) break;
-    if (origin + *at > std::chrono::steady_clock::now()) {
+    const auto due = origin + *at;
+    if (due > last_read) last_read = std::chrono::steady_clock::now();
+    if (due > last_read) {
       const duration wake = (*at + send_tick - duration{1}) / send_tick * send_tick;
       timer.expires_at(origin + wake);
       co_await timer.async_wait(as_tuple_awaitable);
