@@ -13,8 +13,9 @@ namespace backoff::cli {
 void add_fault_flags(CLI::App* sub, fault_flag_values& values) {
   const std::string group = "Faults (docs/NETWORK.md, Faults on demand)";
   sub->add_option("--errors", values.errors,
-                  "Answer a share of /api requests with an error status: RATE[:STATUS], such as "
-                  "5%:503 (status 503 by default); repeatable")
+                  "Answer a share of requests (serve: /api; proxy: all but its metrics path) with "
+                  "an error status: RATE[:STATUS], such as 5%:503 (status 503 by default); "
+                  "repeatable")
       ->group(group);
   sub->add_option("--latency", values.latency,
                   "Add latency before each answer: a duration (100ms) or a distribution: "

@@ -57,7 +57,7 @@ TEST(Conventions, EverySubcommandAnswersVersion) {
   const auto top = run_cli({"--version"});
   ASSERT_EQ(top.status, 0);
   for (const char* sub : {"delays", "presets", "sim", "sweep", "try", "forany", "forall", "script",
-                          "serve", "load"}) {
+                          "serve", "load", "proxy"}) {
     const auto r = run_cli({sub, "--version"});
     EXPECT_EQ(r.status, 0) << sub << ": " << r.err;
     EXPECT_EQ(r.out, top.out) << sub;
@@ -171,7 +171,7 @@ TEST(Conventions, HelpShowsTheCommandAndNoParserInternals) {
   EXPECT_NE(t.out.find("Usage: backoff try [OPTIONS] -- COMMAND [ARGS...]\n"), std::string::npos)
       << t.out;
   for (const char* sub : {"delays", "presets", "sim", "sweep", "try", "forany", "forall", "script",
-                          "serve", "load"}) {
+                          "serve", "load", "proxy"}) {
     const auto h = backoff::test::run_cli({sub, "--help"});
     EXPECT_EQ(h.status, 0) << sub;
     for (const char* internal : {"TEXT", "UINT", "FLOAT", "{false}", "{true}", "./"}) {

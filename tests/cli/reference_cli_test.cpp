@@ -20,7 +20,7 @@ using backoff::test::shell_quote;
 using backoff::test::slurp;
 
 const std::vector<std::string> commands{"delays", "presets", "sim",    "sweep", "try",
-                                        "forany", "forall",  "script", "serve", "load"};
+                                        "forany", "forall",  "script", "serve", "load",  "proxy"};
 
 // The option spellings a --help lists ("-o,--out VALUE" gives -o and --out).
 std::set<std::string> help_options(const std::string& help) {

@@ -47,38 +47,16 @@ int parse_status(std::string_view spec, std::string_view key, std::string_view t
   return status;
 }
 
-// "16384", "16KiB", "4KB", "1MiB", "2MB", "512B".
-std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
-  std::uint64_t n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc{} || end == text.data()) return std::nullopt;
-  const std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
-  std::uint64_t scale = 0;
-  if (unit.empty() || unit == "B") {
-    scale = 1;
-  } else if (unit == "KiB") {
-    scale = 1024;
-  } else if (unit == "KB" || unit == "kB") {
-    scale = 1000;
-  } else if (unit == "MiB") {
-    scale = 1024 * 1024;
-  } else if (unit == "MB") {
-    scale = 1000 * 1000;
-  } else if (unit == "GiB") {
-    scale = std::uint64_t{1} << 30;
-  } else {
-    return std::nullopt;
-  }
-  if (n > std::numeric_limits<std::uint64_t>::max() / scale) return std::nullopt;
-  return n * scale;
-}
-
 // "4KiB/s" (a byte size per second).
 std::optional<double> parse_speed(std::string_view text) {
   if (!text.ends_with("/s")) return std::nullopt;
-  const auto size = parse_byte_size(text.substr(0, text.size() - 2));
-  if (!size || *size == 0) return std::nullopt;
-  return static_cast<double>(*size);
+  try {
+    const std::uint64_t size = parse_byte_size(text.substr(0, text.size() - 2));
+    if (size == 0) return std::nullopt;
+    return static_cast<double>(size);
+  } catch (const parse_error&) {
+    return std::nullopt;
+  }
 }
 
 // A header name as HTTP allows it (RFC 9110 token), kept in lower case.
@@ -321,6 +299,40 @@ std::string position(const toml::source_region& region, const std::string& where
 
 }  // namespace
 
+std::uint64_t parse_byte_size(std::string_view text) {
+  const auto bad = [&](const std::string& why) -> std::uint64_t {
+    throw parse_error("expected a size such as 512, 64KiB or 1MB, got " + quote_for_message(text) +
+                      (why.empty() ? "" : " (" + why + ")"));
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return bad("");
+  std::uint64_t number = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, number);
+  if (ec != std::errc{} || end != text.data() + digits) return bad("too large");
+  const std::string_view unit = text.substr(digits);
+  struct named {
+    std::string_view name;
+    std::uint64_t factor;
+  };
+  static constexpr named units[] = {
+      {"", 1},
+      {"B", 1},
+      {"KiB", 1ULL << 10},
+      {"MiB", 1ULL << 20},
+      {"GiB", 1ULL << 30},
+      {"KB", 1000},
+      {"MB", 1000'000},
+      {"GB", 1000'000'000},
+  };
+  for (const named& u : units) {
+    if (u.name != unit) continue;
+    if (number > std::numeric_limits<std::uint64_t>::max() / u.factor) return bad("too large");
+    return number * u.factor;
+  }
+  return bad("unknown unit " + quote_for_message(unit) + "; use B, KiB, MiB, GiB, KB, MB or GB");
+}
+
 std::string_view fault_counter_name(fault_counter c) noexcept {
   switch (c) {
     case counter_errors:
@@ -407,12 +419,16 @@ fault parse_fault(std::string_view spec) {
         fail(spec, "'action' must be status, reset or hang, got " + quote_for_message(arg.value));
       }
     } else if (arg.key == "size") {
-      const auto n = parse_byte_size(arg.value);
-      if (!n || *n == 0 || *n > largest_body) {
+      std::uint64_t n = 0;
+      try {
+        n = parse_byte_size(arg.value);
+      } catch (const parse_error&) {
+      }
+      if (n == 0 || n > largest_body) {
         fail(spec, "'size' must be a size from 1B to 1GiB (16384, 16KiB, 1MiB), got " +
                        quote_for_message(arg.value));
       }
-      f.body_size = *n;
+      f.body_size = n;
     } else if (arg.key == "speed") {
       const auto s = parse_speed(arg.value);
       if (!s) {

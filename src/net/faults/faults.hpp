@@ -138,6 +138,10 @@ struct fault_decision {
 fault_decision decide(const fault_plan& plan, duration since_start, const request_view& request,
                       random_generator& rng);
 
+// "64KiB", "1MB", "512", "100B" as bytes (B, KiB, MiB, GiB, KB, MB, GB); throws parse_error
+// naming `text`. The sizes of slow_body and of the proxy's toxics.
+std::uint64_t parse_byte_size(std::string_view text);
+
 // One fault from its spec ("errors(rate=5%, status=503)"); throws parse_error with one line
 // quoting the spec and naming the bad part.
 fault parse_fault(std::string_view spec);

@@ -117,40 +117,6 @@ std::string_view toxic_kind_name(toxic_kind kind) noexcept {
   return "unknown";
 }
 
-std::uint64_t parse_byte_size(std::string_view text) {
-  const auto bad = [&](const std::string& why) -> std::uint64_t {
-    throw parse_error("expected a size such as 512, 64KiB or 1MB, got " + quote_for_message(text) +
-                      (why.empty() ? "" : " (" + why + ")"));
-  };
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  if (digits == 0) return bad("");
-  std::uint64_t number = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + digits, number);
-  if (ec != std::errc{} || end != text.data() + digits) return bad("too large");
-  const std::string_view unit = text.substr(digits);
-  struct named {
-    std::string_view name;
-    std::uint64_t factor;
-  };
-  static constexpr named units[] = {
-      {"", 1},
-      {"B", 1},
-      {"KiB", 1ULL << 10},
-      {"MiB", 1ULL << 20},
-      {"GiB", 1ULL << 30},
-      {"KB", 1000},
-      {"MB", 1000'000},
-      {"GB", 1000'000'000},
-  };
-  for (const named& u : units) {
-    if (u.name != unit) continue;
-    if (number > std::numeric_limits<std::uint64_t>::max() / u.factor) return bad("too large");
-    return number * u.factor;
-  }
-  return bad("unknown unit " + quote_for_message(unit) + "; use B, KiB, MiB, GiB, KB, MB or GB");
-}
-
 toxic parse_toxic(std::string_view spec) {
   const spec_call call = parse_spec_call(spec, toxics_detail::what);
   toxic t;

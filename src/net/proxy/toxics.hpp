@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "backoff/duration.hpp"
+#include "net/faults/faults.hpp"  // parse_byte_size
 #include "backoff/random.hpp"
 
 namespace backoff::net {
@@ -69,9 +70,6 @@ std::string_view toxic_kind_name(toxic_kind kind) noexcept;
 // One toxic from its spec; throws parse_error with one line quoting the spec and naming the bad
 // part (an unknown kind or parameter, a bad value, a jitter above the latency...).
 toxic parse_toxic(std::string_view spec);
-
-// "64KiB", "1MB", "512", "100B" as bytes; throws parse_error naming `text`. Exposed for tests.
-std::uint64_t parse_byte_size(std::string_view text);
 
 // Bytes to send, after waiting `wait`.
 struct piece {
