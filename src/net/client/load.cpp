@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -13,10 +14,9 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <array>
 #include <charconv>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <sstream>
@@ -693,8 +693,7 @@ asio::awaitable<void> client_loop(load_state& s, std::optional<std::uint32_t> cl
       const queued_send next = s.queued.front();
       s.queued.pop_front();
       const report::time_units behind = s.now() - next.intended;
-      if (s.options.request_deadline.count() > 0 &&
-          behind >= s.options.request_deadline.count()) {
+      if (s.options.request_deadline.count() > 0 && behind >= s.options.request_deadline.count()) {
         ++s.dropped_sends;
         continue;
       }
@@ -725,8 +724,7 @@ asio::awaitable<void> client_loop(load_state& s, std::optional<std::uint32_t> cl
     if (s.options.hedge) {
       hedge_options<classify_hedged_reply> options{
           *s.options.hedge, classify_hedged_reply{&*s.options.hedge}, gates, left};
-      const auto hedged =
-          co_await async_hedge(hedged_copy_op{&ref}, std::move(options), env);
+      const auto hedged = co_await async_hedge(hedged_copy_op{&ref}, std::move(options), env);
       result.why = hedged.why;
       result.attempts = hedged.attempts;
     } else if (s.window) {
