@@ -27,7 +27,7 @@
 #include "backoff/error.hpp"
 #include "net/server/server.hpp"
 
-namespace {
+namespace proxy_tests {  // named: the unity build merges the tests' anonymous namespaces
 
 using namespace std::chrono_literals;
 using namespace backoff::net;
@@ -944,4 +944,4 @@ TEST(Proxy, StopEndsConnectionsHeldByAHang) {
   EXPECT_EQ(bytes, "");
 }
 
-}  // namespace
+}  // namespace proxy_tests
