@@ -15,7 +15,7 @@
 #include "cli_runner.hpp"
 #include "process_probe.hpp"
 
-namespace {
+namespace proxy_cli_tests {  // named: the unity build merges the tests' anonymous namespaces
 
 using namespace std::chrono_literals;
 using backoff::test::process_probe;
@@ -131,4 +131,4 @@ TEST(ProxyCli, ForwardsToServeAnswersItsMetricsAndStopsOnSigterm) {
   EXPECT_EQ(serve.wait().status, 0);
 }
 
-}  // namespace
+}  // namespace proxy_cli_tests
