@@ -32,9 +32,8 @@ void FaultDecide(benchmark::State& state, std::initializer_list<const char*> spe
       {"x-envoy-fault-delay-request-percentage", "1"}};
   const backoff::net::request_view view{"/api", [&](std::string_view name) {
                                           const auto it = headers.find(name);
-                                          return it == headers.end()
-                                                     ? std::string_view{}
-                                                     : std::string_view(it->second);
+                                          return it == headers.end() ? std::string_view{}
+                                                                     : std::string_view(it->second);
                                         }};
   backoff::random_generator rng{1};
   std::int64_t t = 0;

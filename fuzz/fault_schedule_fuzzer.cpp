@@ -40,7 +40,8 @@ void check_decisions(const backoff::net::fault_plan& plan, std::string_view text
           "a delay outside 0 to 24h", detail);
     const int outcomes = (d.reset ? 1 : 0) + (d.hold_until ? 1 : 0) + (d.abort_status ? 1 : 0);
     check(outcomes <= 1, "a reset, a hold and an answer at once", detail);
-    if (d.hold_until) check(*d.hold_until > backoff::duration{t}, "a hold that ended already", detail);
+    if (d.hold_until)
+      check(*d.hold_until > backoff::duration{t}, "a hold that ended already", detail);
     check(!(d.slow && d.abort_status), "a slow body for a request that is not served", detail);
   }
 }

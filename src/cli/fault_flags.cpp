@@ -92,7 +92,8 @@ std::optional<net::fault_plan> build_fault_plan(const fault_flag_values& values,
 
 void print_fault_plan(const net::fault_plan& plan, std::string_view command) {
   std::string text;
-  for (const auto& f : plan.faults) text += fmt::format("backoff {}: fault {}\n", command, net::describe(f));
+  for (const auto& f : plan.faults)
+    text += fmt::format("backoff {}: fault {}\n", command, net::describe(f));
   if (plan.envoy_headers) {
     text += fmt::format("backoff {}: obeying Envoy's fault headers (x-envoy-fault-*)\n", command);
   }

@@ -328,8 +328,8 @@ int run_load_command(const load_flags& f) {
     o.target.path = "/api";
     o.server_concurrency = [&local] { return local->metrics().concurrency.load(); };
     std::cerr << fmt::format("backoff load: --experiment {}: a server on {} with {} faults\n",
-                             quote_for_message(f.experiment), net::api_url("127.0.0.1", local->port()),
-                             so.faults.faults.size());
+                             quote_for_message(f.experiment),
+                             net::api_url("127.0.0.1", local->port()), so.faults.faults.size());
     print_fault_plan(so.faults, "load");
   }
   net::load_run run;

@@ -524,8 +524,8 @@ std::vector<bad_input> cli_cases() {
                   "backoff serve: --partial-outage: bad fault", "missing 'value'"));
   c.push_back(cli("ServeOutageWithoutLength", {"serve", "--port", "0", "--outage", "10s"}, 2,
                   "backoff serve: --outage: \"10s\": no '+'"));
-  c.push_back(cli("ServeSlowBodyWithoutSpeed", {"serve", "--port", "0", "--slow-body", "1KiB"},
-                  2, "backoff serve: --slow-body: \"1KiB\": expected SIZE@SPEED"));
+  c.push_back(cli("ServeSlowBodyWithoutSpeed", {"serve", "--port", "0", "--slow-body", "1KiB"}, 2,
+                  "backoff serve: --slow-body: \"1KiB\": expected SIZE@SPEED"));
   c.push_back(cli("ServeFaultUnknownKind", {"serve", "--port", "0", "--fault", "crash()"}, 2,
                   "backoff serve: --fault: bad fault \"crash()\": unknown fault 'crash'"));
   c.push_back(cli("ServeFaultSeedNegative", {"serve", "--port", "0", "--fault-seed", "-1"}, 2,
@@ -538,10 +538,9 @@ std::vector<bad_input> cli_cases() {
                         "[[fault]]\nat = \"1s\"\nfault = \"errors(rate=5%, status=700)\"\n",
                         {"serve", "--port", "0", "--faults", "@FILE@"}, 2,
                         "backoff serve: --faults: @FILE@:3:9: bad fault", "from 200 to 599"));
-  c.push_back(with_file("ServeFaultsUnknownKey", "faults.toml",
-                        "[[fault]]\nfault = \"errors\"\nwhen = \"1s\"\n",
-                        {"serve", "--port", "0", "--faults", "@FILE@"}, 2,
-                        "@FILE@:3:8: unknown key 'when'"));
+  c.push_back(with_file(
+      "ServeFaultsUnknownKey", "faults.toml", "[[fault]]\nfault = \"errors\"\nwhen = \"1s\"\n",
+      {"serve", "--port", "0", "--faults", "@FILE@"}, 2, "@FILE@:3:8: unknown key 'when'"));
   c.push_back(with_file("LoadExperimentScheduleBad", "faults.toml", "[[fault]]\nat = \"1s\"\n",
                         {"load", "--experiment", "@FILE@"}, 2,
                         "backoff load: --experiment: @FILE@:1:1: a [[fault]] without 'fault'"));

@@ -10,8 +10,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 
@@ -228,10 +228,10 @@ TEST(Load, AnExperimentFollowsAFaultSchedule) {
   std::ofstream(schedule) << "[[fault]]\nat = \"0s\"\nfor = \"600ms\"\n"
                              "fault = \"errors(rate=100%, status=503)\"\n";
   const auto out = scratch.sub("out");
-  const cli_result load = run_cli(
-      {"load", "--experiment", schedule.string(), "--clients", "5", "--lambda", "20ms",
-       "--policy", "constant(initial=50ms)", "--duration", "2s", "--report-every", "1s", "--out",
-       out.string()});
+  const cli_result load =
+      run_cli({"load", "--experiment", schedule.string(), "--clients", "5", "--lambda", "20ms",
+               "--policy", "constant(initial=50ms)", "--duration", "2s", "--report-every", "1s",
+               "--out", out.string()});
   ASSERT_EQ(load.status, 0) << load.err;
   EXPECT_NE(load.err.find("backoff load: fault errors(status=503, rate=100%) from 0s to 600ms"),
             std::string::npos)

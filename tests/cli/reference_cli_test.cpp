@@ -19,8 +19,8 @@ using backoff::test::run_cli;
 using backoff::test::shell_quote;
 using backoff::test::slurp;
 
-const std::vector<std::string> commands{"delays", "presets", "sim",    "sweep", "try",
-                                        "forany", "forall",  "script", "serve", "load",  "proxy"};
+const std::vector<std::string> commands{"delays", "presets", "sim",   "sweep", "try",  "forany",
+                                        "forall", "script",  "serve", "load",  "proxy"};
 
 // The option spellings a --help lists ("-o,--out VALUE" gives -o and --out).
 std::set<std::string> help_options(const std::string& help) {

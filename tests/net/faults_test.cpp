@@ -31,7 +31,9 @@ fault_plan plan_of(std::initializer_list<scheduled_fault> faults) {
   return p;
 }
 
-scheduled_fault always(const std::string& spec) { return {{}, parse_fault(spec)}; }
+scheduled_fault always(const std::string& spec) {
+  return {{}, parse_fault(spec)};
+}
 
 // A request with these headers (names in lower case, as the lookup asks for them).
 struct fake_request {
@@ -93,8 +95,7 @@ TEST(FaultSpec, MistakesAreOneLineNamingTheBadPart) {
             std::string::npos);
   EXPECT_NE(parse_message("latency(delay=25h)").find("24h"), std::string::npos);
   EXPECT_NE(parse_message("partial(status=503)").find("either 'header'"), std::string::npos);
-  EXPECT_NE(parse_message("partial(header=x, path=/a)").find("either 'header'"),
-            std::string::npos);
+  EXPECT_NE(parse_message("partial(header=x, path=/a)").find("either 'header'"), std::string::npos);
   EXPECT_NE(parse_message("partial(header=x)").find("missing 'value'"), std::string::npos);
   EXPECT_NE(parse_message("partial(header=x y, value=1)").find("header name"), std::string::npos);
   EXPECT_NE(parse_message("partial(path=api)").find("start with '/'"), std::string::npos);
@@ -167,8 +168,8 @@ TEST(FaultDecision, AnErrorRateFailsThatShareOfRequests) {
 }
 
 TEST(FaultDecision, TheSameSeedGivesTheSameDecisions) {
-  const fault_plan plan = plan_of({always("errors(rate=30%)"),
-                                   always("latency(distribution=exponential, mean=10ms)")});
+  const fault_plan plan =
+      plan_of({always("errors(rate=30%)"), always("latency(distribution=exponential, mean=10ms)")});
   const fake_request r;
   random_generator a{7}, b{7}, c{8};
   bool differs_from_other_seed = false;
@@ -199,21 +200,21 @@ TEST(FaultDecision, AnOutageResetsHangsOrAnswersAtOnceWithoutAddedLatency) {
   const auto with_latency = [](scheduled_fault outage) {
     return plan_of({always("latency(delay=1s)"), outage, always("errors(rate=100%, status=500)")});
   };
-  const fault_decision reset = decide(with_latency(parse_outage_flag("0s+1m:reset")), 1s,
-                                      r.view(), rng);
+  const fault_decision reset =
+      decide(with_latency(parse_outage_flag("0s+1m:reset")), 1s, r.view(), rng);
   EXPECT_TRUE(reset.reset);
   EXPECT_EQ(reset.delay, 0ns);
   EXPECT_EQ(reset.fired, 1u << counter_outage);
-  const fault_decision hang = decide(with_latency(parse_outage_flag("5s+10s:hang")), 6s,
-                                     r.view(), rng);
+  const fault_decision hang =
+      decide(with_latency(parse_outage_flag("5s+10s:hang")), 6s, r.view(), rng);
   EXPECT_EQ(hang.hold_until, 15s);
   EXPECT_FALSE(hang.abort_status);
   const fault_decision down = decide(with_latency(parse_outage_flag("0s+1m")), 1s, r.view(), rng);
   EXPECT_EQ(down.abort_status, 503);
   EXPECT_EQ(down.delay, 0ns);
   // Outside the window: the latency, then the error.
-  const fault_decision after = decide(with_latency(parse_outage_flag("0s+1m")), 2min, r.view(),
-                                      rng);
+  const fault_decision after =
+      decide(with_latency(parse_outage_flag("0s+1m")), 2min, r.view(), rng);
   EXPECT_EQ(after.delay, 1s);
   EXPECT_EQ(after.abort_status, 500);
   EXPECT_EQ(after.fired, (1u << counter_latency) | (1u << counter_errors));
@@ -247,9 +248,8 @@ TEST(FaultDecision, LatencyDistributionsHaveTheirMeansAndBounds) {
     hi = 0;
     const int n = 50000;
     for (int i = 0; i < n; ++i) {
-      const double ms = std::chrono::duration<double, std::milli>(
-                            decide(plan, 0s, r.view(), rng).delay)
-                            .count();
+      const double ms =
+          std::chrono::duration<double, std::milli>(decide(plan, 0s, r.view(), rng).delay).count();
       sum += ms;
       lo = std::min(lo, ms);
       hi = std::max(hi, ms);

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "net/faults/faults.hpp"
 #include "net/server/server.hpp"
@@ -120,8 +120,7 @@ TEST(ServerFaults, AHangWithoutEndIsReleasedByStop) {
 }
 
 TEST(ServerFaults, APartialOutageFailsOneKeyAndServesTheOthers) {
-  backoff::net::server s(
-      options_with_faults({"partial(header=x-shard, value=[3], status=503)"}));
+  backoff::net::server s(options_with_faults({"partial(header=x-shard, value=[3], status=503)"}));
   s.start();
   http_client c(s.port());
   EXPECT_EQ(c.request(fault_http::verb::get, "/api", {{"Host", "127.0.0.1"}, {"X-Shard", "3"}})
@@ -168,9 +167,8 @@ TEST(ServerFaults, EnvoyFaultHeadersAreObeyedOnlyWhenEnabled) {
   http_client c(s.port());
   EXPECT_EQ(c.request(fault_http::verb::get, "/api", abort_429).result_int(), 429u);
   const auto start = steady_clock::now();
-  const auto delayed = c.request(
-      fault_http::verb::get, "/api",
-      {{"Host", "127.0.0.1"}, {"x-envoy-fault-delay-request", "120"}});
+  const auto delayed = c.request(fault_http::verb::get, "/api",
+                                 {{"Host", "127.0.0.1"}, {"x-envoy-fault-delay-request", "120"}});
   EXPECT_GE(steady_clock::now() - start, 120ms);
   EXPECT_EQ(delayed.result_int(), 200u);
   const auto snapshot = s.metrics().snapshot();

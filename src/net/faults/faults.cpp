@@ -3,9 +3,8 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
-
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -35,7 +34,9 @@ constexpr std::uint64_t largest_body = std::uint64_t{1} << 30;
   throw parse_error("bad " + std::string(fault_what) + " " + quote_for_message(spec) + ": " + why);
 }
 
-std::string quoted_key(std::string_view key) { return "'" + std::string(key) + "'"; }
+std::string quoted_key(std::string_view key) {
+  return "'" + std::string(key) + "'";
+}
 
 int parse_status(std::string_view spec, std::string_view key, std::string_view text) {
   int status = 0;
@@ -74,9 +75,8 @@ std::string header_name(std::string_view spec, std::string_view text) {
 
 const std::set<std::string_view>& keys_of(fault_kind kind) {
   static const std::set<std::string_view> errors{"rate", "status"};
-  static const std::set<std::string_view> latency{"rate",   "delay", "distribution", "mean", "lo",
-                                                  "hi",     "median", "sigma",       "scale",
-                                                  "shape"};
+  static const std::set<std::string_view> latency{
+      "rate", "delay", "distribution", "mean", "lo", "hi", "median", "sigma", "scale", "shape"};
   static const std::set<std::string_view> partial{"rate", "header", "value", "path", "status"};
   static const std::set<std::string_view> outage{"rate", "status", "action"};
   static const std::set<std::string_view> slow{"rate", "size", "speed"};
@@ -390,8 +390,8 @@ fault parse_fault(std::string_view spec) {
       f.status = parse_status(spec, arg.key, arg.value);
     } else if (arg.key == "distribution") {
       distribution = &arg;
-    } else if (arg.key == "delay" || arg.key == "mean" || arg.key == "lo" ||
-               arg.key == "median" || arg.key == "scale") {
+    } else if (arg.key == "delay" || arg.key == "mean" || arg.key == "lo" || arg.key == "median" ||
+               arg.key == "scale") {
       f.a = spec_duration(spec, arg, fault_what);
     } else if (arg.key == "hi") {
       f.b = spec_duration(spec, arg, fault_what);
@@ -484,9 +484,9 @@ fault parse_fault(std::string_view spec) {
           break;
       }
       const std::string name(distribution_name(f.distribution));
-      for (const auto k : own) require(k, "(" + name + " latency takes " + quoted_key(own[0]) +
-                                              (own.size() > 1 ? " and " + quoted_key(own[1]) : "") +
-                                              ")");
+      for (const auto k : own)
+        require(k, "(" + name + " latency takes " + quoted_key(own[0]) +
+                       (own.size() > 1 ? " and " + quoted_key(own[1]) : "") + ")");
       for (const auto k : {"delay", "mean", "lo", "hi", "median", "sigma", "scale", "shape"}) {
         if (given.contains(k) &&
             std::find(own.begin(), own.end(), std::string_view(k)) == own.end()) {
@@ -533,13 +533,15 @@ fault parse_fault(std::string_view spec) {
 fault parse_errors_flag(std::string_view text) {
   const auto colon = text.find(':');
   const std::string_view rate = text.substr(0, colon);
-  const std::string_view status = colon == text.npos ? std::string_view("503") : text.substr(colon + 1);
-  const std::string spec = "errors(rate=" + std::string(rate) + ", status=" + std::string(status) + ")";
+  const std::string_view status =
+      colon == text.npos ? std::string_view("503") : text.substr(colon + 1);
+  const std::string spec =
+      "errors(rate=" + std::string(rate) + ", status=" + std::string(status) + ")";
   try {
     return parse_fault(spec);
   } catch (const parse_error& e) {
-    throw parse_error(quote_for_message(text) +
-                      ": expected RATE[:STATUS] such as 5%:503 (" + e.what() + ")");
+    throw parse_error(quote_for_message(text) + ": expected RATE[:STATUS] such as 5%:503 (" +
+                      e.what() + ")");
   }
 }
 
@@ -552,8 +554,9 @@ fault parse_latency_flag(std::string_view text) {
   }
   const auto open = text.find('(');
   if (open == text.npos || !text.ends_with(")")) {
-    throw parse_error(quote_for_message(text) +
-                      ": expected a duration (100ms) or a distribution such as exponential(mean=50ms)");
+    throw parse_error(
+        quote_for_message(text) +
+        ": expected a duration (100ms) or a distribution such as exponential(mean=50ms)");
   }
   const std::string_view name = text.substr(0, open);
   const std::string_view args = text.substr(open + 1, text.size() - open - 2);
@@ -577,11 +580,11 @@ scheduled_fault parse_outage_flag(std::string_view text) {
   scheduled_fault out;
   try {
     out.when.start = parse_duration(text.substr(0, plus));
-    const duration length = parse_duration(
-        text.substr(plus + 1, colon == text.npos ? text.npos : colon - plus - 1));
+    const duration length =
+        parse_duration(text.substr(plus + 1, colon == text.npos ? text.npos : colon - plus - 1));
     if (length.count() == 0) return bad("the length is 0");
-    out.when.end = out.when.start > duration::max() - length ? duration::max()
-                                                              : out.when.start + length;
+    out.when.end =
+        out.when.start > duration::max() - length ? duration::max() : out.when.start + length;
   } catch (const parse_error& e) {
     return bad(e.what());
   }
@@ -605,8 +608,7 @@ scheduled_fault parse_outage_flag(std::string_view text) {
 fault parse_slow_body_flag(std::string_view text) {
   const auto at = text.find('@');
   if (at == text.npos) {
-    throw parse_error(quote_for_message(text) +
-                      ": expected SIZE@SPEED such as 16KiB@4KiB/s");
+    throw parse_error(quote_for_message(text) + ": expected SIZE@SPEED such as 16KiB@4KiB/s");
   }
   return parse_fault("slow_body(size=" + std::string(text.substr(0, at)) +
                      ", speed=" + std::string(text.substr(at + 1)) + ")");
@@ -689,8 +691,8 @@ fault_plan parse_fault_schedule(std::string_view text, const std::string& where)
         throw fault_schedule_error(at_of(entry_node) + ": give 'for' or 'until', not both");
       }
       if (length) {
-        sf.when.end = sf.when.start > duration::max() - *length ? duration::max()
-                                                                : sf.when.start + *length;
+        sf.when.end =
+            sf.when.start > duration::max() - *length ? duration::max() : sf.when.start + *length;
       } else if (until) {
         if (*until <= sf.when.start) {
           throw fault_schedule_error(at_of(entry_node) + ": 'until' is not after 'at'");

@@ -123,12 +123,12 @@ enum fault_counter : unsigned {
 std::string_view fault_counter_name(fault_counter c) noexcept;
 
 struct fault_decision {
-  bool reset = false;                      // reset the connection (RST), no answer
-  std::optional<duration> hold_until;      // hang: hold until this time from the start, then serve
-  duration delay{0};                       // wait this long first
-  std::optional<int> abort_status;         // answer this status instead of serving
-  std::optional<slow_body_plan> slow;      // serve, then send a body of this size at this speed
-  unsigned fired = 0;                      // bit (1 << fault_counter) per kind that fired
+  bool reset = false;                  // reset the connection (RST), no answer
+  std::optional<duration> hold_until;  // hang: hold until this time from the start, then serve
+  duration delay{0};                   // wait this long first
+  std::optional<int> abort_status;     // answer this status instead of serving
+  std::optional<slow_body_plan> slow;  // serve, then send a body of this size at this speed
+  unsigned fired = 0;                  // bit (1 << fault_counter) per kind that fired
   bool any() const noexcept { return fired != 0; }
 };
 
@@ -148,11 +148,12 @@ fault parse_fault(std::string_view spec);
 
 // The shorthand flags of serve and proxy, each one fault on from the start to the end (outage:
 // in its window). Each throws parse_error naming what is wrong.
-fault parse_errors_flag(std::string_view text);         // --errors RATE[:STATUS]: "5%:503"
-fault parse_latency_flag(std::string_view text);        // --latency 100ms | DIST(ARGS)
-fault parse_partial_flag(std::string_view text);        // --partial-outage ARGS: "header=x, value=1"
-scheduled_fault parse_outage_flag(std::string_view text);  // --outage START+LENGTH[:STATUS|reset|hang]
-fault parse_slow_body_flag(std::string_view text);      // --slow-body SIZE@SPEED: "16KiB@4KiB/s"
+fault parse_errors_flag(std::string_view text);   // --errors RATE[:STATUS]: "5%:503"
+fault parse_latency_flag(std::string_view text);  // --latency 100ms | DIST(ARGS)
+fault parse_partial_flag(std::string_view text);  // --partial-outage ARGS: "header=x, value=1"
+scheduled_fault parse_outage_flag(
+    std::string_view text);                         // --outage START+LENGTH[:STATUS|reset|hang]
+fault parse_slow_body_flag(std::string_view text);  // --slow-body SIZE@SPEED: "16KiB@4KiB/s"
 
 // A schedule file (TOML), each entry one fault and when it is on:
 //   [[fault]]

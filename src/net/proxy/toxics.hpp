@@ -39,8 +39,8 @@
 #include <vector>
 
 #include "backoff/duration.hpp"
-#include "net/faults/faults.hpp"  // parse_byte_size
 #include "backoff/random.hpp"
+#include "net/faults/faults.hpp"  // parse_byte_size
 
 namespace backoff::net {
 

@@ -120,8 +120,8 @@ std::string prometheus_text(const metrics_snapshot& s) {
   out += fmt::format("backoff_requests_total{{status=\"504\"}} {}\n", s.gateway_timeout);
   for (std::size_t i = 0; i < s.other_statuses.size(); ++i) {
     if (s.other_statuses[i] == 0) continue;
-    out += fmt::format("backoff_requests_total{{status=\"{}\"}} {}\n", i + 100,
-                       s.other_statuses[i]);
+    out +=
+        fmt::format("backoff_requests_total{{status=\"{}\"}} {}\n", i + 100, s.other_statuses[i]);
   }
   counter("backoff_faults_total",
           "Requests to /api a fault was injected into, by kind (docs/NETWORK.md, Faults on "

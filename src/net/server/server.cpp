@@ -470,9 +470,9 @@ struct worker {
     timer_type timer(context.get_executor());
     std::uint64_t sent = 0;
     while (sent < plan.size) {
-      const auto due = begin + std::chrono::duration_cast<steady::duration>(
-                                   std::chrono::duration<double>(static_cast<double>(sent) /
-                                                                 plan.bytes_per_s));
+      const auto due =
+          begin + std::chrono::duration_cast<steady::duration>(
+                      std::chrono::duration<double>(static_cast<double>(sent) / plan.bytes_per_s));
       if (due > steady::now()) {
         entry.enter_busy();  // waiting on our own schedule, not on the client
         if (!co_await wait_for_fault(stream, due)) co_return false;
