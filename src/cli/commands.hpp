@@ -4,12 +4,17 @@
 // the work and returns the exit status; main.cpp only wires them together.
 #pragma once
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
+#include <iostream>
 #include <string>
+#include <string_view>
 
 namespace backoff::cli {
 
@@ -54,6 +59,26 @@ inline void raise_descriptor_limit() {
     limit.rlim_cur = limit.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &limit);
   }
+}
+
+// SIGINT and SIGTERM, blocked in the calling thread so that the threads it starts next inherit
+// the mask and a long-running command (serve, proxy) can wait for them with
+// wait_for_stop_signal() instead of a handler.
+inline sigset_t block_stop_signals() {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
+// Waits for one of `stop_signals` and says so: "backoff serve: Terminated, shutting down".
+inline void wait_for_stop_signal(const sigset_t& stop_signals, std::string_view command) {
+  int signal = 0;
+  ::sigwait(&stop_signals, &signal);
+  std::cerr << "backoff " << command << ": " << ::strsignal(signal) << ", shutting down"
+            << std::endl;
 }
 
 // Each setup_* adds its subcommand to `app` and arranges for `status` to receive its result.

@@ -112,12 +112,9 @@ int run_proxy(const proxy_flags& f) {
               << std::flush;
   }
 
-  // SIGINT and SIGTERM are waited for here: block them before the proxy's thread starts.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGINT and SIGTERM are waited for here, so they must reach no thread of the proxy: blocked
+  // before its threads start (they inherit the mask).
+  const sigset_t stop_signals = block_stop_signals();
   try {
     net::proxy proxy(o);
     proxy.start();
@@ -129,9 +126,7 @@ int run_proxy(const proxy_flags& f) {
     for (const net::toxic& t : o.toxics) text += "backoff proxy: toxic " + t.spec + "\n";
     std::cerr << text << std::flush;
     print_fault_plan(o.faults, "proxy");
-    int signal = 0;
-    ::sigwait(&stop_signals, &signal);
-    std::cerr << "backoff proxy: " << ::strsignal(signal) << ", shutting down" << std::endl;
+    wait_for_stop_signal(stop_signals, "proxy");
     proxy.stop();
     proxy.wait();
   } catch (const std::exception& e) {  // std::system_error naming the address, mostly

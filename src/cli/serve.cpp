@@ -231,13 +231,9 @@ int run_serve(const serve_options& o) {
               << std::flush;
   }
 
-  // SIGINT and SIGTERM are waited for here, so they must reach no server thread: block them
-  // before the threads start (they inherit the mask).
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGINT and SIGTERM are waited for here, so they must reach no thread of the server: blocked
+  // before its threads start (they inherit the mask).
+  const sigset_t stop_signals = block_stop_signals();
   try {
     net::server server(options);
     server.start();
@@ -248,9 +244,7 @@ int run_serve(const serve_options& o) {
                      net::api_url(o.host, server.port()), threads, options.max_connections)
               << std::flush;
     print_fault_plan(options.faults, "serve");
-    int signal = 0;
-    ::sigwait(&stop_signals, &signal);
-    std::cerr << "backoff serve: " << ::strsignal(signal) << ", shutting down" << std::endl;
+    wait_for_stop_signal(stop_signals, "serve");
     server.stop();
     server.wait();
   } catch (const std::exception& e) {  // std::system_error naming the address, mostly
