@@ -30,9 +30,18 @@ function(backoff_add_test)
   target_link_libraries(${arg_NAME} PRIVATE
     backoff::backoff GTest::gtest_main GTest::gmock backoff_warnings ${arg_LIBS})
   target_include_directories(${arg_NAME} PRIVATE "${PROJECT_SOURCE_DIR}/tests/support")
+  if(BACKOFF_TEST_OPTIMIZATION)
+    # After the build type's flags on the command line, so these win (-O2 ... -Og: -Og).
+    separate_arguments(test_optimization UNIX_COMMAND "${BACKOFF_TEST_OPTIMIZATION}")
+    target_compile_options(${arg_NAME} PRIVATE ${test_optimization})
+  endif()
   backoff_precompile(${arg_NAME} <gtest/gtest.h> <chrono> <filesystem> <string> <vector>)
   set_target_properties(${arg_NAME} PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests-bin")
+  if(BACKOFF_TEST_SHARDS)
+    _backoff_add_test_shards(${arg_NAME})
+    return()
+  endif()
   gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60
     TEST_FILTER "-*WallClock.*:*FullSize.*:*Exhausted.*")
   gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "*WallClock.*"
@@ -41,6 +50,38 @@ function(backoff_add_test)
     PROPERTIES LABELS fullsize)
   gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "*Exhausted.*"
     PROPERTIES LABELS exhausted)
+endfunction()
+
+# With BACKOFF_TEST_SHARDS=N (the sanitizer presets), a test executable is N CTest tests instead
+# of one per test case: <name>_shard_<i>_of_<N>, each running every N-th case in one process
+# (GoogleTest's sharding, GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX), plus <name>_walltime,
+# <name>_fullsize and <name>_exhausted with the labels above. Under AddressSanitizer a process
+# costs about 50 ms of CPU to start and to check for leaks at its exit: 1,500 test cases, one
+# process each, spent more CPU starting than testing (docs/PERFORMANCE.md, "CI and build"). A
+# failure still names its test case in the output; a leak is reported at the shard's exit, with
+# the stack of its allocation.
+function(_backoff_add_test_shards name)
+  if(NOT BACKOFF_TEST_SHARDS MATCHES "^[1-9][0-9]*$")
+    message(FATAL_ERROR
+      "BACKOFF_TEST_SHARDS must be a positive whole number (or empty), not '${BACKOFF_TEST_SHARDS}'")
+  endif()
+  set(count ${BACKOFF_TEST_SHARDS})
+  math(EXPR last "${count} - 1")
+  foreach(index RANGE ${last})
+    math(EXPR number "${index} + 1")
+    set(test ${name}_shard_${number}_of_${count})
+    add_test(NAME ${test}
+      COMMAND ${name} "--gtest_filter=-*WallClock.*:*FullSize.*:*Exhausted.*")
+    set_tests_properties(${test} PROPERTIES
+      ENVIRONMENT "GTEST_TOTAL_SHARDS=${count};GTEST_SHARD_INDEX=${index}")
+  endforeach()
+  foreach(kind IN ITEMS WallClock:walltime FullSize:fullsize Exhausted:exhausted)
+    string(REPLACE ":" ";" kind "${kind}")
+    list(GET kind 0 suffix)
+    list(GET kind 1 label)
+    add_test(NAME ${name}_${label} COMMAND ${name} "--gtest_filter=*${suffix}.*")
+    set_tests_properties(${name}_${label} PROPERTIES LABELS ${label})
+  endforeach()
 endfunction()
 
 # backoff_add_bench(NAME <name> SOURCES <files...> [LIBS <libs...>])
