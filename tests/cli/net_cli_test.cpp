@@ -2,13 +2,9 @@
 // `backoff serve` and `backoff load` as users run them: the seed's walkthrough (its single-dash
 // flags included), the listening and report lines, graceful shutdown on SIGTERM, the output files,
 // and one clear line with exit 2 for bad flags.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <spawn.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,12 +12,14 @@
 #include <string>
 
 #include "cli_runner.hpp"
+#include "loopback_http.hpp"
 #include "process_probe.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using backoff::test::cli_result;
+using backoff::test::http_exchange;
 using backoff::test::process_probe;
 using backoff::test::run_cli;
 using backoff::test::shell_quote;
@@ -32,44 +30,6 @@ std::string listening_port(const std::string& err) {
   std::smatch m;
   if (std::regex_search(err, m, std::regex("listening on http://[^ ]*:([0-9]+)/api"))) return m[1];
   return "";
-}
-
-// A connected loopback socket, or -1.
-int connect_to_port(const std::string& port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Sends `request` (which should say "Connection: close") on a new connection and returns what
-// came back until the server closed it, or what came within `limit`.
-std::string http_exchange(const std::string& port, const std::string& request,
-                          std::chrono::milliseconds limit = 10s) {
-  const int fd = connect_to_port(port);
-  if (fd < 0) return "(no connection)";
-  (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string answer;
-  const auto until = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1) break;
-    char chunk[4096];
-    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n <= 0) break;
-    answer.append(chunk, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return answer;
 }
 
 std::string admin_pause(const std::string& port, const std::string& extra_fields = "") {
@@ -389,7 +349,7 @@ TEST(Serve, IdleConnectionsPastTheDescriptorLimitLeaveApiReachable) {
   EXPECT_NE(server.err().find("at most 188 connections"), std::string::npos) << server.err();
   std::vector<int> idle;
   for (int i = 0; i < 300; ++i) {
-    const int fd = connect_to_port(port);
+    const int fd = backoff::test::connect_to_loopback(port);
     if (fd >= 0) idle.push_back(fd);
   }
   EXPECT_EQ(idle.size(), 300u);

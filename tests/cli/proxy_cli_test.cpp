@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `backoff proxy` as users run it: bad flags are one line and exit 2; in front of `backoff serve`
 // it forwards, answers its own /metrics, and stops on SIGTERM with status 0.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 
 #include <regex>
 #include <string>
@@ -13,11 +9,13 @@
 #include <vector>
 
 #include "cli_runner.hpp"
+#include "loopback_http.hpp"
 #include "process_probe.hpp"
 
 namespace proxy_cli_tests {  // named: the unity build merges the tests' anonymous namespaces
 
 using namespace std::chrono_literals;
+using backoff::test::http_exchange;
 using backoff::test::process_probe;
 using backoff::test::run_cli;
 using backoff::test::slurp;
@@ -67,35 +65,6 @@ std::string port_after(const std::string& err, const std::string& prefix) {
   return "";
 }
 
-// One request on a new connection, everything the peer sends until it closes (or `limit`).
-std::string round_trip(const std::string& port, const std::string& request,
-                       std::chrono::milliseconds limit = 10s) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(port)));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
-    if (fd >= 0) ::close(fd);
-    return "(no connection)";
-  }
-  (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string answer;
-  const auto until = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1) break;
-    char chunk[4096];
-    const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n <= 0) break;
-    answer.append(chunk, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return answer;
-}
-
 TEST(ProxyCli, ForwardsToServeAnswersItsMetricsAndStopsOnSigterm) {
   process_probe serve({"serve", "--port", "0", "--base-delay", "0", "-q"});
   ASSERT_TRUE(backoff::test::wait_for_text(serve.err_path(), "POST /admin/resume)\n"));
@@ -112,11 +81,11 @@ TEST(ProxyCli, ForwardsToServeAnswersItsMetricsAndStopsOnSigterm) {
   EXPECT_NE(err.find("backoff proxy: toxic latency(latency=1ms)\n"), std::string::npos) << err;
 
   const std::string api =
-      round_trip(port, "GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      http_exchange(port, "GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(api.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << api;
   EXPECT_TRUE(api.ends_with("\r\n\r\nOK")) << api;
   const std::string metrics =
-      round_trip(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      http_exchange(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_NE(metrics.find("backoff_proxy_requests_total{status=\"200\"} 1\n"), std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("backoff_proxy_toxics_total{toxic=\"latency\"} 2\n"), std::string::npos)
