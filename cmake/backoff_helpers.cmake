@@ -4,8 +4,11 @@ include_guard(GLOBAL)
 
 include(GoogleTest)
 
-# backoff_add_test(NAME <name> SOURCES <files...> [LIBS <libs...>])
-# A GoogleTest executable in <build>/tests-bin, registered with CTest test by test.
+# backoff_add_test(NAME <name> SOURCES <files...> [LIBS <libs...>] [COST <seconds>])
+# A GoogleTest executable in <build>/tests-bin, registered with CTest test by test. COST, for an
+# executable whose shards (below) take longest, makes ctest start them first: without it, on a
+# fresh clone (no timings kept from a previous run), ctest runs tests in the order declared, and
+# the longest shard, started last, ran alone on one core for half a minute.
 #
 # Tests whose suite name ends in "WallClock" (TEST(OutageExperimentWallClock, ...)) need many
 # seconds of real time whatever the build: they get the CTest label `walltime`, which the sanitizer
@@ -18,7 +21,7 @@ include(GoogleTest)
 # vptr check opens a pipe to probe memory, and reports "invalid vptr" when it cannot), so those
 # tests get the label `exhausted` and run in the plain build only.
 function(backoff_add_test)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME" "SOURCES;LIBS")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "NAME;COST" "SOURCES;LIBS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "backoff_add_test: unknown arguments: ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -39,13 +42,14 @@ function(backoff_add_test)
   set_target_properties(${arg_NAME} PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests-bin")
   if(BACKOFF_TEST_SHARDS)
-    _backoff_add_test_shards(${arg_NAME})
+    _backoff_add_test_shards(${arg_NAME} "${arg_COST}")
     return()
   endif()
   gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60
     TEST_FILTER "-*WallClock.*:*FullSize.*:*Exhausted.*")
+  # Seconds of real time each, mostly waiting: started first, beside the others.
   gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "*WallClock.*"
-    PROPERTIES LABELS walltime)
+    PROPERTIES LABELS walltime COST 100)
   gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "*FullSize.*"
     PROPERTIES LABELS fullsize)
   gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "*Exhausted.*"
@@ -60,7 +64,7 @@ endfunction()
 # process each, spent more CPU starting than testing (docs/PERFORMANCE.md, "CI and build"). A
 # failure still names its test case in the output; a leak is reported at the shard's exit, with
 # the stack of its allocation.
-function(_backoff_add_test_shards name)
+function(_backoff_add_test_shards name cost)
   if(NOT BACKOFF_TEST_SHARDS MATCHES "^[1-9][0-9]*$")
     message(FATAL_ERROR
       "BACKOFF_TEST_SHARDS must be a positive whole number (or empty), not '${BACKOFF_TEST_SHARDS}'")
@@ -74,6 +78,9 @@ function(_backoff_add_test_shards name)
       COMMAND ${name} "--gtest_filter=-*WallClock.*:*FullSize.*:*Exhausted.*")
     set_tests_properties(${test} PROPERTIES
       ENVIRONMENT "GTEST_TOTAL_SHARDS=${count};GTEST_SHARD_INDEX=${index}")
+    if(cost)
+      set_tests_properties(${test} PROPERTIES COST ${cost})
+    endif()
   endforeach()
   foreach(kind IN ITEMS WallClock:walltime FullSize:fullsize Exhausted:exhausted)
     string(REPLACE ":" ";" kind "${kind}")

@@ -107,7 +107,10 @@ TEST(LoadOpenLoop, ADeadlineEndsOperationsAndBoundsTheLatencyKept) {
   // the 5 s timeout, and not retried after it: only those of the last 80 ms are unfinished.
   EXPECT_LE(run.summary.unfinished, 10u);
   EXPECT_EQ(run.timeouts, run.summary.operations - run.summary.unfinished);
-  EXPECT_EQ(run.requests, run.summary.operations);
+  // One request per operation at most, never a retry: each that timed out sent one; one still
+  // queued when the run ended (a slow machine, a sanitizer) may have sent none.
+  EXPECT_LE(run.requests, run.summary.operations);
+  EXPECT_GE(run.requests, run.timeouts);
 }
 
 TEST(LoadOpenLoop, TheHistogramLogHoldsEveryCompletedOperation) {
