@@ -4,6 +4,10 @@ include_guard(GLOBAL)
 
 include(GoogleTest)
 
+# The GoogleTest filter of every case but the labelled suites below (WallClock, FullSize,
+# Exhausted), which are registered apart with their labels.
+set(BACKOFF_UNLABELLED_CASES "-*WallClock.*:*FullSize.*:*Exhausted.*")
+
 # backoff_add_test(NAME <name> SOURCES <files...> [LIBS <libs...>] [COST <seconds>])
 # A GoogleTest executable in <build>/tests-bin, registered with CTest test by test. COST, for an
 # executable whose shards (below) take longest, makes ctest start them first: without it, on a
@@ -45,8 +49,7 @@ function(backoff_add_test)
     _backoff_add_test_shards(${arg_NAME} "${arg_COST}")
     return()
   endif()
-  gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60
-    TEST_FILTER "-*WallClock.*:*FullSize.*:*Exhausted.*")
+  gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "${BACKOFF_UNLABELLED_CASES}")
   # Seconds of real time each, mostly waiting: started first, beside the others.
   gtest_discover_tests(${arg_NAME} DISCOVERY_TIMEOUT 60 TEST_FILTER "*WallClock.*"
     PROPERTIES LABELS walltime COST 100)
@@ -74,21 +77,19 @@ function(_backoff_add_test_shards name cost)
   foreach(index RANGE ${last})
     math(EXPR number "${index} + 1")
     set(test ${name}_shard_${number}_of_${count})
-    add_test(NAME ${test}
-      COMMAND ${name} "--gtest_filter=-*WallClock.*:*FullSize.*:*Exhausted.*")
+    add_test(NAME ${test} COMMAND ${name} "--gtest_filter=${BACKOFF_UNLABELLED_CASES}")
     set_tests_properties(${test} PROPERTIES
       ENVIRONMENT "GTEST_TOTAL_SHARDS=${count};GTEST_SHARD_INDEX=${index}")
     if(cost)
       set_tests_properties(${test} PROPERTIES COST ${cost})
     endif()
   endforeach()
-  foreach(kind IN ITEMS WallClock:walltime FullSize:fullsize Exhausted:exhausted)
-    string(REPLACE ":" ";" kind "${kind}")
-    list(GET kind 0 suffix)
-    list(GET kind 1 label)
-    add_test(NAME ${name}_${label} COMMAND ${name} "--gtest_filter=*${suffix}.*")
-    set_tests_properties(${name}_${label} PROPERTIES LABELS ${label})
-  endforeach()
+  add_test(NAME ${name}_walltime COMMAND ${name} "--gtest_filter=*WallClock.*")
+  add_test(NAME ${name}_fullsize COMMAND ${name} "--gtest_filter=*FullSize.*")
+  add_test(NAME ${name}_exhausted COMMAND ${name} "--gtest_filter=*Exhausted.*")
+  set_tests_properties(${name}_walltime PROPERTIES LABELS walltime)
+  set_tests_properties(${name}_fullsize PROPERTIES LABELS fullsize)
+  set_tests_properties(${name}_exhausted PROPERTIES LABELS exhausted)
 endfunction()
 
 # backoff_add_bench(NAME <name> SOURCES <files...> [LIBS <libs...>])
