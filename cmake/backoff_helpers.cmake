@@ -5,8 +5,16 @@ include_guard(GLOBAL)
 include(GoogleTest)
 
 # The GoogleTest filter of every case but the labelled suites below (WallClock, FullSize,
-# Exhausted), which are registered apart with their labels.
+# Exhausted), which are registered apart with their labels, and those the build leaves out
+# (BACKOFF_TEST_CASES_LEFT_OUT: more negative patterns).
 set(BACKOFF_UNLABELLED_CASES "-*WallClock.*:*FullSize.*:*Exhausted.*")
+if(BACKOFF_TEST_CASES_LEFT_OUT)
+  if(NOT BACKOFF_TEST_CASES_LEFT_OUT MATCHES "^[A-Za-z0-9_*./]+(:[A-Za-z0-9_*./]+)*$")
+    message(FATAL_ERROR "BACKOFF_TEST_CASES_LEFT_OUT must be GoogleTest patterns joined by ':' "
+      "(Suite.*:Other.Case), not '${BACKOFF_TEST_CASES_LEFT_OUT}'")
+  endif()
+  string(APPEND BACKOFF_UNLABELLED_CASES ":${BACKOFF_TEST_CASES_LEFT_OUT}")
+endif()
 
 # backoff_add_test(NAME <name> SOURCES <files...> [LIBS <libs...>] [COST <seconds>])
 # A GoogleTest executable in <build>/tests-bin, registered with CTest test by test. COST, for an

@@ -7,8 +7,14 @@
 # ran out of memory or timed out, naming the saved input.
 # Targets run side by side, FUZZ_JOBS at once (default: one per core).
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60; FUZZ_TARGETS="spec script" for some)
+#        scripts/fuzz.sh --build-only             (builds the fuzzers and runs none: CI's prebuild)
 set -euo pipefail
 
+build_only=false
+if [ "${1:-}" = --build-only ]; then
+  build_only=true
+  shift
+fi
 seconds="${1:-60}"
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS_PER_TARGET must be a whole number" >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -31,6 +37,7 @@ if ! build_log="$(cmake --build build-fuzz --parallel "${JOBS:-2}" --target "${t
   echo "fuzz: the fuzzers do not build (above)" >&2
   exit 1
 fi
+if [ "${build_only}" = true ]; then exit 0; fi
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/backoff-fuzz.XXXXXX")"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"

@@ -80,9 +80,12 @@ TEST(SimCli, SameSeedGivesByteIdenticalOutputsButTheWallClock) {
   EXPECT_EQ(ja, jb);
 }
 
-// What `make demo` runs: every built-in scenario, one sub-folder each (here the sweeps at one
-// replication, to keep the sanitizer builds quick; `replications` is a key of every scenario).
-TEST(SimCli, RunsTheWholeBuiltInSuiteIntoOneFolderPerScenario) {
+// What `make demo` runs: every built-in scenario, one sub-folder each (the sweeps at one
+// replication; `replications` is a key of every scenario). 2 s in the plain build, 45-55 s of CPU
+// under each sanitizer, where it was the longest test by far and adds nothing: every model runs
+// there at test sizes, and the CLI's folders and outputs in the shorter SimCli tests. `FullSize`
+// keeps it out of the sanitizer presets (label fullsize), like BuiltinSuiteFullSize.
+TEST(SimCliFullSize, RunsTheWholeBuiltInSuiteIntoOneFolderPerScenario) {
   const backoff::test::test_scratch scratch("sim");
   const fs::path out = scratch / "suite";
   const auto r =
