@@ -708,10 +708,22 @@ asio::awaitable<void> client_loop(load_state& s, std::optional<std::uint32_t> cl
         s.options.request_deadline.count() > 0 ? start + s.options.request_deadline.count() : 0;
     in_flight_op flight(s.in_flight, id, start, deadline_at);
     // The library keeps the deadline between attempts (no wait runs into it, no attempt starts
-    // after it); attempt_time() cuts the attempt in flight.
-    const duration left{deadline_at ? std::max<report::time_units>(deadline_at - s.now(), 1) : 0};
+    // after it); attempt_time() cuts the attempt in flight. The library measures max_elapsed from
+    // its first reading of env.now, which is made to be the reading `left` comes from: read
+    // again, the clock would have moved on (far, on a loaded machine), the library's deadline
+    // would fall after the operation's, and an attempt timed out at the operation's deadline
+    // would be followed by one more, sent with no time left.
+    const duration read_at = load_state::steady_now();
+    const duration left{
+        deadline_at ? std::max<report::time_units>(deadline_at - (read_at - s.start).count(), 1)
+                    : 0};
     retry_policy policy{s.options.policy, s.options.max_attempts, left};
     async_retry_env env;
+    env.now = [read_at, first = true]() mutable {
+      if (!first) return load_state::steady_now();
+      first = false;
+      return read_at;
+    };
     env.random = rng;
     if (s.options.grow_from_think) env.continue_from = think;
     retry_gates gates;
