@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "descriptors.hpp"
+#include "throw_errno.hpp"
 
 extern char** environ;
 
@@ -51,10 +52,6 @@ int open_pidfd(pid_t pid) {
 }
 void signal_pidfd(int pidfd, int signal) {
   ::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0U);
-}
-
-[[noreturn]] void throw_errno(const char* what) {
-  throw std::system_error(errno, std::generic_category(), what);
 }
 
 timespec to_timespec(duration d) {

@@ -11,13 +11,10 @@
 #include <system_error>
 
 #include "descriptors.hpp"
+#include "throw_errno.hpp"
 
 namespace backoff::tool {
 namespace {
-
-[[noreturn]] void throw_errno(const std::string& what) {
-  throw std::system_error(errno, std::generic_category(), what);
-}
 
 std::string temp_directory() {
   const char* dir = std::getenv("TMPDIR");

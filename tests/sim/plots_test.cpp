@@ -44,7 +44,7 @@ name = "aimd-reno-0.5"
 window = "aimd(initial=10, ssthresh=1024, decrease=0.5, variant=reno)"
 )toml";
 
-const std::string sweep = R"toml(scenario = "small-sweep"
+const std::string small_sweep = R"toml(scenario = "small-sweep"
 model = "one-client-burst"
 replications = 2
 [sweep]
@@ -235,7 +235,7 @@ TEST(Plots, SvgAndReportAreTheSameBytesEveryTime) {
 }
 
 TEST(Plots, ChartsASweepAgainstTheSweptKey) {
-  run_in_dir run(sweep);
+  run_in_dir run(small_sweep);
   const auto charts = report::write_plots(run.result, run.dir.path);
   for (const char* expected : {"sweep-completed", "sweep-attempts", "sweep-makespan_s"}) {
     EXPECT_TRUE(contains(charts, expected)) << expected;
