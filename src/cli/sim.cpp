@@ -240,8 +240,8 @@ void setup_sim(CLI::App& app, int& status) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   cmd->add_option("-j,--threads", options->threads,
-                  "Worker threads for sweeps (default: one per core); the results do not depend "
-                  "on it")
+                  "Worker threads: a sweep's runs, or a scenario's strategies side by side "
+                  "(default: one per core); the results do not depend on it")
       ->check(CLI::Range(1U, 4096U));
   cmd->add_option("--memory-limit", options->memory_limit,
                   "Refuse a scenario estimated to need more memory than SIZE, and stop a run that "

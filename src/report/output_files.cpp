@@ -160,6 +160,60 @@ void atomic_file::commit() {
   f.temporary.clear();
 }
 
+struct spool_file::impl {
+  int fd = -1;
+  fd_buffer buffer;
+  std::ostream stream;
+  explicit impl(int f) : fd(f), buffer(f), stream(&buffer) {}
+  ~impl() { ::close(fd); }
+};
+
+spool_file::spool_file(fs::path beside) : beside_(std::move(beside)) {
+  const fs::path dir = beside_.has_parent_path() ? beside_.parent_path() : fs::path(".");
+  // Unnamed from the start where the file system can (O_TMPFILE); else a fresh hidden name,
+  // created exclusively and removed at once.
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    static thread_local std::mt19937_64 names{std::random_device{}()};
+    for (int tries = 0; fd < 0; ++tries) {
+      const fs::path name = dir / ("." + beside_.filename().string() + ".backoff-spool-" +
+                                   std::to_string(names() % 1000000000));
+      fd = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        ::unlink(name.c_str());
+      } else if (errno != EEXIST || tries > 100) {
+        throw_write_error(beside_, errno);
+      }
+    }
+  }
+  impl_ = std::make_unique<impl>(fd);
+}
+
+spool_file::spool_file(spool_file&&) noexcept = default;
+spool_file& spool_file::operator=(spool_file&&) noexcept = default;
+spool_file::~spool_file() = default;
+
+std::ostream& spool_file::stream() {
+  return impl_->stream;
+}
+
+void spool_file::append_to(std::ostream& out) {
+  impl& f = *impl_;
+  f.stream.flush();
+  if (!f.buffer.drain()) throw_write_error(beside_, f.buffer.error());
+  if (::lseek(f.fd, 0, SEEK_SET) != 0) throw_write_error(beside_, errno);
+  std::array<char, 1 << 16> chunk{};
+  for (;;) {
+    const ssize_t n = ::read(f.fd, chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_write_error(beside_, errno);
+    if (n == 0) break;
+    out.write(chunk.data(), n);
+  }
+  // Read again from the end: what is written next follows what was appended.
+  if (::lseek(f.fd, 0, SEEK_END) < 0) throw_write_error(beside_, errno);
+}
+
 std::string read_whole_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

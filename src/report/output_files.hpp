@@ -72,6 +72,32 @@ class atomic_file {
   std::unique_ptr<impl> impl_;
 };
 
+// Bytes put aside to be appended to `beside` (say clients.csv) later, when the order they must
+// take there is known: rows of runs that finish out of order. They wait in an unnamed file in
+// `beside`'s folder (never in memory: they may be large; never under a name a reader could see),
+// which goes with its descriptor however the process ends.
+//
+//   report::spool_file rows(folder / "clients.csv");   // write_error naming clients.csv
+//   rows.stream() << "a,1\n";
+//   rows.append_to(clients.stream());                  // write_error naming clients.csv
+class spool_file {
+ public:
+  explicit spool_file(std::filesystem::path beside);
+  spool_file(spool_file&&) noexcept;
+  spool_file& operator=(spool_file&&) noexcept;
+  ~spool_file();
+
+  std::ostream& stream();
+  // Writes everything written so far to `out`; write_error naming `beside` when a write to the
+  // spool failed (a full disk shows here) or it cannot be read back.
+  void append_to(std::ostream& out);
+
+ private:
+  struct impl;
+  std::filesystem::path beside_;
+  std::unique_ptr<impl> impl_;
+};
+
 // The whole of a file the report layer wrote (an SVG, gnuplot's log); "" when it cannot be read.
 std::string read_whole_file(const std::filesystem::path& path);
 

@@ -5,12 +5,16 @@
 #include "report/output_files.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,6 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using backoff::report::atomic_file;
 using backoff::report::output_folder;
+using backoff::report::spool_file;
 using backoff::report::write_error;
 using backoff::test::slurp;
 
@@ -92,6 +97,55 @@ TEST(AtomicFile, ADeviceIsWrittenInPlaceNeverReplaced) {
   struct stat st {};
   ASSERT_EQ(::stat("/dev/full", &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+// 200 KiB of numbered rows: more than the spool's buffer of 64 KiB, so they reach its file.
+std::string many_rows() {
+  std::string rows;
+  for (int i = 0; rows.size() < 200 * 1024; ++i) rows += "row," + std::to_string(i) + "\n";
+  return rows;
+}
+
+TEST(SpoolFile, GivesBackWhatWasWrittenAndNeverShowsInTheFolder) {
+  const backoff::test::test_scratch dir("report");
+  const std::string rows = many_rows();
+  spool_file spool(dir.dir() / "clients.csv");
+  spool.stream() << rows.substr(0, 1000);
+  spool.stream() << rows.substr(1000);
+  EXPECT_TRUE(listing(dir.dir()).empty());  // unnamed, even with rows in its file
+  std::ostringstream out;
+  out << "header\n";
+  spool.append_to(out);
+  EXPECT_EQ(out.str(), "header\n" + rows);
+  // More after an append: the next append gives everything, in order.
+  spool.stream() << "last\n";
+  std::ostringstream again;
+  spool.append_to(again);
+  EXPECT_EQ(again.str(), rows + "last\n");
+  EXPECT_TRUE(listing(dir.dir()).empty());
+}
+
+// In a child process (the limit is the process's): with a file size limit of 64 KiB, the spool's
+// writes fail with EFBIG. Exits 0 when append_to says so, naming the file the rows are for.
+[[noreturn]] void spool_past_a_size_limit(const fs::path& dir, const std::string& rows) {
+  std::signal(SIGXFSZ, SIG_IGN);
+  const rlimit small{64 * 1024, 64 * 1024};
+  ::setrlimit(RLIMIT_FSIZE, &small);
+  spool_file spool(dir / "clients.csv");
+  spool.stream() << rows;
+  std::ostringstream out;
+  try {
+    spool.append_to(out);
+  } catch (const write_error& e) {
+    std::exit(std::string(e.what()) == (dir / "clients.csv").string() + ": File too large" ? 0 : 2);
+  }
+  std::exit(1);
+}
+
+TEST(SpoolFile, AFailedWriteNamesTheFileItIsFor) {
+  const backoff::test::test_scratch dir("report");
+  const std::string rows = many_rows();
+  EXPECT_EXIT(spool_past_a_size_limit(dir.dir(), rows), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(OutputFolder, ANameIsOneComponent) {

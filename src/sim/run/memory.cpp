@@ -100,47 +100,33 @@ std::uint64_t default_memory_limit() {
   return std::min(physical / 2, 8 * gib);
 }
 
-memory_estimate estimate_memory(scenario& sc, unsigned threads) {
-  memory_estimate out;
-  out.baseline = resident_bytes();
+namespace {
+
+constexpr double bucket_bytes = sizeof(report::series_bucket);
+
+unsigned workers_for(unsigned threads, std::size_t runs) {
+  const unsigned w = threads != 0 ? threads : std::max(1U, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::min<std::size_t>(w, std::max<std::size_t>(runs, 1)));
+}
+
+// A plain run's terms with `workers` of its strategies running at once.
+std::vector<term> plain_terms(const memory_need& t, std::size_t strategies, unsigned workers) {
   std::vector<term> terms;
-  constexpr double bucket_bytes = sizeof(report::series_bucket);
-  if (!sc.is_sweep()) {
-    const memory_need t = make_model(sc)->memory();
-    terms.push_back({t.state_bytes, t.state_what});
-    // Every strategy's series is kept until the outputs are written; the one being recorded may
-    // be twice its size while its vector grows.
-    const double sets = static_cast<double>(sc.strategies().size() + 1);
-    terms.push_back({t.buckets * bucket_bytes * sets,
-                     fmt::format("{}, for {} strategies", t.buckets_what, sc.strategies().size())});
-  } else {
-    // Each worker holds one run at a time (its series is dropped after the run); the costliest
-    // point sets the figure. Building each point's model checks the point too (and the
-    // scenario's own, which the runner builds as well).
-    (void)make_model(sc);
-    const std::vector<sweep_point> points = sc.points();
-    const std::size_t runs = points.size() * sc.strategies().size() * sc.replications();
-    unsigned workers = threads != 0 ? threads : std::max(1U, std::thread::hardware_concurrency());
-    workers = static_cast<unsigned>(std::min<std::size_t>(workers, std::max<std::size_t>(runs, 1)));
-    term state, series;
-    for (const auto& p : points) {
-      scenario at = sc.at(p);
-      const memory_need t = make_model(at)->memory();
-      if (t.state_bytes >= state.bytes) state = {t.state_bytes, t.state_what};
-      if (2 * t.buckets * bucket_bytes >= series.bytes) {
-        series = {2 * t.buckets * bucket_bytes, t.buckets_what};
-      }
-    }
-    const auto w = static_cast<double>(workers);
-    terms.push_back(
-        {state.bytes * w, fmt::format("{}, on {} worker threads", state.what, workers)});
-    terms.push_back(
-        {series.bytes * w, fmt::format("{}, on {} worker threads", series.what, workers)});
-    terms.push_back({static_cast<double>(runs) * per_sweep_run,
-                     fmt::format("{} runs: {} points x {} strategies x replications = {}", runs,
-                                 points.size(), sc.strategies().size(), sc.replications())});
-  }
-  double total = static_cast<double>(out.baseline);
+  terms.push_back({t.state_bytes * workers,
+                   workers > 1 ? fmt::format("{}, on {} worker threads", t.state_what, workers)
+                               : t.state_what});
+  // Every strategy's series is kept until the outputs are written; each one being recorded may
+  // be twice its size while its vector grows.
+  const double sets = static_cast<double>(strategies + workers);
+  terms.push_back({t.buckets * bucket_bytes * sets,
+                   fmt::format("{}, for {} strategies", t.buckets_what, strategies)});
+  return terms;
+}
+
+memory_estimate add_up(std::uint64_t baseline, const std::vector<term>& terms) {
+  memory_estimate out;
+  out.baseline = baseline;
+  double total = static_cast<double>(baseline);
   const term* largest = nullptr;
   for (const auto& t : terms) {
     total += t.bytes;
@@ -151,9 +137,59 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads) {
   return out;
 }
 
+// The most workers, up to `threads` (0: one per core) and one per strategy, whose estimate is
+// within `limit` (0: none); at least one.
+unsigned fitting_workers(const memory_need& t, std::size_t strategies, unsigned threads,
+                         std::uint64_t baseline, std::uint64_t limit) {
+  unsigned w = workers_for(threads, strategies);
+  while (w > 1 && limit != 0 && add_up(baseline, plain_terms(t, strategies, w)).bytes > limit) {
+    --w;
+  }
+  return w;
+}
+
+}  // namespace
+
+unsigned plain_run_workers(scenario& sc, unsigned threads, std::uint64_t limit) {
+  return fitting_workers(make_model(sc)->memory(), sc.strategies().size(), threads,
+                         resident_bytes(), limit);
+}
+
+memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t limit) {
+  const std::uint64_t baseline = resident_bytes();
+  if (!sc.is_sweep()) {
+    const memory_need t = make_model(sc)->memory();
+    const std::size_t n = sc.strategies().size();
+    return add_up(baseline, plain_terms(t, n, fitting_workers(t, n, threads, baseline, limit)));
+  }
+  // Each worker holds one run at a time (its series is dropped after the run); the costliest
+  // point sets the figure. Building each point's model checks the point too (and the scenario's
+  // own, which the runner builds as well).
+  (void)make_model(sc);
+  const std::vector<sweep_point> points = sc.points();
+  const std::size_t runs = points.size() * sc.strategies().size() * sc.replications();
+  const unsigned workers = workers_for(threads, runs);
+  term state, series;
+  for (const auto& p : points) {
+    scenario at = sc.at(p);
+    const memory_need t = make_model(at)->memory();
+    if (t.state_bytes >= state.bytes) state = {t.state_bytes, t.state_what};
+    if (2 * t.buckets * bucket_bytes >= series.bytes) {
+      series = {2 * t.buckets * bucket_bytes, t.buckets_what};
+    }
+  }
+  const auto w = static_cast<double>(workers);
+  return add_up(baseline,
+                {{state.bytes * w, fmt::format("{}, on {} worker threads", state.what, workers)},
+                 {series.bytes * w, fmt::format("{}, on {} worker threads", series.what, workers)},
+                 {static_cast<double>(runs) * per_sweep_run,
+                  fmt::format("{} runs: {} points x {} strategies x replications = {}", runs,
+                              points.size(), sc.strategies().size(), sc.replications())}});
+}
+
 void check_memory(scenario& sc, unsigned threads, std::uint64_t limit) {
   if (limit == 0) return;
-  check_memory(sc, estimate_memory(sc, threads), limit);
+  check_memory(sc, estimate_memory(sc, threads, limit), limit);
 }
 
 void check_memory(const scenario& sc, const memory_estimate& e, std::uint64_t limit) {

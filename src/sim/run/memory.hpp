@@ -6,8 +6,9 @@
 //
 // The estimate is an upper bound built from what each model says one run holds (model_runner::
 // memory(): bytes per client or operation in flight, measured with /usr/bin/time at 10^5 to
-// 4 x 10^5 of them, docs/SIMULATOR.md "Memory limit", and its timeseries buckets), kept for every
-// strategy of a plain run, and for sweeps each worker's run at the costliest point plus every
+// 4 x 10^5 of them, docs/SIMULATOR.md "Memory limit", and its timeseries buckets): for a plain run
+// each worker's run (its strategies run side by side, on as many workers as fit under the limit)
+// plus every strategy's series, for sweeps each worker's run at the costliest point plus every
 // run's summary; plus what the process already holds.
 #pragma once
 
@@ -42,10 +43,16 @@ struct memory_estimate {
   std::string driver;          // the largest term, e.g. "workload.operations = 20000000 in flight"
 };
 
-// The estimate for running `sc` on `threads` sweep workers (0: one per core). It builds the
-// model of the scenario (and of each point, for a sweep), which reads and checks their keys
+// The estimate for running `sc` on `threads` workers (0: one per core; a plain run uses at most
+// one per strategy, and no more than plain_run_workers(sc, threads, limit)). It builds the model
+// of the scenario (and of each point, for a sweep), which reads and checks their keys
 // (scenario_error on the first bad one), and allocates nothing of the runs.
-memory_estimate estimate_memory(scenario& sc, unsigned threads);
+memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t limit = 0);
+
+// How many of a plain run's strategies run at once: up to `threads` (0: one per core) and one
+// per strategy, and only as many as the estimate fits under `limit` (0: no limit), at least one.
+// A run that fits one at a time runs one at a time rather than being refused.
+unsigned plain_run_workers(scenario& sc, unsigned threads, std::uint64_t limit);
 
 // Throws memory_limit_error, "scenario 'x' would need about 3.1 GiB (driver); the limit is
 // 2.0 GiB (--memory-limit)", when the estimate is over `limit` (0: no limit).

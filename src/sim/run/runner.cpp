@@ -14,6 +14,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -414,34 +415,15 @@ report::run_stop stopped_run(const scenario& sc, const model_runner& model, std:
   return info;
 }
 
-// A plain run: every strategy in turn on the scenario's seed, clients.csv streamed meanwhile.
-report::scenario_result plain_scenario(scenario& sc, model_runner& model,
-                                       const run_options& options) {
-  if (options.shard) {
-    throw scenario_error(sc.path() + ": not a sweep (no [sweep] and one replication): nothing to " +
-                         "split into shards");
-  }
-  // From here to the last output written, a signal stops the run instead of the process, so
-  // that what was done is written (before, the process simply exits).
-  const interrupt_deferral deferred;
-  // clients.csv is streamed while the strategies run; it lands beside the others at the end.
-  std::optional<report::output_folder> folder;
-  std::optional<report::atomic_file> clients;
-  if (options.out) {
-    folder.emplace(*options.out);
-    clients.emplace(folder->create("clients.csv"));
-    clients->stream() << report::clients_csv_header;
-  }
+// The strategies one after the other on this thread, clients.csv's rows streamed as they come.
+void run_in_turn(scenario& sc, model_runner& model, const run_options& options,
+                 std::ostream* clients, report::scenario_result& result) {
   const std::vector<client_strategy>& strategies = sc.strategies();
-  report::scenario_result result = result_for(sc, model);
-  for (const auto& s : strategies) result.policies.emplace_back(s.name(), s.policy().backoff);
-  const auto wall_start = std::chrono::steady_clock::now();
   const bool show = options.progress && ::isatty(STDERR_FILENO) == 1;
   run_guard guard;
   guard.memory_limit = options.memory_limit;
   for (std::size_t i = 0; i < strategies.size() && !result.stopped; ++i) {
-    report::recorder rec(recorder_for(model, strategies[i].name()),
-                         clients ? &clients->stream() : nullptr);
+    report::recorder rec(recorder_for(model, strategies[i].name()), clients);
     try {
       guard.check_between_runs();
       progress_bar bar(show, fmt::format("{} {} ({}/{})", sc.name(), strategies[i].name(), i + 1,
@@ -455,6 +437,159 @@ report::scenario_result plain_scenario(scenario& sc, model_runner& model,
     } catch (const run_stopped& stopped) {
       result.stopped = stopped_run(sc, model, i, stopped, rec, result);
     }
+  }
+}
+
+// The strategies of a plain run, side by side on `workers` threads: each worker has its own model
+// (models keep per-run state) and each run its own engine and recorder, on the scenario's seed,
+// as when they run in turn. What a run leaves (its summary, the stop that ended it, its rows) is
+// kept by strategy, and the result is put together in strategy order afterwards, so that it is
+// the same, byte for byte, whatever the number of workers. A stop is taken as the runs in turn
+// would meet it: the strategies before the first one stopped are kept whole, that one's figures
+// up to its stop are kept, and the ones after it are "not run", even if a worker finished one.
+class strategy_pool {
+ public:
+  strategy_pool(scenario& sc, model_runner& model, unsigned workers, const run_options& options,
+                const std::filesystem::path* folder)
+      : sc_(sc),
+        runs_(sc.strategies().size()),
+        folder_(folder),
+        bar_(options.progress && ::isatty(STDERR_FILENO) == 1,
+             fmt::format("{} ({} strategies)", sc.name(), sc.strategies().size())),
+        fractions_(sc.strategies().size(), 0.0) {
+    guard_.memory_limit = options.memory_limit;
+    models_.push_back(&model);
+    for (unsigned w = 1; w < workers; ++w) {
+      owned_.push_back(make_model(sc));
+      models_.push_back(owned_.back().get());
+    }
+  }
+
+  void run() {
+    std::atomic<unsigned> next_worker{0};
+    run_tasks(
+        runs_.size(), static_cast<unsigned>(models_.size()),
+        [&] {
+          return [this, m = models_[next_worker.fetch_add(1)]](std::size_t s) { run_one(*m, s); };
+        },
+        [](std::size_t, const run_stopped&) {},  // kept by run_one, with the partial figures
+        [](std::size_t) {});
+  }
+
+  // The result, in strategy order (see the class comment).
+  void gather(const model_runner& model, report::scenario_result& result, std::ostream* clients) {
+    const std::vector<client_strategy>& strategies = sc_.strategies();
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      run_left& r = runs_[i];
+      if (r.rows && clients) r.rows->append_to(*clients);
+      if (r.summary && !r.stop) {
+        result.events += r.summary->events;
+        result.strategies.push_back(std::move(*r.summary));
+        continue;
+      }
+      // The first run that did not finish: it was stopped (the runs before it were all started,
+      // in index order, and the pool starts none after a stop).
+      report::run_stop info;
+      if (r.stop) {
+        info.reason = r.stop->reason;
+        info.signal = r.stop->signal;
+        info.resident = r.stop->resident;
+        if (r.stop->events > 0) {
+          result.strategies.push_back(std::move(*r.summary));
+          result.events += r.stop->events;
+          info.strategy = strategies[i].name();
+          info.at_s = static_cast<double>(r.stop->at) * model.seconds_per_unit();
+        }
+      }
+      for (std::size_t j = info.strategy.empty() ? i : i + 1; j < strategies.size(); ++j) {
+        info.not_run.push_back(strategies[j].name());
+      }
+      result.stopped = std::move(info);
+      return;
+    }
+  }
+
+ private:
+  struct run_left {
+    std::optional<report::strategy_summary> summary;  // whole, or up to the stop
+    std::optional<run_stopped> stop;
+    std::optional<report::spool_file> rows;  // with clients.csv
+  };
+
+  void run_one(model_runner& model, std::size_t s) {
+    run_left& left = runs_[s];
+    const client_strategy& strategy = sc_.strategies()[s];
+    if (folder_ != nullptr) left.rows.emplace(*folder_ / "clients.csv");
+    report::recorder rec(recorder_for(model, strategy.name()),
+                         left.rows ? &left.rows->stream() : nullptr);
+    try {
+      guard_.check_between_runs();
+      engine e(&guard_, model.max_events_per_instant());
+      const run_info info = model.run(strategy, sc_.seed(), e, rec, [&](double f) {
+        const std::scoped_lock hold(progress_lock_);
+        fractions_[s] = f;
+        double sum = 0;
+        for (const double x : fractions_) sum += x;
+        bar_.update(sum / static_cast<double>(fractions_.size()));
+      });
+      left.summary = rec.finish(info.end, info.events);
+      add_felt_outage(model, info.end, *left.summary);
+    } catch (const run_stopped& stopped) {
+      // The operations still in flight were not reported by the model (it did not get to its
+      // end), so they are counted unfinished here and have no clients.csv row.
+      if (stopped.events > 0) {
+        left.summary = rec.finish(stopped.at, stopped.events);
+        left.summary->unfinished =
+            left.summary->operations - left.summary->completed - left.summary->gave_up;
+      }
+      left.stop = stopped;
+      throw;  // the pool starts no further run
+    }
+    const std::scoped_lock hold(progress_lock_);
+    fractions_[s] = 1.0;
+  }
+
+  scenario& sc_;
+  std::vector<run_left> runs_;
+  const std::filesystem::path* folder_;  // with clients.csv: where its rows wait
+  run_guard guard_;
+  std::vector<model_runner*> models_;  // one per worker; the first is the caller's
+  std::vector<std::unique_ptr<model_runner>> owned_;
+  std::mutex progress_lock_;
+  progress_bar bar_;
+  std::vector<double> fractions_;  // each strategy's progress, for the one bar
+};
+
+// A plain run: every strategy on the scenario's seed, side by side on up to `threads` workers
+// (fewer when the memory limit holds fewer runs at once: memory.hpp plain_run_workers).
+report::scenario_result plain_scenario(scenario& sc, model_runner& model,
+                                       const run_options& options) {
+  if (options.shard) {
+    throw scenario_error(sc.path() + ": not a sweep (no [sweep] and one replication): nothing to " +
+                         "split into shards");
+  }
+  const unsigned workers = plain_run_workers(sc, options.threads, options.memory_limit);
+  // From here to the last output written, a signal stops the run instead of the process, so
+  // that what was done is written (before, the process simply exits).
+  const interrupt_deferral deferred;
+  // clients.csv lands beside the others at the end; one worker streams it as it runs.
+  std::optional<report::output_folder> folder;
+  std::optional<report::atomic_file> clients;
+  if (options.out) {
+    folder.emplace(*options.out);
+    clients.emplace(folder->create("clients.csv"));
+    clients->stream() << report::clients_csv_header;
+  }
+  const std::vector<client_strategy>& strategies = sc.strategies();
+  report::scenario_result result = result_for(sc, model);
+  for (const auto& s : strategies) result.policies.emplace_back(s.name(), s.policy().backoff);
+  const auto wall_start = std::chrono::steady_clock::now();
+  if (workers > 1) {
+    strategy_pool pool(sc, model, workers, options, folder ? &folder->dir() : nullptr);
+    pool.run();
+    pool.gather(model, result, clients ? &clients->stream() : nullptr);
+  } else {
+    run_in_turn(sc, model, options, clients ? &clients->stream() : nullptr, result);
   }
   result.wall_s = seconds_since(wall_start);
   if (folder) {
@@ -473,14 +608,15 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
   // then), else only when the guard stops the run.
   std::optional<memory_estimate> estimate;
   if (options.memory_limit != 0 && options.preflight) {
-    estimate = estimate_memory(sc, options.threads);
+    estimate = estimate_memory(sc, options.threads, options.memory_limit);
     check_memory(sc, *estimate, options.memory_limit);
   }
   report::scenario_result result = sc.is_sweep()
                                        ? sweep_scenario(sc, *model, options, estimate.has_value())
                                        : plain_scenario(sc, *model, options);
   if (result.stopped && result.stopped->reason == report::stop_reason::memory) {
-    over_limit(sc, options, estimate ? *estimate : estimate_memory(sc, options.threads),
+    over_limit(sc, options,
+               estimate ? *estimate : estimate_memory(sc, options.threads, options.memory_limit),
                *result.stopped);
   }
   if (result.stopped && result.stopped->reason == report::stop_reason::instant_limit) {

@@ -7,6 +7,10 @@
 //   report::scenario_result r = sim::run_scenario(sc, {.out = "results/tick-burst"});
 //   std::cout << report::comparison_table(r);
 //
+// A plain run's strategies run side by side on up to `threads` threads, each on its own engine
+// and model with the scenario's seed, and are gathered in strategy order (clients.csv's rows
+// too), so the outputs are those of running them in turn; a stop is taken where the runs in turn
+// would meet it.
 // A sweep (scenario::is_sweep) runs every point x strategy x replication as an independent task
 // on `threads` threads; replication r runs with replication_seed(seed, r), the same at every
 // point (common random numbers), and results are gathered by task index, so the outputs are the
@@ -51,7 +55,9 @@ class instant_limit_error : public std::runtime_error {
 struct run_options {
   std::optional<std::filesystem::path> out;  // where to write the files; none: no files
   bool progress = false;                     // draw a progress bar on stderr
-  unsigned threads = 0;                      // sweeps: worker threads (0: one per core)
+  // Worker threads (0: one per core): a sweep's runs, or a plain run's strategies side by side.
+  // The outputs do not depend on it.
+  unsigned threads = 0;
   // sweeps: run only this slice, writing no file (the caller writes shard-I-of-N.json with
   // shards.hpp's write_shard_file once the slice is complete)
   std::optional<report::shard_spec> shard;
