@@ -5,6 +5,7 @@
 // that fits one at a time.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 
 #include "builtin_scenario.hpp"
 #include "scratch.hpp"
+#include "sim/engine/guard.hpp"
 #include "sim/run/memory.hpp"
 #include "sim/run/runner.hpp"
 #include "sim/scenario/scenario.hpp"
@@ -127,6 +129,27 @@ TEST(StrategiesSideBySide, AStopIsTakenWhereTheRunsInTurnWouldMeetIt) {
   const std::string rows = slurp(three / "clients.csv");
   EXPECT_EQ(rows, slurp(one / "clients.csv"));
   EXPECT_EQ(strategies_in_rows(rows), (std::vector<std::string>{"before"}));
+}
+
+TEST(StrategiesSideBySide, AnInterruptBeforeTheFirstRunLeavesEveryStrategyNotRun) {
+  struct cleanup {
+    cleanup() { sim::clear_interrupt(); }
+    ~cleanup() { sim::clear_interrupt(); }
+  } const clear;
+  sim::scenario sc = sim::scenario::load(builtin_source("one-client-burst"), {});
+  sim::request_interrupt(SIGTERM);
+  sim::run_options o;
+  o.threads = 3;
+  const auto r = sim::run_scenario(sc, o);
+  ASSERT_TRUE(r.stopped.has_value());
+  EXPECT_EQ(r.stopped->reason, backoff::report::stop_reason::interrupted);
+  EXPECT_EQ(r.stopped->signal, SIGTERM);
+  EXPECT_TRUE(r.strategies.empty());
+  EXPECT_TRUE(r.stopped->strategy.empty());
+  ASSERT_EQ(r.stopped->not_run.size(), sc.strategies().size());
+  for (std::size_t i = 0; i < sc.strategies().size(); ++i) {
+    EXPECT_EQ(r.stopped->not_run[i], sc.strategies()[i].name());
+  }
 }
 
 TEST(StrategiesSideBySide, TheMemoryLimitRunsFewerAtOnceRatherThanRefusing) {
