@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -168,25 +169,40 @@ struct spool_file::impl {
   ~impl() { ::close(fd); }
 };
 
-spool_file::spool_file(fs::path beside) : beside_(std::move(beside)) {
-  const fs::path dir = beside_.has_parent_path() ? beside_.parent_path() : fs::path(".");
-  // Unnamed from the start where the file system can (O_TMPFILE); else a fresh hidden name,
-  // created exclusively and removed at once.
-  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    static thread_local std::mt19937_64 names{std::random_device{}()};
-    for (int tries = 0; fd < 0; ++tries) {
-      const fs::path name = dir / ("." + beside_.filename().string() + ".backoff-spool-" +
-                                   std::to_string(names() % 1000000000));
-      fd = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-      if (fd >= 0) {
-        ::unlink(name.c_str());
-      } else if (errno != EEXIST || tries > 100) {
-        throw_write_error(beside_, errno);
-      }
+namespace {
+
+// An unnamed file in `dir` where the file system can make one (O_TMPFILE); else a fresh hidden
+// name, created exclusively and removed at once. write_error naming `beside` when neither works.
+int open_unnamed(const fs::path& dir, const fs::path& beside) {
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  static thread_local std::mt19937_64 names{std::random_device{}()};
+  for (int tries = 0;; ++tries) {
+    const fs::path name = dir / ("." + beside.filename().string() + ".backoff-spool-" +
+                                 std::to_string(names() % 1000000000));
+    const int named =
+        ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (named >= 0) {
+      if (::unlink(name.c_str()) == 0) return named;
+      const int error = errno;  // never left behind under a name
+      ::close(named);
+      throw_write_error(beside, error);
     }
+    if (errno != EEXIST || tries > 100) throw_write_error(beside, errno);
   }
-  impl_ = std::make_unique<impl>(fd);
+}
+
+}  // namespace
+
+spool_file::spool_file(fs::path beside) : beside_(std::move(beside)) {
+  const int fd =
+      open_unnamed(beside_.has_parent_path() ? beside_.parent_path() : fs::path("."), beside_);
+  try {
+    impl_ = std::make_unique<impl>(fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
 }
 
 spool_file::spool_file(spool_file&&) noexcept = default;
@@ -197,21 +213,29 @@ std::ostream& spool_file::stream() {
   return impl_->stream;
 }
 
-void spool_file::append_to(std::ostream& out) {
+std::uint64_t spool_file::written() {
+  impl& f = *impl_;
+  f.stream.flush();
+  f.buffer.drain();  // a failure is kept for append_to
+  const off_t at = ::lseek(f.fd, 0, SEEK_CUR);
+  return at > 0 ? static_cast<std::uint64_t>(at) : 0;
+}
+
+void spool_file::append_to(std::ostream& out, std::uint64_t from, std::uint64_t to) {
   impl& f = *impl_;
   f.stream.flush();
   if (!f.buffer.drain()) throw_write_error(beside_, f.buffer.error());
-  if (::lseek(f.fd, 0, SEEK_SET) != 0) throw_write_error(beside_, errno);
   std::array<char, 1 << 16> chunk{};
-  for (;;) {
-    const ssize_t n = ::read(f.fd, chunk.data(), chunk.size());
+  while (from < to) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(to - from, chunk.size()));
+    const ssize_t n = ::pread(f.fd, chunk.data(), want, static_cast<off_t>(from));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw_write_error(beside_, errno);
-    if (n == 0) break;
+    if (n == 0) throw_write_error(beside_, EIO);  // shorter than what was written
     out.write(chunk.data(), n);
+    from += static_cast<std::uint64_t>(n);
   }
-  // Read again from the end: what is written next follows what was appended.
-  if (::lseek(f.fd, 0, SEEK_END) < 0) throw_write_error(beside_, errno);
 }
 
 std::string read_whole_file(const fs::path& path) {

@@ -74,12 +74,15 @@ class atomic_file {
 
 // Bytes put aside to be appended to `beside` (say clients.csv) later, when the order they must
 // take there is known: rows of runs that finish out of order. They wait in an unnamed file in
-// `beside`'s folder (never in memory: they may be large; never under a name a reader could see),
-// which goes with its descriptor however the process ends.
+// `beside`'s folder (never in memory: they may be large; never under a name a reader could see,
+// nor left behind: the file goes with its descriptor however the process ends). One spool holds
+// many pieces, each between two written() marks.
 //
 //   report::spool_file rows(folder / "clients.csv");   // write_error naming clients.csv
+//   const auto from = rows.written();
 //   rows.stream() << "a,1\n";
-//   rows.append_to(clients.stream());                  // write_error naming clients.csv
+//   const auto to = rows.written();
+//   rows.append_to(clients.stream(), from, to);        // write_error naming clients.csv
 class spool_file {
  public:
   explicit spool_file(std::filesystem::path beside);
@@ -88,9 +91,11 @@ class spool_file {
   ~spool_file();
 
   std::ostream& stream();
-  // Writes everything written so far to `out`; write_error naming `beside` when a write to the
-  // spool failed (a full disk shows here) or it cannot be read back.
-  void append_to(std::ostream& out);
+  // How many bytes were written so far: the mark of the next piece's start.
+  std::uint64_t written();
+  // Writes bytes [from, to) of what was written to `out`; write_error naming `beside` when a
+  // write to the spool failed (a full disk shows here) or it cannot be read back.
+  void append_to(std::ostream& out, std::uint64_t from, std::uint64_t to);
 
  private:
   struct impl;

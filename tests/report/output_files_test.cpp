@@ -106,22 +106,34 @@ std::string many_rows() {
   return rows;
 }
 
-TEST(SpoolFile, GivesBackWhatWasWrittenAndNeverShowsInTheFolder) {
+TEST(SpoolFile, GivesBackEachPieceAndNeverShowsInTheFolder) {
   const backoff::test::test_scratch dir("report");
   const std::string rows = many_rows();
   spool_file spool(dir.dir() / "clients.csv");
+  EXPECT_EQ(spool.written(), 0u);
   spool.stream() << rows.substr(0, 1000);
+  const std::uint64_t mark = spool.written();
+  EXPECT_EQ(mark, 1000u);
   spool.stream() << rows.substr(1000);
+  const std::uint64_t end = spool.written();
+  EXPECT_EQ(end, rows.size());
   EXPECT_TRUE(listing(dir.dir()).empty());  // unnamed, even with rows in its file
+  // The pieces in another order than written, and a piece twice.
   std::ostringstream out;
   out << "header\n";
-  spool.append_to(out);
-  EXPECT_EQ(out.str(), "header\n" + rows);
-  // More after an append: the next append gives everything, in order.
+  spool.append_to(out, mark, end);
+  spool.append_to(out, 0, mark);
+  spool.append_to(out, 0, mark);
+  EXPECT_EQ(out.str(),
+            "header\n" + rows.substr(1000) + rows.substr(0, 1000) + rows.substr(0, 1000));
+  // More after an append goes after what was written, not over it.
   spool.stream() << "last\n";
-  std::ostringstream again;
-  spool.append_to(again);
-  EXPECT_EQ(again.str(), rows + "last\n");
+  std::ostringstream all;
+  spool.append_to(all, 0, spool.written());
+  EXPECT_EQ(all.str(), rows + "last\n");
+  // Past what was written: an error naming the file (never a silently short file).
+  std::ostringstream past;
+  EXPECT_THROW(spool.append_to(past, 0, rows.size() + 100), write_error);
   EXPECT_TRUE(listing(dir.dir()).empty());
 }
 
@@ -135,7 +147,7 @@ TEST(SpoolFile, GivesBackWhatWasWrittenAndNeverShowsInTheFolder) {
   spool.stream() << rows;
   std::ostringstream out;
   try {
-    spool.append_to(out);
+    spool.append_to(out, 0, rows.size());
   } catch (const write_error& e) {
     std::exit(std::string(e.what()) == (dir / "clients.csv").string() + ": File too large" ? 0 : 2);
   }

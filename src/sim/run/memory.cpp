@@ -160,7 +160,10 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t li
   if (!sc.is_sweep()) {
     const memory_need t = make_model(sc)->memory();
     const std::size_t n = sc.strategies().size();
-    return add_up(baseline, plain_terms(t, n, fitting_workers(t, n, threads, baseline, limit)));
+    const unsigned workers = fitting_workers(t, n, threads, baseline, limit);
+    memory_estimate e = add_up(baseline, plain_terms(t, n, workers));
+    e.workers = workers;
+    return e;
   }
   // Each worker holds one run at a time (its series is dropped after the run); the costliest
   // point sets the figure. Building each point's model checks the point too (and the scenario's
@@ -179,12 +182,14 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t li
     }
   }
   const auto w = static_cast<double>(workers);
-  return add_up(baseline,
-                {{state.bytes * w, fmt::format("{}, on {} worker threads", state.what, workers)},
+  memory_estimate e = add_up(
+      baseline, {{state.bytes * w, fmt::format("{}, on {} worker threads", state.what, workers)},
                  {series.bytes * w, fmt::format("{}, on {} worker threads", series.what, workers)},
                  {static_cast<double>(runs) * per_sweep_run,
                   fmt::format("{} runs: {} points x {} strategies x replications = {}", runs,
                               points.size(), sc.strategies().size(), sc.replications())}});
+  e.workers = workers;
+  return e;
 }
 
 void check_memory(scenario& sc, unsigned threads, std::uint64_t limit) {

@@ -41,6 +41,7 @@ struct memory_estimate {
   std::uint64_t bytes = 0;     // the whole process, what it holds now included
   std::uint64_t baseline = 0;  // what it held when estimated
   std::string driver;          // the largest term, e.g. "workload.operations = 20000000 in flight"
+  unsigned workers = 1;        // the runs it assumed at once (a plain run's strategies, a sweep's)
 };
 
 // The estimate for running `sc` on `threads` workers (0: one per core; a plain run uses at most

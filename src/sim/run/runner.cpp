@@ -426,6 +426,7 @@ void run_in_turn(scenario& sc, model_runner& model, const run_options& options,
     report::recorder rec(recorder_for(model, strategies[i].name()), clients);
     try {
       guard.check_between_runs();
+      if (options.on_strategy_start) options.on_strategy_start(i);
       progress_bar bar(show, fmt::format("{} {} ({}/{})", sc.name(), strategies[i].name(), i + 1,
                                          strategies.size()));
       engine e(&guard, model.max_events_per_instant());
@@ -442,35 +443,41 @@ void run_in_turn(scenario& sc, model_runner& model, const run_options& options,
 
 // The strategies of a plain run, side by side on `workers` threads: each worker has its own model
 // (models keep per-run state) and each run its own engine and recorder, on the scenario's seed,
-// as when they run in turn. What a run leaves (its summary, the stop that ended it, its rows) is
-// kept by strategy, and the result is put together in strategy order afterwards, so that it is
-// the same, byte for byte, whatever the number of workers. A stop is taken as the runs in turn
-// would meet it: the strategies before the first one stopped are kept whole, that one's figures
-// up to its stop are kept, and the ones after it are "not run", even if a worker finished one.
+// as when they run in turn. What a run leaves (its summary, the stop that ended it, where its
+// rows are in its worker's spool) is kept by strategy, and the result is put together in strategy
+// order afterwards, so that it is the same, byte for byte, whatever the number of workers. A stop
+// is taken as the runs in turn would meet it: the strategies before the first one stopped are
+// kept whole (run_tasks runs every task below the first stop), that one's figures up to its stop
+// are kept, and the ones after it are "not run", even if a worker finished one.
 class strategy_pool {
  public:
   strategy_pool(scenario& sc, model_runner& model, unsigned workers, const run_options& options,
                 const std::filesystem::path* folder)
       : sc_(sc),
+        options_(options),
         runs_(sc.strategies().size()),
-        folder_(folder),
         bar_(options.progress && ::isatty(STDERR_FILENO) == 1,
              fmt::format("{} ({} strategies)", sc.name(), sc.strategies().size())),
         fractions_(sc.strategies().size(), 0.0) {
     guard_.memory_limit = options.memory_limit;
-    models_.push_back(&model);
-    for (unsigned w = 1; w < workers; ++w) {
-      owned_.push_back(make_model(sc));
-      models_.push_back(owned_.back().get());
+    for (unsigned w = 0; w < workers; ++w) {
+      worker& k = workers_.emplace_back();
+      if (w == 0) {
+        k.model = &model;
+      } else {
+        owned_.push_back(make_model(sc));
+        k.model = owned_.back().get();
+      }
+      if (folder != nullptr) k.rows.emplace(*folder / "clients.csv");
     }
   }
 
   void run() {
     std::atomic<unsigned> next_worker{0};
     run_tasks(
-        runs_.size(), static_cast<unsigned>(models_.size()),
+        runs_.size(), static_cast<unsigned>(workers_.size()),
         [&] {
-          return [this, m = models_[next_worker.fetch_add(1)]](std::size_t s) { run_one(*m, s); };
+          return [this, &k = workers_[next_worker.fetch_add(1)]](std::size_t s) { run_one(k, s); };
         },
         [](std::size_t, const run_stopped&) {},  // kept by run_one, with the partial figures
         [](std::size_t) {});
@@ -479,51 +486,66 @@ class strategy_pool {
   // The result, in strategy order (see the class comment).
   void gather(const model_runner& model, report::scenario_result& result, std::ostream* clients) {
     const std::vector<client_strategy>& strategies = sc_.strategies();
-    for (std::size_t i = 0; i < runs_.size(); ++i) {
-      run_left& r = runs_[i];
-      if (r.rows && clients) r.rows->append_to(*clients);
-      if (r.summary && !r.stop) {
-        result.events += r.summary->events;
-        result.strategies.push_back(std::move(*r.summary));
-        continue;
-      }
-      // The first run that did not finish: it was stopped (the runs before it were all started,
-      // in index order, and the pool starts none after a stop).
-      report::run_stop info;
-      if (r.stop) {
-        info.reason = r.stop->reason;
-        info.signal = r.stop->signal;
-        info.resident = r.stop->resident;
-        if (r.stop->events > 0) {
-          result.strategies.push_back(std::move(*r.summary));
-          result.events += r.stop->events;
-          info.strategy = strategies[i].name();
-          info.at_s = static_cast<double>(r.stop->at) * model.seconds_per_unit();
-        }
-      }
-      for (std::size_t j = info.strategy.empty() ? i : i + 1; j < strategies.size(); ++j) {
-        info.not_run.push_back(strategies[j].name());
-      }
-      result.stopped = std::move(info);
-      return;
+    std::size_t i = 0;
+    for (; i < runs_.size() && runs_[i].summary && !runs_[i].stop; ++i) {
+      append_rows(runs_[i], clients);
+      result.events += runs_[i].summary->events;
+      result.strategies.push_back(std::move(*runs_[i].summary));
     }
+    if (i == runs_.size()) return;
+    // The first run that did not finish was stopped: every run below the first stop ran.
+    run_left& r = runs_[i];
+    report::run_stop info;
+    info.reason = r.stop->reason;
+    info.signal = r.stop->signal;
+    // Over the memory limit, one run's poll saw it and the others stopped on its word: the
+    // figure is the one that saw it.
+    for (const auto& other : runs_) {
+      if (other.stop) info.resident = std::max(info.resident, other.stop->resident);
+    }
+    if (r.stop->events > 0) {
+      append_rows(r, clients);
+      result.strategies.push_back(std::move(*r.summary));
+      result.events += r.stop->events;
+      info.strategy = strategies[i].name();
+      info.at_s = static_cast<double>(r.stop->at) * model.seconds_per_unit();
+    }
+    for (std::size_t j = info.strategy.empty() ? i : i + 1; j < strategies.size(); ++j) {
+      info.not_run.push_back(strategies[j].name());
+    }
+    result.stopped = std::move(info);
   }
 
  private:
+  struct worker {
+    model_runner* model = nullptr;
+    std::optional<report::spool_file> rows;  // with clients.csv: the rows of its runs
+  };
   struct run_left {
     std::optional<report::strategy_summary> summary;  // whole, or up to the stop
     std::optional<run_stopped> stop;
-    std::optional<report::spool_file> rows;  // with clients.csv
+    report::spool_file* rows = nullptr;  // its worker's spool, and where its rows are in it
+    std::uint64_t rows_from = 0, rows_to = 0;
   };
 
-  void run_one(model_runner& model, std::size_t s) {
+  static void append_rows(const run_left& r, std::ostream* clients) {
+    if (clients != nullptr && r.rows != nullptr)
+      r.rows->append_to(*clients, r.rows_from, r.rows_to);
+  }
+
+  void run_one(worker& k, std::size_t s) {
     run_left& left = runs_[s];
+    model_runner& model = *k.model;
     const client_strategy& strategy = sc_.strategies()[s];
-    if (folder_ != nullptr) left.rows.emplace(*folder_ / "clients.csv");
+    if (k.rows) {
+      left.rows = &*k.rows;
+      left.rows_from = left.rows_to = k.rows->written();
+    }
     report::recorder rec(recorder_for(model, strategy.name()),
-                         left.rows ? &left.rows->stream() : nullptr);
+                         k.rows ? &k.rows->stream() : nullptr);
     try {
       guard_.check_between_runs();
+      if (options_.on_strategy_start) options_.on_strategy_start(s);
       engine e(&guard_, model.max_events_per_instant());
       const run_info info = model.run(strategy, sc_.seed(), e, rec, [&](double f) {
         const std::scoped_lock hold(progress_lock_);
@@ -543,36 +565,38 @@ class strategy_pool {
             left.summary->operations - left.summary->completed - left.summary->gave_up;
       }
       left.stop = stopped;
-      throw;  // the pool starts no further run
+      if (k.rows) left.rows_to = k.rows->written();
+      throw;  // the pool starts no run after this one
     }
+    if (k.rows) left.rows_to = k.rows->written();
     const std::scoped_lock hold(progress_lock_);
     fractions_[s] = 1.0;
   }
 
   scenario& sc_;
+  const run_options& options_;
   std::vector<run_left> runs_;
-  const std::filesystem::path* folder_;  // with clients.csv: where its rows wait
   run_guard guard_;
-  std::vector<model_runner*> models_;  // one per worker; the first is the caller's
+  std::vector<worker> workers_;  // the first one's model is the caller's
   std::vector<std::unique_ptr<model_runner>> owned_;
   std::mutex progress_lock_;
   progress_bar bar_;
   std::vector<double> fractions_;  // each strategy's progress, for the one bar
 };
 
-// A plain run: every strategy on the scenario's seed, side by side on up to `threads` workers
-// (fewer when the memory limit holds fewer runs at once: memory.hpp plain_run_workers).
+// A plain run: every strategy on the scenario's seed, side by side on `workers` threads (at most
+// --threads, fewer when the memory limit holds fewer runs at once: memory.hpp), or in turn on one.
 report::scenario_result plain_scenario(scenario& sc, model_runner& model,
-                                       const run_options& options) {
+                                       const run_options& options, unsigned workers) {
   if (options.shard) {
     throw scenario_error(sc.path() + ": not a sweep (no [sweep] and one replication): nothing to " +
                          "split into shards");
   }
-  const unsigned workers = plain_run_workers(sc, options.threads, options.memory_limit);
   // From here to the last output written, a signal stops the run instead of the process, so
   // that what was done is written (before, the process simply exits).
   const interrupt_deferral deferred;
-  // clients.csv lands beside the others at the end; one worker streams it as it runs.
+  // clients.csv lands beside the others at the end: streamed as the strategies run in turn, or
+  // put together from the workers' spools when they run side by side.
   std::optional<report::output_folder> folder;
   std::optional<report::atomic_file> clients;
   if (options.out) {
@@ -604,20 +628,20 @@ report::scenario_result plain_scenario(scenario& sc, model_runner& model,
 report::scenario_result run_scenario(scenario& sc, const run_options& options) {
   refuse_map(sc);
   std::unique_ptr<model_runner> model = make_model(sc);
-  // Made before the run when checked up front (so that the message shows what the process held
-  // then), else only when the guard stops the run.
+  // Made before the run (so that a message shows what the process held then and the runs the
+  // estimate assumed at once are the runs that ran), checked there when asked to.
   std::optional<memory_estimate> estimate;
-  if (options.memory_limit != 0 && options.preflight) {
+  if (options.memory_limit != 0) {
     estimate = estimate_memory(sc, options.threads, options.memory_limit);
-    check_memory(sc, *estimate, options.memory_limit);
+    if (options.preflight) check_memory(sc, *estimate, options.memory_limit);
   }
-  report::scenario_result result = sc.is_sweep()
-                                       ? sweep_scenario(sc, *model, options, estimate.has_value())
-                                       : plain_scenario(sc, *model, options);
+  report::scenario_result result =
+      sc.is_sweep() ? sweep_scenario(sc, *model, options, estimate.has_value())
+                    : plain_scenario(
+                          sc, *model, options,
+                          estimate ? estimate->workers : plain_run_workers(sc, options.threads, 0));
   if (result.stopped && result.stopped->reason == report::stop_reason::memory) {
-    over_limit(sc, options,
-               estimate ? *estimate : estimate_memory(sc, options.threads, options.memory_limit),
-               *result.stopped);
+    over_limit(sc, options, *estimate, *result.stopped);  // a memory stop needs a limit
   }
   if (result.stopped && result.stopped->reason == report::stop_reason::instant_limit) {
     stuck_at_one_instant(sc, *model, options, *result.stopped);

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -64,6 +65,9 @@ struct run_options {
   std::uint64_t memory_limit = 0;  // bytes of resident set (memory.hpp); 0: no limit
   // false: skip the up-front estimate, leaving only the guard during the run (for tests).
   bool preflight = true;
+  // Called as each strategy of a plain run starts, on the thread that runs it (tests use it to
+  // see strategies run side by side); none by default.
+  std::function<void(std::size_t strategy)> on_strategy_start;
 };
 
 // The seed of replication r: r = 0 keeps the scenario's seed, so a one-replication run of a

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Independent tasks on a few threads, the caller's among them: how a sweep runs its runs and a
-// metastable map its loads. Each task is claimed once, in index order. A task that throws
-// run_stopped (a guard's stop: Ctrl-C, the memory limit, a run stuck at one instant) is not an
-// error: `stopped` is told, and keeps what it needs. Any other exception is kept from the task of
-// the lowest index and rethrown once every thread has joined, so the error a user sees does not
-// depend on the thread count. After the first stop or error no task starts.
+// Independent tasks on a few threads, the caller's among them: how a sweep runs its runs, a
+// metastable map its loads and a plain run its strategies. Each task is claimed once, in index
+// order. A task that throws run_stopped (a guard's stop: Ctrl-C, the memory limit, a run stuck at
+// one instant) is not an error: `stopped` is told, and keeps what it needs. Any other exception is
+// kept from the task of the lowest index and rethrown once every thread has joined, unless a task
+// of a lower index stopped (the tasks run in turn would have stopped there first), so what a user
+// sees does not depend on the thread count. After a stop or an error at task k no task above k
+// starts, and every task below k runs (one claimed before k failed still runs): what ran is always
+// every task below the first failure, as when the tasks run in turn.
 //
 //   run_tasks(tasks.size(), threads,
 //             [&] { return [&, state = my_state{}](std::size_t i) mutable { ... }; },
@@ -30,23 +33,28 @@ namespace backoff::sim {
 template <class MakeWorker, class OnStop, class OnDone>
 void run_tasks(std::size_t count, unsigned threads, MakeWorker make_worker, OnStop stopped,
                OnDone finished) {
+  constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
   std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
+  std::atomic<std::size_t> first_failed{none};  // the lowest task that stopped or threw
   std::mutex lock;
   std::exception_ptr error;
-  std::size_t error_task = std::numeric_limits<std::size_t>::max();
+  std::size_t error_task = none, stop_task = none;
   std::size_t done = 0;
+  const auto failed_at = [&](std::size_t task) {  // under the lock
+    if (task < first_failed.load()) first_failed.store(task);
+  };
   const auto work = [&] {
     auto run = make_worker();
     for (;;) {
       const std::size_t task = next.fetch_add(1);
-      if (task >= count || failed.load()) return;
+      if (task >= count || task > first_failed.load()) return;
       try {
         run(task);
       } catch (const run_stopped& stop) {
         const std::scoped_lock hold(lock);
+        failed_at(task);  // first: no task above starts once `stopped` is told
+        stop_task = std::min(stop_task, task);
         stopped(task, stop);
-        failed.store(true);
         return;
       } catch (...) {
         const std::scoped_lock hold(lock);
@@ -54,7 +62,7 @@ void run_tasks(std::size_t count, unsigned threads, MakeWorker make_worker, OnSt
           error = std::current_exception();
           error_task = task;
         }
-        failed.store(true);
+        failed_at(task);
         return;
       }
       const std::scoped_lock hold(lock);
@@ -66,7 +74,7 @@ void run_tasks(std::size_t count, unsigned threads, MakeWorker make_worker, OnSt
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back(work);
   work();
   for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
+  if (error && error_task < stop_task) std::rethrow_exception(error);
 }
 
 }  // namespace backoff::sim
