@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "sim/engine/huge_pages.hpp"
 
 namespace backoff::sim {
 namespace {
@@ -481,7 +482,7 @@ class one_client_burst final : public model, public model_runner {
   random_generator rng_;
   duration per_attempt_{0}, min_useful_{0};
   bool propagate_ = false;
-  std::vector<op> ops_;
+  std::vector<op, huge_page_allocator<op>> ops_;     // at x500, 152 MB visited at random
   std::vector<hedged> hedges_;                       // with hedge, one per operation
   std::vector<std::optional<send_ticket>> tickets_;  // with a window, one per operation
   std::int64_t busy_ = 0;
