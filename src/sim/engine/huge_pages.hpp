@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // An allocator for the simulator's large arrays (a model's per-operation records, 10^5 to 10^7 of
 // them): an allocation of 2 MiB or more is aligned to 2 MiB and marked MADV_HUGEPAGE, so that
-// where transparent huge pages are set to "madvise" (as on this project's CI VMs) it is backed by 2
-// MiB pages. The records are visited in no order the hardware can predict, one per event; with 4
-// KiB pages a million 152-byte records span 37,000 pages, far beyond the TLB, and every event paid
-// a page walk (in a VM, a two-level one) before its record's cache miss even started: on 11-28's VM
-// perf put a third of the x500 run's samples on the prefetch of the next record, and on huge
-// pages the run takes 10-15 % less time (docs/PERFORMANCE.md, "A fourth look"). Smaller
-// allocations, and kernels without THP, get plain memory: the mark is a hint.
+// where transparent huge pages are set to "madvise" (as on this project's CI VMs) it is backed
+// by 2 MiB pages. The records are visited in no order the hardware can predict, one per event:
+// with 4 KiB pages a million 152-byte records span 37,000 pages, far beyond the TLB, and every
+// event paid a page walk (in a VM, a two-level one) before its record's cache miss even started.
+// On 11-28's VM perf put a third of the x500 run's samples on the prefetch of the next record,
+// and on huge pages the run takes 10-15 % less time (docs/PERFORMANCE.md, "A fourth look").
+// Smaller allocations, and kernels without THP, get plain memory: the mark is a hint.
 //
 //   std::vector<record, sim::huge_page_allocator<record>> records(n);
 #pragma once
