@@ -389,23 +389,25 @@ report::scenario_result sweep_scenario(scenario& sc, const model_runner& model,
   return result;
 }
 
-// What a run the guard stopped leaves: the figures up to where the engine stopped, and which
-// strategies did not run. `i`: the strategy that was running.
-report::run_stop stopped_run(const scenario& sc, const model_runner& model, std::size_t i,
-                             const run_stopped& stopped, report::recorder& rec,
-                             report::scenario_result& result) {
+// The figures of a run the guard stopped, up to where the engine stopped. The operations still in
+// flight were not reported by the model (it did not get to its end), so they are counted
+// unfinished here and have no clients.csv row.
+report::strategy_summary partial_summary(report::recorder& rec, const run_stopped& stopped) {
+  report::strategy_summary partial = rec.finish(stopped.at, stopped.events);
+  partial.unfinished = partial.operations - partial.completed - partial.gave_up;
+  return partial;
+}
+
+// How a run stopped in strategy `i`: where (when it had run events, its figures are kept, as
+// partial_summary gives them) and which strategies did not run.
+report::run_stop stop_in(const scenario& sc, const model_runner& model, std::size_t i,
+                         const run_stopped& stopped) {
   const std::vector<client_strategy>& strategies = sc.strategies();
   report::run_stop info;
   info.reason = stopped.reason;
   info.signal = stopped.signal;
   info.resident = stopped.resident;
   if (stopped.events > 0) {
-    // The operations still in flight were not reported by the model (it did not get to its
-    // end), so they are counted unfinished here and have no clients.csv row.
-    report::strategy_summary partial = rec.finish(stopped.at, stopped.events);
-    partial.unfinished = partial.operations - partial.completed - partial.gave_up;
-    result.strategies.push_back(std::move(partial));
-    result.events += stopped.events;
     info.strategy = strategies[i].name();
     info.at_s = static_cast<double>(stopped.at) * model.seconds_per_unit();
   }
@@ -436,7 +438,11 @@ void run_in_turn(scenario& sc, model_runner& model, const run_options& options,
       add_felt_outage(model, info.end, result.strategies.back());
       result.events += info.events;
     } catch (const run_stopped& stopped) {
-      result.stopped = stopped_run(sc, model, i, stopped, rec, result);
+      if (stopped.events > 0) {
+        result.strategies.push_back(partial_summary(rec, stopped));
+        result.events += stopped.events;
+      }
+      result.stopped = stop_in(sc, model, i, stopped);
     }
   }
 }
@@ -485,7 +491,6 @@ class strategy_pool {
 
   // The result, in strategy order (see the class comment).
   void gather(const model_runner& model, report::scenario_result& result, std::ostream* clients) {
-    const std::vector<client_strategy>& strategies = sc_.strategies();
     std::size_t i = 0;
     for (; i < runs_.size() && runs_[i].summary && !runs_[i].stop; ++i) {
       append_rows(runs_[i], clients);
@@ -495,23 +500,16 @@ class strategy_pool {
     if (i == runs_.size()) return;
     // The first run that did not finish was stopped: every run below the first stop ran.
     run_left& r = runs_[i];
-    report::run_stop info;
-    info.reason = r.stop->reason;
-    info.signal = r.stop->signal;
-    // Over the memory limit, one run's poll saw it and the others stopped on its word: the
-    // figure is the one that saw it.
-    for (const auto& other : runs_) {
-      if (other.stop) info.resident = std::max(info.resident, other.stop->resident);
-    }
     if (r.stop->events > 0) {
       append_rows(r, clients);
       result.strategies.push_back(std::move(*r.summary));
       result.events += r.stop->events;
-      info.strategy = strategies[i].name();
-      info.at_s = static_cast<double>(r.stop->at) * model.seconds_per_unit();
     }
-    for (std::size_t j = info.strategy.empty() ? i : i + 1; j < strategies.size(); ++j) {
-      info.not_run.push_back(strategies[j].name());
+    report::run_stop info = stop_in(sc_, model, i, *r.stop);
+    // Over the memory limit, one run's poll saw it and the others stopped on its word: the
+    // figure is the one that saw it.
+    for (const auto& other : runs_) {
+      if (other.stop) info.resident = std::max(info.resident, other.stop->resident);
     }
     result.stopped = std::move(info);
   }
@@ -557,13 +555,7 @@ class strategy_pool {
       left.summary = rec.finish(info.end, info.events);
       add_felt_outage(model, info.end, *left.summary);
     } catch (const run_stopped& stopped) {
-      // The operations still in flight were not reported by the model (it did not get to its
-      // end), so they are counted unfinished here and have no clients.csv row.
-      if (stopped.events > 0) {
-        left.summary = rec.finish(stopped.at, stopped.events);
-        left.summary->unfinished =
-            left.summary->operations - left.summary->completed - left.summary->gave_up;
-      }
+      if (stopped.events > 0) left.summary = partial_summary(rec, stopped);
       left.stop = stopped;
       if (k.rows) left.rows_to = k.rows->written();
       throw;  // the pool starts no run after this one
