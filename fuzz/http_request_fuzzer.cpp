@@ -3,7 +3,8 @@
 // connection go through the server's own read step (src/net/server/handler.cpp: a flat_buffer of
 // request_header_limit bytes, a Beast request_parser set up by limit_request_parser, then
 // parse_buffered and parse_eof, as read_request in server.cpp calls them), and each request
-// through route_request and make_response, answered as the connection loop answers it. The first
+// through refuse_framing, route_request and make_response, answered as the connection loop
+// answers it. The first
 // input byte picks the size of each read (1 to 256 bytes, or all the buffer takes); the rest is
 // the connection's bytes, pipelined requests included.
 // Asserts: nothing throws; every answer (including the 400 for a request that does not parse)
@@ -151,6 +152,19 @@ outcome serve(std::string_view bytes, std::size_t read_size) {
       return result;
     }
     const auto& req = parser.get();
+    if (const auto refused = net::refuse_framing(req)) {
+      // The connection loop: an untrustworthy framing or Host is answered and the connection
+      // closed, whatever the request asked; nothing after it on the connection is read.
+      check(refused->status == http::status::bad_request ||
+                refused->status == http::status::not_implemented,
+            "a framing refusal other than 400 or 501");
+      check(!refused->why.empty() && refused->why.find('\n') == std::string::npos,
+            "a framing refusal that is not one line");
+      const auto res = net::make_response(refused->status, refused->why + "\n", 11, false);
+      check_response(res, false);
+      result.end = std::to_string(res.result_int());
+      return result;
+    }
     const bool keep_alive = req.keep_alive();
     const net::route r = net::route_request(req);
     const net::response res = answer(r, req.version(), keep_alive);

@@ -54,8 +54,14 @@ http_reply get(const std::string& host, const std::string& port, const std::stri
         auto [write_error, written] = co_await http::async_write(stream, request, no_throw);
         if ((out.error = write_error)) co_return;
         beast::flat_buffer buffer;
-        auto [read_error, read] = co_await http::async_read(stream, buffer, out.response, no_throw);
-        out.error = read_error;
+        // A 1xx (100 Continue, 103 Early Hints) is an interim answer, not the answer: read on.
+        do {
+          out.response = {};
+          auto [read_error, read] =
+              co_await http::async_read(stream, buffer, out.response, no_throw);
+          if ((out.error = read_error)) co_return;
+        } while (out.response.result_int() < 200 &&
+                 out.response.result() != http::status::switching_protocols);
       },
       asio::detached);
   io.run();

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "backoff/duration.hpp"
@@ -31,5 +32,11 @@ BACKOFF_EXPORT std::optional<duration> parse_retry_after(std::string_view value,
 
 // An HTTP-date (the three forms above), or nullopt. Seconds, so that any four-digit year fits.
 BACKOFF_EXPORT std::optional<std::chrono::sys_seconds> parse_http_date(std::string_view text);
+
+// The IMF-fixdate form of an HTTP-date ("Sun, 06 Nov 1994 08:49:37 GMT", RFC 9110 section
+// 5.6.7): the form a sender must use in Date and Retry-After. Its year has four digits, so a
+// time before year 1 or after 9999 is clamped to the first or last second of that range.
+// parse_http_date(format_http_date(t)) == t for every t in it.
+BACKOFF_EXPORT std::string format_http_date(std::chrono::sys_seconds t);
 
 }  // namespace backoff

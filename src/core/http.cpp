@@ -3,6 +3,7 @@
 // of our dependencies parses HTTP dates (std::get_time depends on the locale).
 #include "backoff/http.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -117,6 +118,42 @@ std::optional<sys_secs> parse_http_date(std::string_view s) {
     }
   }
   return std::nullopt;
+}
+
+std::string format_http_date(sys_secs t) {
+  constexpr chr::year_month_day first{chr::year{1}, chr::January, chr::day{1}};
+  constexpr chr::year_month_day last{chr::year{9999}, chr::December, chr::day{31}};
+  const sys_secs lowest{chr::sys_days{first}};
+  const sys_secs highest = chr::sys_days{last} + chr::seconds{86'399};
+  t = std::clamp(t, lowest, highest);
+  const chr::sys_days day = chr::floor<chr::days>(t);
+  const chr::year_month_day date{day};
+  const chr::hh_mm_ss clock{t - day};
+  // day_names starts on Monday; weekday's iso_encoding is 1 for Monday.
+  const unsigned weekday = chr::weekday{day}.iso_encoding() - 1;
+  std::string out;
+  out.reserve(29);
+  const auto two = [&out](unsigned n) {
+    out += static_cast<char>('0' + n / 10);
+    out += static_cast<char>('0' + n % 10);
+  };
+  out += day_names[weekday];
+  out += ", ";
+  two(static_cast<unsigned>(date.day()));
+  out += ' ';
+  out += month_names[static_cast<unsigned>(date.month()) - 1];
+  out += ' ';
+  const auto year = static_cast<unsigned>(static_cast<int>(date.year()));
+  two(year / 100);
+  two(year % 100);
+  out += ' ';
+  two(static_cast<unsigned>(clock.hours().count()));
+  out += ':';
+  two(static_cast<unsigned>(clock.minutes().count()));
+  out += ':';
+  two(static_cast<unsigned>(clock.seconds().count()));
+  out += " GMT";
+  return out;
 }
 
 std::optional<duration> parse_retry_after(std::string_view value, sys_time now) {

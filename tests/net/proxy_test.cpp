@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -20,11 +21,13 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backoff/error.hpp"
+#include "backoff/http.hpp"
 #include "net/server/server.hpp"
 
 namespace proxy_tests {  // named: the unity build merges the tests' anonymous namespaces
@@ -942,6 +945,318 @@ TEST(Proxy, StopEndsConnectionsHeldByAHang) {
   EXPECT_LT(steady::now() - start, 2s);
   const auto [bytes, how] = c.read_to_end();
   EXPECT_EQ(bytes, "");
+}
+
+// --- hostile input (issue 39; docs/RELIABILITY.md, "Hostile HTTP") -----------------------------
+
+// What an upstream received, request by request: "METHOD TARGET body=N" for each, parsed by
+// Beast apart from the proxy, answered 200 each.
+struct recorded {
+  std::mutex lock;
+  std::vector<std::string> requests;
+  std::vector<std::string> via;
+  std::vector<std::string> lines() {
+    const std::lock_guard guard(lock);
+    return requests;
+  }
+};
+
+fake_upstream::behaviour recording(recorded& into) {
+  return [&into](tcp::socket& s, fake_upstream& self) -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request<http::string_body> req;
+      co_await http::async_read(s, buffer, req, asio::use_awaitable);
+      ++self.requests;
+      {
+        const std::lock_guard guard(into.lock);
+        into.requests.push_back(std::string(req.method_string()) + " " +
+                                std::string(req.target()) +
+                                " body=" + std::to_string(req.body().size()));
+        into.via.push_back(std::string(req[http::field::via]));
+      }
+      http::response<http::string_body> res{http::status::ok, 11};
+      res.body() = "ok";
+      res.prepare_payload();
+      co_await http::async_write(s, res, asio::use_awaitable);
+    }
+  };
+}
+
+// The statuses of the answers on a connection, until it closes or falls silent.
+std::vector<int> statuses_until_close(client& c, std::chrono::milliseconds limit = 3s) {
+  const auto [bytes, how] = c.read_to_end(limit);
+  std::vector<int> out;
+  for (std::size_t at = bytes.find("HTTP/1."); at != std::string::npos;
+       at = bytes.find("HTTP/1.", at + 1)) {
+    if (at != 0 && bytes[at - 1] != '\n') continue;  // in a body, not a status line
+    const std::string code = bytes.substr(at + 9, 3);
+    if (code.size() == 3 && std::all_of(code.begin(), code.end(), ::isdigit)) {
+      out.push_back(std::stoi(code));
+    } else {
+      ADD_FAILURE() << "no status in " << bytes;
+    }
+  }
+  return out;
+}
+
+// The adversarial run: "Connection: Content-Length" made the proxy drop the framing header and
+// forward the body raw, which the upstream read as a second request.
+TEST(ProxyHostile, AFramingFieldNamedInConnectionStillFramesTheBody) {
+  recorded seen;
+  fake_upstream up(recording(seen));
+  proxy p(in_front_of(up.port()));
+  p.start();
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", smuggled.size());
+  {
+    client c(p.port());
+    ASSERT_FALSE(c.write_raw("POST /a HTTP/1.1\r\nHost: h\r\nConnection: Content-Length\r\n"
+                             "Content-Length: " + std::to_string(smuggled.size()) + "\r\n\r\n" +
+                             smuggled));
+    http::response<http::string_body> res;
+    ASSERT_FALSE(c.read(res));
+    EXPECT_EQ(res.result_int(), 200u);
+  }
+  {
+    client c(p.port());
+    ASSERT_FALSE(c.write_raw("POST /b HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, "
+                             "Transfer-Encoding, Host\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                             std::string(size) + "\r\n" + smuggled + "\r\n0\r\n\r\n"));
+    http::response<http::string_body> res;
+    ASSERT_FALSE(c.read(res));
+    EXPECT_EQ(res.result_int(), 200u);
+  }
+  ASSERT_TRUE(eventually([&] { return seen.lines().size() >= 2; }));
+  std::this_thread::sleep_for(50ms);  // a smuggled third request would have arrived by now
+  const std::string n = std::to_string(smuggled.size());
+  EXPECT_EQ(seen.lines(), (std::vector<std::string>{"POST /a body=" + n, "POST /b body=" + n}));
+}
+
+TEST(ProxyHostile, AmbiguousFramingIs400AndReachesNoUpstream) {
+  recorded seen;
+  fake_upstream up(recording(seen));
+  proxy p(in_front_of(up.port()));
+  p.start();
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"Transfer-Encoding: chunked, identity\r\n", 400},
+      {"Transfer-Encoding: gzip\r\n", 400},
+      {"Transfer-Encoding: xchunked\r\n", 400},
+      {"Transfer-Encoding: chunked, chunked\r\n", 400},
+      {"Transfer-Encoding: gzip, chunked\r\n", 501},
+      {"Transfer-Encoding: chunked\r\nContent-Length: 3\r\n", 400},
+      {"Content-Length: 3\r\nContent-Length: 4\r\n", 400},
+      {"Content-Length: 3, 4\r\n", 400},
+      {"Content-Length: +3\r\n", 400},
+      {"Host: other\r\n", 400},  // a second Host
+  };
+  for (const auto& [fields, status] : cases) {
+    client c(p.port());
+    ASSERT_FALSE(c.write_raw("POST /x HTTP/1.1\r\nHost: h\r\n" + fields + "\r\n3\r\nabc\r\n0\r\n\r\n" +
+                             smuggled));
+    EXPECT_EQ(statuses_until_close(c), std::vector<int>{status}) << fields;
+  }
+  client no_host(p.port());
+  ASSERT_FALSE(no_host.write_raw("GET /x HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(statuses_until_close(no_host), std::vector<int>{400});
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(seen.lines(), std::vector<std::string>{});
+}
+
+// A bad chunk size or extension through the proxy used to close the connection silently.
+TEST(ProxyHostile, ABadChunkIs400NotASilentClose) {
+  recorded seen;
+  fake_upstream up(recording(seen));
+  proxy p(in_front_of(up.port()));
+  p.start();
+  for (const std::string chunk : {"zz\r\nabc\r\n", "-1\r\nabc\r\n", "ffffffffffffffffff\r\nabc\r\n",
+                                  "3;\x01\r\nabc\r\n", "3\r\nabcXY"}) {
+    client c(p.port());
+    ASSERT_FALSE(c.write_raw("POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                             chunk + "0\r\n\r\n"));
+    EXPECT_EQ(statuses_until_close(c), std::vector<int>{400}) << chunk;
+  }
+  EXPECT_EQ(seen.lines(), std::vector<std::string>{});  // nothing answered a half request
+}
+
+// RFC 9110 section 15.2: a proxy forwards 1xx answers; HTTP/1.0 clients have none.
+TEST(ProxyHostile, InterimAnswersReachHttp11ClientsAndNotHttp10Ones) {
+  fake_upstream up([](tcp::socket& s, fake_upstream& self) -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request<http::string_body> req;
+      co_await http::async_read(s, buffer, req, asio::use_awaitable);
+      ++self.requests;
+      co_await asio::async_write(
+          s,
+          asio::buffer(std::string("HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"
+                                   "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")),
+          asio::use_awaitable);
+    }
+  });
+  proxy p(in_front_of(up.port()));
+  p.start();
+  {
+    client c(p.port());
+    ASSERT_FALSE(c.write_raw("GET /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"));
+    const auto [bytes, how] = c.read_to_end();
+    EXPECT_TRUE(bytes.starts_with("HTTP/1.1 103 Early Hints\r\n")) << bytes;
+    EXPECT_NE(bytes.find("Link: </s.css>; rel=preload\r\n"), std::string::npos) << bytes;
+    const auto final_at = bytes.find("HTTP/1.1 200 OK\r\n");
+    ASSERT_NE(final_at, std::string::npos) << bytes;
+    EXPECT_TRUE(bytes.ends_with("\r\n\r\nok")) << bytes;
+  }
+  {
+    client c(p.port());
+    ASSERT_FALSE(c.write_raw("GET /x HTTP/1.0\r\nHost: h\r\n\r\n"));
+    const auto [bytes, how] = c.read_to_end();
+    EXPECT_TRUE(bytes.starts_with("HTTP/1.0 200 OK\r\n")) << bytes;
+    EXPECT_EQ(bytes.find(" 103 "), std::string::npos) << bytes;
+  }
+  EXPECT_EQ(p.metrics().requests(103), 0u);  // not the request's answer
+  EXPECT_EQ(p.metrics().requests(200), 2u);
+}
+
+TEST(ProxyHostile, AnswersCarryViaAndDate) {
+  fake_upstream up([](tcp::socket& s, fake_upstream& self) -> asio::awaitable<void> {
+    beast::flat_buffer buffer;
+    http::request<http::string_body> req;
+    co_await http::async_read(s, buffer, req, asio::use_awaitable);
+    ++self.requests;
+    co_await asio::async_write(s, asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")),
+                               asio::use_awaitable);
+  });
+  proxy p(in_front_of(up.port()));
+  p.start();
+  client c(p.port());
+  const auto r = c.get("/x");
+  ASSERT_FALSE(r.error) << r.error.message();
+  EXPECT_TRUE(backoff::parse_http_date(std::string(r.res[http::field::date])).has_value()) << r.res;
+  EXPECT_NE(std::string(r.res[http::field::via]).find("1.1 backoff-"), std::string::npos) << r.res;
+  const auto own = c.get("/metrics");  // the proxy's own answer
+  EXPECT_TRUE(backoff::parse_http_date(std::string(own.res[http::field::date])).has_value());
+}
+
+// A free loopback port, for a proxy that must know its own port before it exists.
+std::uint16_t free_port() {
+  asio::io_context io;
+  tcp::acceptor a(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return a.local_endpoint().port();
+}
+
+// A proxy pointed at itself opened about ten thousand chained connections.
+TEST(ProxyHostile, AProxyPointedAtItselfAnswers508AtOnce) {
+  proxy_options o = in_front_of(0);
+  o.listen_port = free_port();
+  o.upstream_port = o.listen_port;
+  proxy p(o);
+  p.start();
+  client c(p.port());
+  const auto r = c.get("/x");
+  ASSERT_FALSE(r.error) << r.error.message();
+  EXPECT_EQ(r.res.result_int(), 508u);
+  EXPECT_LT(r.took, 2000ms);
+  EXPECT_EQ(p.metrics().connections_total.load(), 2u);  // the client's, and one round
+  EXPECT_TRUE(r.res.keep_alive());
+  EXPECT_EQ(c.get("/metrics").res.result_int(), 200u);
+}
+
+TEST(ProxyHostile, ALoopThroughAnotherProxyAnswers508) {
+  proxy_options first = in_front_of(0);
+  first.listen_port = free_port();
+  proxy_options second = in_front_of(first.listen_port);
+  proxy b(second);  // b -> a
+  b.start();
+  first.upstream_port = b.port();  // a -> b
+  proxy a(first);
+  a.start();
+  client c(a.port());
+  const auto r = c.get("/x");
+  ASSERT_FALSE(r.error) << r.error.message();
+  EXPECT_EQ(r.res.result_int(), 508u);
+  EXPECT_LE(a.metrics().connections_total.load(), 2u);
+  // Two proxies in a chain without a loop pass the request on.
+  recorded seen;
+  fake_upstream up(recording(seen));
+  proxy inner(in_front_of(up.port()));
+  inner.start();
+  proxy outer(in_front_of(inner.port()));
+  outer.start();
+  client d(outer.port());
+  EXPECT_EQ(d.get("/y").res.result_int(), 200u);
+  ASSERT_EQ(seen.lines().size(), 1u);
+  const std::lock_guard guard(seen.lock);
+  EXPECT_EQ(std::count(seen.via[0].begin(), seen.via[0].end(), ','), 1) << seen.via[0];
+}
+
+// 90 connections that each sent one byte held the proxy at its cap for the header timeout.
+TEST(ProxyHostile, AtMaxConnectionsHalfSentRequestsMakeRoom) {
+  server upstream(upstream_options());
+  upstream.start();
+  proxy_options o = in_front_of(upstream.port());
+  o.max_connections = 3;
+  proxy p(o);
+  p.start();
+  std::vector<std::unique_ptr<client>> holders;
+  for (int i = 0; i < 3; ++i) {
+    holders.push_back(std::make_unique<client>(p.port()));
+    ASSERT_FALSE(holders.back()->write_raw("G"));
+  }
+  ASSERT_TRUE(eventually([&] { return p.metrics().connections.load() == 3; }));
+  std::this_thread::sleep_for(20ms);
+  // Each new one stays open, so each needs room: the three half-sent ones go, oldest first.
+  for (int i = 0; i < 3; ++i) {
+    holders.push_back(std::make_unique<client>(p.port()));
+    const auto r = holders.back()->get("/api");
+    ASSERT_FALSE(r.error) << r.error.message();
+    EXPECT_EQ(r.res.result_int(), 200u) << i;
+  }
+  EXPECT_EQ(p.metrics().connections_evicted.load(), 3u);
+  EXPECT_EQ(p.metrics().connections_refused.load(), 0u);
+  for (int i = 0; i < 3; ++i) {
+    const auto [bytes, how] = holders[static_cast<std::size_t>(i)]->read_to_end(1000ms);
+    EXPECT_EQ(bytes, "") << i;
+    EXPECT_NE(how, asio::error::timed_out) << i;  // closed
+  }
+}
+
+// The timeouts a flag can set, and the toxics' durations, at the top of their range: each used
+// to wrap into the past and fire at once.
+TEST(ProxyHostile, DurationsAtTheTopOfTheRangeWaitRatherThanFireAtOnce) {
+  server upstream(upstream_options());
+  upstream.start();
+  for (const duration top : {duration::max(), duration::max() - duration{1},
+                             duration{9'223'372'036'854'770'000}, duration{1LL << 62}}) {
+    proxy_options o = in_front_of(upstream.port());
+    o.header_timeout = o.idle_timeout = o.upstream_timeout = top;
+    toxic reset = parse_toxic("reset_peer(timeout=1s)");
+    reset.timeout = top;
+    o.toxics.push_back(reset);
+    toxic held = parse_toxic("latency(latency=0s)");
+    held.latency = top;
+    held.jitter = top;
+    held.stream = toxic_stream::upstream;
+    held.toxicity = 0;  // drawn, never applied: its plan is checked below
+    o.toxics.push_back(held);
+    proxy p(o);
+    p.start();
+    client idle(p.port());
+    client used(p.port());
+    const auto r = used.get("/api");
+    ASSERT_FALSE(r.error) << r.error.message() << " " << top.count();
+    EXPECT_EQ(r.res.result_int(), 200u);
+    const auto [bytes, how] = idle.read_to_end(300ms);
+    EXPECT_EQ(how, asio::error::timed_out) << top.count() << " " << how.message();
+    random_generator rng(1);
+    toxic_pipe pipe({held});
+    for (int i = 0; i < 100; ++i) {
+      const auto plan = pipe.plan(10, rng);
+      ASSERT_FALSE(plan.pieces.empty());
+      EXPECT_GE(plan.pieces.front().wait, duration{0});
+    }
+  }
 }
 
 }  // namespace proxy_tests

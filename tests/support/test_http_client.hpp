@@ -60,6 +60,11 @@ class http_client {
     socket_.read_some(asio::buffer(&byte, 1), ec);
     return ec == asio::error::eof || ec == asio::error::connection_reset;
   }
+  // True when bytes (or the close) arrive within `limit`, or some are buffered already.
+  bool readable_within(std::chrono::milliseconds limit) {
+    pollfd p{socket_.native_handle(), POLLIN, 0};
+    return buffer_.size() != 0 || ::poll(&p, 1, static_cast<int>(limit.count())) == 1;
+  }
   // True when the server closes the connection within `limit` (without sending anything more).
   bool closed_by_server_within(std::chrono::milliseconds limit) {
     pollfd p{socket_.native_handle(), POLLIN, 0};

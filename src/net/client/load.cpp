@@ -72,11 +72,12 @@ using executor_type = asio::io_context::executor_type;
 using socket_type = asio::basic_stream_socket<tcp, executor_type>;
 using timer_type = asio::basic_waitable_timer<steady, asio::wait_traits<steady>, executor_type>;
 
+// Informational answers skipped before an answer; one more is an error.
+constexpr int max_interim_replies = 32;
+
 // now + d, saturating (a huge --timeout must not wrap round into the past).
 steady::time_point deadline_after(steady::time_point now, duration d) {
-  const auto room = std::chrono::duration_cast<duration>(steady::time_point::max() - now);
-  return d >= room ? steady::time_point::max()
-                   : now + std::chrono::duration_cast<steady::duration>(d);
+  return saturating_add(now, d);
 }
 
 // The timeout of a connection's attempt in flight, on one timer of the connection's own that is
@@ -510,56 +511,36 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
       co_return r;
     }
   }
-  // The answer: a known one by its bytes, or else through the parser (known_replies).
+  // The answer: a known one by its bytes, or else through the parser (known_replies). An
+  // informational answer (1xx but 101: 100 Continue, 103 Early Hints) comes before it and is
+  // skipped (RFC 9110 section 15.2); taking it as the answer gave the real one to the next request.
   reply_head head;
-  std::optional<reply_parser> parser;  // engaged once the bytes are not those of a known answer
-  std::string taken;                   // the bytes the parser took, to remember the answer by
-  bool too_long = false;
-  const auto start_parser = [&] {
-    parser.emplace();
-    parser->eager(true);  // header and body in one put when they came together
-  };
-  for (;;) {
-    beast::error_code ec;
-    if (!parser) {
-      const auto data = c.buffer.data();
-      bool prefix = false;
-      if (const known_replies::entry* known = s.known.find(
-              std::string_view(static_cast<const char*>(data.data()), data.size()), prefix)) {
-        head = known->head;
-        c.buffer.consume(known->bytes.size());
-        break;
-      }
-      if (!prefix) start_parser();
-    }
-    if (parser) {
-      ec = parse_buffered(c.buffer, *parser, taken, too_long);
-      if (!ec) {
-        head = parser->head();
-        if (!too_long) s.known.remember(std::move(taken), head);
-        break;
-      }
-      if (ec != http::error::need_more) {
-        failed(ec);
-        co_return r;
-      }
-    }
-    // A plain read, not http::async_read's composed one (and not a wait for readiness, which
-    // costs an epoll_ctl per request: Asio re-arms the descriptor for every wait).
-    std::size_t n = 0;
-    std::tie(ec, n) = co_await c.socket.async_read_some(
-        c.buffer.prepare(beast::read_size(c.buffer, 65536)), as_tuple_awaitable);
-    if (c.watch->fired) {
-      failed(ec);
-      co_return r;
-    }
-    if (ec && ec == asio::error::eof) {
+  for (int interim = 0;; ++interim) {
+    std::optional<reply_parser> parser;  // engaged once the bytes are not those of a known answer
+    std::string taken;                   // the bytes the parser took, to remember the answer by
+    bool too_long = false;
+    const auto start_parser = [&] {
+      parser.emplace();
+      parser->eager(true);  // header and body in one put when they came together
+    };
+    for (;;) {
+      beast::error_code ec;
       if (!parser) {
-        // The beginning of a known answer, or nothing: the parser judges the end as before.
-        start_parser();
+        const auto data = c.buffer.data();
+        bool prefix = false;
+        if (const known_replies::entry* known = s.known.find(
+                std::string_view(static_cast<const char*>(data.data()), data.size()), prefix)) {
+          head = known->head;
+          c.buffer.consume(known->bytes.size());
+          break;
+        }
+        if (!prefix) start_parser();
+      }
+      if (parser) {
         ec = parse_buffered(c.buffer, *parser, taken, too_long);
         if (!ec) {
           head = parser->head();
+          if (!too_long) s.known.remember(std::move(taken), head);
           break;
         }
         if (ec != http::error::need_more) {
@@ -567,19 +548,48 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
           co_return r;
         }
       }
-      ec = parse_eof(*parser);
+      // A plain read, not http::async_read's composed one (and not a wait for readiness, which
+      // costs an epoll_ctl per request: Asio re-arms the descriptor for every wait).
+      std::size_t n = 0;
+      std::tie(ec, n) = co_await c.socket.async_read_some(
+          c.buffer.prepare(beast::read_size(c.buffer, 65536)), as_tuple_awaitable);
+      if (c.watch->fired) {
+        failed(ec);
+        co_return r;
+      }
+      if (ec && ec == asio::error::eof) {
+        if (!parser) {
+          // The beginning of a known answer, or nothing: the parser judges the end as before.
+          start_parser();
+          ec = parse_buffered(c.buffer, *parser, taken, too_long);
+          if (!ec) {
+            head = parser->head();
+            break;
+          }
+          if (ec != http::error::need_more) {
+            failed(ec);
+            co_return r;
+          }
+        }
+        ec = parse_eof(*parser);
+        if (ec) {
+          failed(ec);
+          co_return r;
+        }
+        head = parser->head();
+        break;
+      }
       if (ec) {
         failed(ec);
         co_return r;
       }
-      head = parser->head();
-      break;
+      c.buffer.commit(n);
     }
-    if (ec) {
-      failed(ec);
+    if (head.status < 100 || head.status >= 200 || head.status == 101) break;
+    if (interim == max_interim_replies) {
+      failed(http::error::bad_status);  // a server that only ever says "wait"
       co_return r;
     }
-    c.buffer.commit(n);
   }
   c.watch->disarm();
   r.status = head.status;

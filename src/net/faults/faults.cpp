@@ -583,8 +583,7 @@ scheduled_fault parse_outage_flag(std::string_view text) {
     const duration length =
         parse_duration(text.substr(plus + 1, colon == text.npos ? text.npos : colon - plus - 1));
     if (length.count() == 0) return bad("the length is 0");
-    out.when.end =
-        out.when.start > duration::max() - length ? duration::max() : out.when.start + length;
+    out.when.end = saturating_add(out.when.start, length);
   } catch (const parse_error& e) {
     return bad(e.what());
   }
@@ -691,8 +690,7 @@ fault_plan parse_fault_schedule(std::string_view text, const std::string& where)
         throw fault_schedule_error(at_of(entry_node) + ": give 'for' or 'until', not both");
       }
       if (length) {
-        sf.when.end =
-            sf.when.start > duration::max() - *length ? duration::max() : sf.when.start + *length;
+        sf.when.end = saturating_add(sf.when.start, *length);
       } else if (until) {
         if (*until <= sf.when.start) {
           throw fault_schedule_error(at_of(entry_node) + ": 'until' is not after 'at'");

@@ -21,10 +21,13 @@
 #include <chrono>
 #include <list>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <system_error>
 #include <thread>
 
+#include "backoff/duration.hpp"
+#include "backoff/http.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/spec.hpp"
 #include "net/server/handler.hpp"
@@ -55,6 +58,8 @@ using timer_type = asio::basic_waitable_timer<steady, asio::wait_traits<steady>,
 constexpr auto on_loop = asio::as_tuple(asio::use_awaitable_t<executor>{});
 
 using request_relay_parser = http::request_parser<http::buffer_body>;
+// Informational answers relayed before an answer: more is an upstream that never answers (502).
+constexpr int max_interim_answers = 32;
 using response_relay_parser = http::response_parser<http::buffer_body>;
 
 steady::duration to_steady(duration d) {
@@ -100,14 +105,27 @@ std::string authority(std::string_view host, std::uint16_t port) {
   return fmt::format("{}{}{}:{}", v6 ? "[" : "", host, v6 ? "]" : "", port);
 }
 
+// Fields that a Connection header may name but that are never hop-by-hop: the message's framing
+// (the proxy frames what it forwards itself, from what its parser read: frame_request and
+// frame_response) and the Host the upstream routes on. Dropping a framing field because a client
+// named it in Connection forwarded the body raw, and the upstream read it as a second request.
+bool never_hop_by_hop(std::string_view name) {
+  return beast::iequals(name, "content-length") || beast::iequals(name, "transfer-encoding") ||
+         beast::iequals(name, "host");
+}
+
 // Hop-by-hop fields (RFC 9110 section 7.6.1): they describe one connection, so a proxy does not
-// forward them; the fields named in Connection are hop-by-hop too. Upgrade is dropped as well:
-// the proxy relays HTTP/1.1 messages, not upgraded protocols.
+// forward them; the fields named in Connection (every Connection field's list) are hop-by-hop
+// too, but for never_hop_by_hop's. Upgrade is dropped as well: the proxy relays HTTP/1.1
+// messages, not upgraded protocols.
 template <class Fields>
 void remove_hop_by_hop(Fields& fields) {
   std::vector<std::string> named;
-  for (const auto& token : http::token_list(fields[http::field::connection])) {
-    named.emplace_back(token);
+  const auto connection = fields.equal_range(http::field::connection);
+  for (auto it = connection.first; it != connection.second; ++it) {
+    for (const auto& token : http::token_list(it->value())) {
+      if (!never_hop_by_hop(token)) named.emplace_back(token);
+    }
   }
   for (const std::string& name : named) fields.erase(name);
   fields.erase(http::field::connection);
@@ -143,6 +161,65 @@ std::string serialize(const http::response<http::string_body>& res) {
   return out.str();
 }
 
+// Every value of the fields named `name`, as one list (RFC 9110 section 5.3).
+template <class Fields>
+std::string joined_values(const Fields& fields, http::field name) {
+  std::string out;
+  const auto range = fields.equal_range(name);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (!out.empty()) out += ", ";
+    out += std::string_view(it->value());
+  }
+  return out;
+}
+
+// The request's framing as the proxy's parser read it, and nothing else: Content-Length and
+// Transfer-Encoding are set anew (refuse_framing let through only a single "chunked"), so the
+// upstream frames the body exactly as the proxy did, whatever the client's fields said.
+void frame_request(http::request<http::buffer_body>& req, const request_relay_parser& parser) {
+  req.erase(http::field::content_length);
+  req.erase(http::field::transfer_encoding);
+  if (parser.chunked()) {
+    req.set(http::field::transfer_encoding, "chunked");
+  } else if (const auto length = parser.content_length()) {
+    req.content_length(*length);
+  }
+}
+
+// The answer's framing as the proxy's parser read it (relay_answer then adapts it to the
+// client's version): one Content-Length when it had one (for HEAD and 304 too, where it describes
+// the representation), else the transfer codings it decoded, ending in chunked.
+void frame_response(http::response<http::buffer_body>& res, const response_relay_parser& parser,
+                    const std::string& codings) {
+  res.erase(http::field::content_length);
+  res.erase(http::field::transfer_encoding);
+  if (const auto length = parser.content_length()) {
+    res.content_length(*length);
+  } else if (parser.chunked()) {
+    res.set(http::field::transfer_encoding, codings);
+  }
+}
+
+// "1.1 backoff-3f9c...": this proxy in a Via list (RFC 9110 section 7.6.3), the protocol it
+// received the message with, then a pseudonym unique to the proxy. The pseudonym in a request's
+// Via means the request went round to this proxy again: a loop.
+std::string via_entry(unsigned version, std::string_view pseudonym) {
+  return fmt::format("{}.{} {}", version / 10, version % 10, pseudonym);
+}
+
+template <class Fields>
+void append_via(Fields& fields, unsigned version, std::string_view pseudonym) {
+  std::string via = joined_values(fields, http::field::via);
+  if (!via.empty()) via += ", ";
+  via += via_entry(version, pseudonym);
+  fields.set(http::field::via, via);
+}
+
+// This second's HTTP-date: the Date of the proxy's own answers and of relayed ones without one.
+std::string http_date_now() {
+  return format_http_date(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+}
+
 // What a step of the relay came to.
 enum class step {
   ok,
@@ -156,16 +233,28 @@ enum class step {
 // session sets a deadline while it waits on a peer and clears it while it waits on purpose (a
 // latency, a hang); the proxy's sweep cancels the pending operation once the deadline passed.
 struct connection_entry {
+  enum class phase {
+    idle,     // waiting for a request, no byte of it yet
+    reading,  // a request header begun
+    busy,     // a request being forwarded or answered
+  };
   socket_type* client = nullptr;
   socket_type* upstream = nullptr;
   timer_type* waiter = nullptr;
   steady::time_point deadline = steady::time_point::max();
   steady::time_point reset_at = steady::time_point::max();  // reset_peer
-  bool timed_out = false;                                   // the sweep cancelled on the deadline
-  bool reset = false;                                       // reset_peer fired
+  phase now = phase::idle;
+  steady::time_point since = steady::now();  // when `now` began: who waited longest
+  bool timed_out = false;                    // the sweep cancelled on the deadline
+  bool reset = false;                        // reset_peer fired
+  bool evicted = false;                      // closed to make room at max_connections
 
+  void enter(phase p) {
+    now = p;
+    since = steady::now();
+  }
   void expect_within(duration timeout) {
-    deadline = steady::now() + to_steady(timeout);
+    deadline = saturating_add(steady::now(), timeout);
     timed_out = false;
   }
   void expect_by(steady::time_point t) {
@@ -278,6 +367,10 @@ std::string prometheus_text(const proxy_metrics& m) {
   header("backoff_proxy_refused_connections_total", "counter",
          "Client connections closed at once: the proxy held its maximum.");
   out += fmt::format("backoff_proxy_refused_connections_total {}\n", m.connections_refused.load());
+  header("backoff_proxy_evicted_connections_total", "counter",
+         "Client connections closed to make room for a new one at the maximum: the one that had "
+         "waited longest for a request (idle, or its header begun and not finished).");
+  out += fmt::format("backoff_proxy_evicted_connections_total {}\n", m.connections_evicted.load());
   header("backoff_proxy_connections", "gauge", "Open client connections.");
   out += fmt::format("backoff_proxy_connections {}\n", m.connections.load());
   return out;
@@ -317,6 +410,7 @@ struct shared_state {
   const proxy_options& options;
   proxy_metrics& metrics;
   std::vector<tcp::endpoint> upstream;  // resolved once
+  std::string pseudonym;                // this proxy in Via: "backoff-" and 16 random hex digits
   steady::time_point started = steady::now();
   bool stopping = false;
 };
@@ -354,7 +448,7 @@ class connection {
         reset_socket(client_);
         co_return;
       }
-      entry_.reset_at = opened_ + to_steady(*toxics_.reset_after);
+      entry_.reset_at = saturating_add(opened_, *toxics_.reset_after);
     }
     bool first = true;
     for (;;) {
@@ -365,7 +459,7 @@ class connection {
   }
 
  private:
-  bool stopped() const { return s_.stopping || entry_.reset; }
+  bool stopped() const { return s_.stopping || entry_.reset || entry_.evicted; }
 
   // Reads, decides, forwards and answers one request; ok when the connection goes on.
   task<step> serve_one(bool first) {
@@ -374,14 +468,17 @@ class connection {
     parser.body_limit(boost::none);  // bodies are relayed in chunks, never held whole
     if (client_buffer_.size() == 0) {
       // No byte of a request yet: the idle timeout (the header timeout for a new connection).
+      entry_.enter(connection_entry::phase::idle);
       entry_.expect_within(first ? o_.header_timeout : o_.idle_timeout);
       const auto [ec] = co_await client_.async_wait(tcp::socket::wait_read, on_loop);
       if (ec || stopped() || entry_.timed_out) co_return step::failed;
     }
+    entry_.enter(connection_entry::phase::reading);
     entry_.expect_within(o_.header_timeout);
     const auto [read_error, unused] =
         co_await http::async_read_header(client_, client_buffer_, parser, on_loop);
     entry_.no_deadline();
+    entry_.enter(connection_entry::phase::busy);
     if (stopped()) co_return step::gone;
     if (read_error) {
       if (entry_.timed_out) {
@@ -394,14 +491,37 @@ class connection {
       co_return step::failed;
     }
     auto& req = parser.get();
+    if (const auto refused = refuse_framing(req)) {
+      // Its body cannot be framed, so nothing after it on the connection can be trusted either:
+      // neither forwarded nor read on.
+      co_await answer_and_close(refused->status, refused->why + "\n");
+      co_return step::closed;
+    }
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
     const std::string_view path = path_of(req.target());
 
+    // A request that passed through this proxy before: it points at itself, directly or through
+    // other proxies. Answered at once rather than forwarded round again (each round a new
+    // connection, until descriptors run out).
+    const auto via = req.equal_range(http::field::via);
+    for (auto it = via.first; it != via.second; ++it) {
+      if (std::string_view(it->value()).find(s_.pseudonym) != std::string_view::npos) {
+        const step drained = co_await discard_body(parser);
+        if (drained == step::closed) co_return step::closed;
+        auto res = make_response(http::status::loop_detected,
+                                 "loop detected: this request already passed through this proxy "
+                                 "(its Via names it); is the upstream this proxy?\n",
+                                 version, keep_alive && drained == step::ok);
+        co_return co_await answer(res, false);
+      }
+    }
+
     if (req.method() == http::verb::get && path == o_.metrics_path) {
-      const bool drained = co_await discard_body(parser);
+      const step drained = co_await discard_body(parser);
+      if (drained == step::closed) co_return step::closed;
       auto res = make_response(http::status::ok, prometheus_text(s_.metrics), version,
-                               keep_alive && drained);
+                               keep_alive && drained == step::ok);
       res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
       co_return co_await answer(res, false);
     }
@@ -421,21 +541,18 @@ class connection {
         co_return step::gone;
       }
       if (d.hold_until || d.delay.count() > 0) {
-        auto until = steady::now() + to_steady(d.delay);
-        if (d.hold_until) {
-          until = *d.hold_until == duration::max()
-                      ? steady::time_point::max()
-                      : std::max(until, s_.started + to_steady(*d.hold_until));
-        }
+        auto until = saturating_add(steady::now(), d.delay);
+        if (d.hold_until) until = std::max(until, saturating_add(s_.started, *d.hold_until));
         if (!co_await wait_for_fault(until)) co_return step::gone;
       }
       if (d.abort_status) {
         const int status = *d.abort_status;
-        const bool drained = co_await discard_body(parser);
+        const step drained = co_await discard_body(parser);
+        if (drained == step::closed) co_return step::closed;
         // 204 and 304 have no body (RFC 9110 sections 15.3.5 and 15.4.5), as serve answers.
         auto res = make_response(static_cast<http::status>(status),
                                  status == 204 || status == 304 ? "" : "injected fault\n", version,
-                                 keep_alive && drained);
+                                 keep_alive && drained == step::ok);
         co_return co_await answer(res, true);
       }
       slow = d.slow;
@@ -456,6 +573,8 @@ class connection {
         beast::iequals(req[http::field::expect], "100-continue") && version == 11;
     req.erase(http::field::expect);
     remove_hop_by_hop(req);
+    frame_request(req, parser);
+    append_via(req, version, s_.pseudonym);
     if (const std::string_view target = req.target(); origin_form(target) != target) {
       req.target(std::string(origin_form(target)));
     }
@@ -467,6 +586,11 @@ class connection {
     if (o_.rewrite_host || req.find(http::field::host) == req.end()) {
       req.set(http::field::host, authority(o_.upstream_host, o_.upstream_port));
     }
+    // What goes upstream is this header, fixed now: Beast's parser adds a chunked body's trailer
+    // fields to the message it parses into, and the serializer sends the header only with the
+    // body's first bytes, by when a short body's trailers ("Host: elsewhere") are in. Trailers
+    // are dropped (RFC 9110 section 6.5.1: never merged into the header).
+    http::request<http::buffer_body> outgoing{req.base()};
 
     for (int attempt = 0;; ++attempt) {
       bool fresh = false;
@@ -489,9 +613,9 @@ class connection {
       }
 
       // The request: its header, then its body as it comes, chunk by chunk.
-      http::request_serializer<http::buffer_body> out{req};
-      req.body().data = nullptr;
-      req.body().more = has_body;
+      http::request_serializer<http::buffer_body> out{outgoing};
+      outgoing.body().data = nullptr;
+      outgoing.body().more = has_body;
       step sent = co_await write_ready(upstream_, out, toxics_.upstream, toxic_stream::upstream, 0);
       if (sent == step::ok && expects_continue && has_body) {
         static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -507,16 +631,24 @@ class connection {
         auto [ec, n] = co_await http::async_read(client_, client_buffer_, parser, on_loop);
         entry_.no_deadline();
         if (ec == http::error::need_buffer) ec = {};
-        if (ec || stopped()) co_return stopped() ? step::gone : step::failed;  // the client left
-        req.body().size = chunk_.size() - req.body().size;
-        req.body().data = chunk_.data();
-        req.body().more = !parser.is_done();
+        if (stopped()) co_return step::gone;
+        if (is_parse_error(ec)) {
+          // A bad chunk size or extension: the upstream has part of a request it must not
+          // answer, and the client gets a 400 rather than a silent close.
+          close_upstream();
+          co_await answer_and_close(http::status::bad_request, "bad request: " + ec.message() + "\n");
+          co_return step::closed;
+        }
+        if (ec) co_return step::failed;  // the client left
+        outgoing.body().size = chunk_.size() - req.body().size;
+        outgoing.body().data = chunk_.data();
+        outgoing.body().more = !parser.is_done();
         sent = co_await write_ready(upstream_, out, toxics_.upstream, toxic_stream::upstream, 0);
       }
       if (sent == step::ok && !out.is_done()) {
-        req.body().data = nullptr;
-        req.body().size = 0;
-        req.body().more = false;
+        outgoing.body().data = nullptr;
+        outgoing.body().size = 0;
+        outgoing.body().more = false;
         sent = co_await write_ready(upstream_, out, toxics_.upstream, toxic_stream::upstream, 0);
       }
       if (sent != step::ok) {
@@ -530,10 +662,13 @@ class connection {
             "upstream connection failed\n", version, client_keep_alive && parser.is_done());
       }
 
-      // The answer's header: informational answers (100, 103) are skipped.
+      // The answer's header. Informational answers (1xx, RFC 9110 section 15.2) come before it:
+      // relayed to an HTTP/1.1 client as they come (a 103's hints are of use to it), dropped
+      // for an HTTP/1.0 one, which has none. A 101 is no answer here: the proxy never forwards
+      // Upgrade, so an upstream that switches protocols answered something else.
       std::optional<response_relay_parser> answer_parser;
       beast::error_code header_error;
-      for (;;) {
+      for (int interim = 0;; ++interim) {
         answer_parser.emplace();
         answer_parser->header_limit(response_header_limit);
         answer_parser->body_limit(boost::none);
@@ -542,9 +677,16 @@ class connection {
         std::tie(header_error, std::ignore) =
             co_await http::async_read_header(upstream_, upstream_buffer_, *answer_parser, on_loop);
         entry_.no_deadline();
-        if (header_error || answer_parser->get().result_int() >= 200 ||
-            answer_parser->get().result() == http::status::switching_protocols) {
+        if (header_error || stopped()) break;
+        const int code = answer_parser->get().result_int();
+        if (code >= 200) break;
+        if (code == 101 || interim == max_interim_answers) {
+          header_error = http::error::bad_status;
           break;
+        }
+        if (version == 11) {
+          const step relayed = co_await relay_interim(answer_parser->get());
+          if (relayed != step::ok) co_return relayed;
         }
         // The rest of an informational answer is its header: nothing more to read.
       }
@@ -576,6 +718,20 @@ class connection {
     }
   }
 
+  // An informational answer (1xx but 101) to an HTTP/1.1 client: its header, less the hop-by-hop
+  // fields, with this proxy in Via; not counted as the request's answer.
+  task<step> relay_interim(http::response<http::buffer_body>& interim) {
+    const unsigned received = interim.version();
+    remove_hop_by_hop(interim);
+    interim.erase(http::field::content_length);
+    interim.erase(http::field::transfer_encoding);
+    append_via(interim, received, s_.pseudonym);
+    interim.version(11);
+    std::ostringstream out;
+    out << interim.base();
+    co_return co_await send(client_, out.str(), toxics_.downstream, toxic_stream::downstream, 0);
+  }
+
   // Relays the answer whose header `parser` holds: header, then body chunk by chunk.
   task<step> relay_answer(response_relay_parser& parser, unsigned version, bool client_keep_alive,
                           std::optional<slow_body_plan> slow) {
@@ -583,7 +739,13 @@ class connection {
     const bool upstream_keep_alive = res.keep_alive();
     const bool until_eof = !parser.is_done() && !parser.chunked() && !parser.content_length();
     bool keep_alive = client_keep_alive;
+    const std::string codings = joined_values(res, http::field::transfer_encoding);
+    const unsigned received = res.version();
     remove_hop_by_hop(res);
+    frame_response(res, parser, codings);
+    append_via(res, received, s_.pseudonym);
+    // RFC 9110 section 6.6.1: a recipient with a clock forwarding an answer without Date adds one.
+    if (res.find(http::field::date) == res.end()) res.set(http::field::date, http_date_now());
     res.version(version);
     if (until_eof) {
       // A body that ends with the upstream connection: an HTTP/1.1 client gets it chunked and
@@ -601,9 +763,11 @@ class connection {
     const int status = res.result_int();
     const double slow_rate = slow ? slow->bytes_per_s : 0;
 
-    http::response_serializer<http::buffer_body> out{res};
-    res.body().data = nullptr;
-    res.body().more = !parser.is_done();
+    // The header as it is now, before the body's trailers (dropped) join the parsed message.
+    http::response<http::buffer_body> outgoing{res.base()};
+    http::response_serializer<http::buffer_body> out{outgoing};
+    outgoing.body().data = nullptr;
+    outgoing.body().more = !parser.is_done();
     step sent = co_await write_ready(client_, out, toxics_.downstream, toxic_stream::downstream, 0);
     if (sent == step::ok) s_.metrics.answered(status);  // not when a toxic held or closed it
     while (sent == step::ok && !parser.is_done()) {
@@ -622,16 +786,16 @@ class connection {
         close_upstream();
         co_return step::failed;
       }
-      res.body().size = chunk_.size() - res.body().size;
-      res.body().data = chunk_.data();
-      res.body().more = !parser.is_done();
+      outgoing.body().size = chunk_.size() - res.body().size;
+      outgoing.body().data = chunk_.data();
+      outgoing.body().more = !parser.is_done();
       sent = co_await write_ready(client_, out, toxics_.downstream, toxic_stream::downstream,
                                   slow_rate);
     }
     if (sent == step::ok && !out.is_done()) {
-      res.body().data = nullptr;
-      res.body().size = 0;
-      res.body().more = false;
+      outgoing.body().data = nullptr;
+      outgoing.body().size = 0;
+      outgoing.body().more = false;
       sent = co_await write_ready(client_, out, toxics_.downstream, toxic_stream::downstream, 0);
     }
     if (!upstream_keep_alive || until_eof || !parser.is_done()) close_upstream();
@@ -681,7 +845,7 @@ class connection {
     const chunk_plan plan = pipe.plan(bytes.size(), rng_, extra_bytes_per_s);
     std::size_t offset = 0;
     for (const piece& p : plan.pieces) {
-      if (p.wait.count() > 0 && !co_await sleep_until(steady::now() + to_steady(p.wait))) {
+      if (p.wait.count() > 0 && !co_await sleep_until(saturating_add(steady::now(), p.wait))) {
         co_return step::gone;
       }
       entry_.expect_within(timeout);
@@ -701,7 +865,7 @@ class connection {
   // (0: when the client leaves). What the client sends meanwhile is read and dropped.
   task<step> hold_stream(duration timeout) {
     if (timeout.count() > 0) {
-      entry_.expect_by(opened_ + to_steady(timeout));
+      entry_.expect_by(saturating_add(opened_, timeout));
     } else {
       entry_.no_deadline();
     }
@@ -759,9 +923,10 @@ class connection {
     upstream_buffer_.clear();
   }
 
-  // Reads and drops the rest of a request's body (one the proxy answers itself); false when it
-  // could not (the client left, too slow), and the connection must then close after the answer.
-  task<bool> discard_body(request_relay_parser& parser) {
+  // Reads and drops the rest of a request's body (one the proxy answers itself): ok; failed when
+  // it could not (the client left, too slow), and the connection must then close after the
+  // answer; closed when the body did not parse, answered 400 and closed here.
+  task<step> discard_body(request_relay_parser& parser) {
     auto& req = parser.get();
     while (!parser.is_done()) {
       req.body().data = chunk_.data();
@@ -770,9 +935,13 @@ class connection {
       auto [ec, n] = co_await http::async_read(client_, client_buffer_, parser, on_loop);
       entry_.no_deadline();
       if (ec == http::error::need_buffer) ec = {};
-      if (ec || stopped()) co_return false;
+      if (!stopped() && is_parse_error(ec)) {
+        co_await answer_and_close(http::status::bad_request, "bad request: " + ec.message() + "\n");
+        co_return step::closed;
+      }
+      if (ec || stopped()) co_return step::failed;
     }
-    co_return true;
+    co_return step::ok;
   }
 
   // The proxy's own answer for an upstream failure, through the client's toxics like any answer.
@@ -782,8 +951,9 @@ class connection {
   }
 
   // Writes one of the proxy's own answers (counted); ok when the connection goes on.
-  task<step> answer(const http::response<http::string_body>& res, bool through_toxics) {
+  task<step> answer(http::response<http::string_body>& res, bool through_toxics) {
     s_.metrics.answered(res.result_int());
+    res.set(http::field::date, http_date_now());
     const std::string text = serialize(res);
     toxic_pipe none;
     const step sent = co_await send(client_, text, through_toxics ? toxics_.downstream : none,
@@ -794,9 +964,10 @@ class connection {
     co_return step::closed;
   }
 
-  // 400 or 408, then the connection closes.
+  // 400, 408 or 501, then the connection closes.
   task<> answer_and_close(http::status status, std::string body) {
-    const auto res = make_response(status, std::move(body), 11, false);
+    auto res = make_response(status, std::move(body), 11, false);
+    res.set(http::field::date, http_date_now());
     s_.metrics.answered(res.result_int());
     const std::string text = serialize(res);
     entry_.expect_within(o_.header_timeout);
@@ -851,7 +1022,7 @@ struct proxy::impl {
   using shared_state = proxy_detail::shared_state;
   using connection = proxy_detail::connection;
 
-  explicit impl(const proxy_options& o) : options(o), shared{options, metrics, {}} {}
+  explicit impl(const proxy_options& o) : options(o), shared{options, metrics, {}, {}} {}
 
   proxy_options options;
   proxy_metrics metrics;
@@ -889,13 +1060,17 @@ struct proxy::impl {
       auto [error, socket] = co_await acceptor.async_accept(proxy_detail::on_loop);
       if (shared.stopping || error == asio::error::operation_aborted) break;
       if (error) {
+        // Out of descriptors: make room as at max_connections, then accept again after the pause.
+        if (error == asio::error::no_descriptors || error.value() == ENFILE) {
+          evict_a_waiting_connection();
+        }
         pause.expires_after(proxy_detail::to_steady(waits.next_delay(rng)));
         co_await pause.async_wait(proxy_detail::on_loop);
         continue;
       }
       waits = policy.start();
       metrics.connections_total.fetch_add(1);
-      if (metrics.connections.load() >= options.max_connections) {
+      if (metrics.connections.load() >= options.max_connections && !evict_a_waiting_connection()) {
         metrics.connections_refused.fetch_add(1);
         beast::error_code ignored;
         socket.close(ignored);  // memory and descriptors stay bounded; the client retries
@@ -905,6 +1080,29 @@ struct proxy::impl {
       socket.set_option(tcp::no_delay(true), ignored);
       asio::co_spawn(context, session(std::move(socket), accepted++), asio::detached);
     }
+  }
+
+  // At max_connections (or out of descriptors): closes the client connection that has waited
+  // longest on its client for a request, idle or with a header begun and not finished, as serve
+  // does (server.cpp, evict_a_waiting_connection): one byte on each of max_connections
+  // connections must not hold the proxy for the header timeout. False when every connection is
+  // forwarding or answering a request.
+  bool evict_a_waiting_connection() {
+    connection_entry* oldest = nullptr;
+    for (connection_entry& e : entries) {
+      const bool waiting = e.now != connection_entry::phase::busy;
+      if (waiting && !e.evicted && !e.reset && (oldest == nullptr || e.since < oldest->since)) {
+        oldest = &e;
+      }
+    }
+    if (oldest == nullptr) return false;
+    oldest->evicted = true;
+    metrics.connections_evicted.fetch_add(1);
+    beast::error_code ignored;
+    oldest->client->cancel(ignored);
+    if (oldest->upstream != nullptr) oldest->upstream->cancel(ignored);
+    if (oldest->waiter != nullptr) oldest->waiter->cancel();
+    return true;
   }
 
   // Every `period`: connections past their deadline have their pending operation cancelled;
@@ -972,6 +1170,9 @@ proxy::proxy(const proxy_options& options) : impl_(std::make_unique<impl>(option
         "cannot resolve the upstream " + proxy_detail::authority(o.upstream_host, o.upstream_port));
   }
   for (const auto& r : results) impl_->shared.upstream.push_back(r.endpoint());
+  std::random_device entropy;
+  const std::uint64_t token = (std::uint64_t{entropy()} << 32) ^ entropy();
+  impl_->shared.pseudonym = fmt::format("backoff-{:016x}", token);
 }
 
 proxy::~proxy() {

@@ -58,8 +58,9 @@ struct proxy_options {
   fault_plan faults;
   std::vector<toxic> toxics;
   std::uint64_t seed = 1;
-  // More client connections are closed at once (each holds two descriptors). 0: half of
-  // default_max_connections(1) (server.hpp).
+  // More client connections: the one that waited longest for a request (idle or half-sent)
+  // makes room, and when none waits the new one is closed at once (each holds two descriptors).
+  // 0: half of default_max_connections(1) (server.hpp).
   std::int64_t max_connections = 0;
 };
 
@@ -79,6 +80,7 @@ class proxy_metrics {
   std::atomic<std::int64_t> connections{0};           // open client connections
   std::atomic<std::uint64_t> connections_total{0};    // accepted
   std::atomic<std::uint64_t> connections_refused{0};  // closed at once at max_connections
+  std::atomic<std::uint64_t> connections_evicted{0};  // closed to make room for a new one
 
   std::uint64_t requests(int status) const noexcept;
   std::uint64_t upstream_errors(upstream_error e) const noexcept;

@@ -73,8 +73,10 @@ std::int64_t uniform_int(random_generator& rng, std::int64_t lo, std::int64_t hi
 }
 
 duration seconds_for(std::size_t bytes, double bytes_per_s) {
-  return duration(
-      static_cast<duration::rep>(std::ceil(static_cast<double>(bytes) / bytes_per_s * 1e9)));
+  const double ns = std::ceil(static_cast<double>(bytes) / bytes_per_s * 1e9);
+  // A rate near zero: past what nanoseconds hold is for ever (the cast would be undefined).
+  if (!(ns < 9.2e18)) return duration::max();
+  return duration(static_cast<duration::rep>(ns));
 }
 
 // Toxiproxy's bandwidth toxic sleeps for each chunk the time its size takes at the rate, cutting
@@ -88,7 +90,7 @@ void limit_rate(std::vector<piece>& pieces, double bytes_per_s) {
     duration carried_wait = p.wait;
     do {
       const std::size_t n = std::min(left, step);
-      out.push_back({n, carried_wait + seconds_for(n, bytes_per_s)});
+      out.push_back({n, saturating_add(carried_wait, seconds_for(n, bytes_per_s))});
       carried_wait = duration(0);
       left -= n;
     } while (left > 0);
@@ -223,9 +225,12 @@ chunk_plan toxic_pipe::plan(std::size_t bytes, random_generator& rng, double ext
         // Toxiproxy: each chunk is delayed by latency +- a uniform jitter.
         duration d = t.latency;
         if (t.jitter.count() > 0) {
-          d += duration(toxics_detail::uniform_int(rng, -t.jitter.count(), t.jitter.count()));
+          d = saturating_add(
+              d, duration(toxics_detail::uniform_int(rng, -t.jitter.count(), t.jitter.count())));
         }
-        if (!out.pieces.empty()) out.pieces.front().wait += std::max(d, duration(0));
+        if (!out.pieces.empty()) {
+          out.pieces.front().wait = saturating_add(out.pieces.front().wait, std::max(d, duration(0)));
+        }
         break;
       }
       case toxic_kind::bandwidth:

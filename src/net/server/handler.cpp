@@ -5,6 +5,8 @@
 #include <boost/asio/ip/address.hpp>
 #include <cctype>
 #include <initializer_list>
+#include <iterator>
+#include <vector>
 
 #include "backoff/error.hpp"
 
@@ -61,6 +63,103 @@ route not_allowed(std::string_view allow) {
 }
 
 }  // namespace
+
+namespace {
+
+bool is_tchar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return std::isalnum(u) != 0 || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// uri-host [ ":" port ] (RFC 3986 section 3.2.2): a reg-name or IPv4 address of unreserved,
+// pct-encoded and sub-delims characters, or an IP literal in brackets; the port digits only. An
+// empty value is valid (RFC 9112 section 3.2: a target without an authority).
+bool is_valid_host(std::string_view host) {
+  std::string_view name = host;
+  std::string_view port;
+  if (!name.empty() && name.front() == '[') {
+    const std::size_t close = name.find(']');
+    if (close == std::string_view::npos) return false;
+    const std::string_view literal = name.substr(1, close - 1);
+    if (literal.empty() || !std::all_of(literal.begin(), literal.end(), [](char c) {
+          return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == ':' || c == '.';
+        })) {
+      return false;
+    }
+    port = name.substr(close + 1);
+    if (!port.empty() && port.front() != ':') return false;
+    name = {};
+  } else if (const std::size_t colon = name.find(':'); colon != std::string_view::npos) {
+    port = name.substr(colon);
+    name = name.substr(0, colon);
+  }
+  if (!port.empty()) {
+    port.remove_prefix(1);
+    if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return false;
+    }
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("-._~%!$&'()*+,;=").find(c) != std::string_view::npos;
+  });
+}
+
+}  // namespace
+
+std::optional<request_refusal> refuse_framing(const http::request_header<>& req) {
+  const auto refuse = [](http::status status, std::string why) {
+    return std::optional<request_refusal>(request_refusal{status, std::move(why)});
+  };
+  const auto codings = req.equal_range(http::field::transfer_encoding);
+  if (codings.first != codings.second) {
+    if (std::next(codings.first) != codings.second) {
+      return refuse(http::status::bad_request, "more than one Transfer-Encoding field");
+    }
+    if (req.version() < 11) {
+      return refuse(http::status::bad_request,
+                    "Transfer-Encoding in an HTTP/1.0 request (RFC 9112 section 6.1)");
+    }
+    // The list's elements, as a recipient must read them: empty ones are skipped.
+    std::vector<std::string_view> list;
+    for (const auto element : http::token_list(codings.first->value())) list.push_back(element);
+    const std::string_view value = codings.first->value();
+    // token_list stops at a byte that is not a token: "chunked;x" or "chunked x" must not pass
+    // as a list of fewer elements than were sent.
+    std::size_t seen = 0;
+    for (const auto element : list) seen += element.size();
+    const auto tchars = static_cast<std::size_t>(std::count_if(value.begin(), value.end(), is_tchar));
+    const bool well_formed = seen == tchars && std::all_of(value.begin(), value.end(), [](char c) {
+                               return is_tchar(c) || c == ',' || c == ' ' || c == '\t';
+                             });
+    const auto is_chunked = [](std::string_view coding) {
+      return boost::beast::iequals(coding, "chunked");
+    };
+    if (!well_formed || list.empty() || !is_chunked(list.back())) {
+      return refuse(http::status::bad_request,
+                    "the final transfer coding is not chunked, so the body's length is unknown "
+                    "(RFC 9112 section 6.3)");
+    }
+    if (std::count_if(list.begin(), list.end(), is_chunked) > 1) {
+      return refuse(http::status::bad_request, "chunked applied more than once (RFC 9112 section 7)");
+    }
+    if (list.size() > 1) {
+      return refuse(http::status::not_implemented,
+                    "transfer codings other than chunked are not supported");
+    }
+  }
+  const auto hosts = req.equal_range(http::field::host);
+  if (hosts.first == hosts.second) {
+    if (req.version() >= 11) {
+      return refuse(http::status::bad_request, "an HTTP/1.1 request needs a Host header");
+    }
+  } else if (std::next(hosts.first) != hosts.second) {
+    return refuse(http::status::bad_request, "more than one Host field (RFC 9112 section 3.2)");
+  } else if (!is_valid_host(hosts.first->value())) {
+    return refuse(http::status::bad_request, "the Host field is not host[:port]");
+  }
+  return std::nullopt;
+}
 
 route route_request(http::verb method, std::string_view target) {
   const std::size_t q = target.find('?');
@@ -267,7 +366,10 @@ response make_rejection(http::status status, duration retry_after, unsigned vers
                         bool keep_alive) {
   response res =
       make_response(status, std::string(http::obsolete_reason(status)) + "\n", version, keep_alive);
-  const auto seconds = (retry_after.count() + 999'999'999) / 1'000'000'000;
+  // Rounded up without adding first: `count + 999'999'999` overflowed near duration::max().
+  constexpr duration::rep second = 1'000'000'000;
+  const duration::rep count = std::max<duration::rep>(retry_after.count(), 0);
+  const duration::rep seconds = count / second + (count % second != 0 ? 1 : 0);
   res.set(http::field::retry_after, std::to_string(seconds));
   return res;
 }

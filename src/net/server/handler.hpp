@@ -70,9 +70,31 @@ bool is_loopback_host(std::string_view host);
 // Equal contents, in a time that depends only on `expected`'s length.
 bool equal_in_constant_time(std::string_view given, std::string_view expected);
 
+// A request the server must refuse before anything else, and close the connection after: its
+// framing or its Host cannot be trusted, so what follows it on the connection cannot either.
+struct request_refusal {
+  http::status status = http::status::bad_request;
+  std::string why;  // one line
+};
+
+// RFC 9112's rules that Beast's parser leaves to its user (it refuses by itself a Content-Length
+// beside a Transfer-Encoding, Content-Length values that differ, and one that is not digits):
+//  - Transfer-Encoding (section 6.1, 6.3): the one accepted is a single field "chunked" in an
+//    HTTP/1.1 request. A final coding other than chunked ("gzip", "chunked, identity",
+//    "xchunked"), chunked twice, an empty list, two fields, or any in HTTP/1.0: 400, since the
+//    body's length cannot be known. Another coding before a final chunked ("gzip, chunked"):
+//    501, since nothing here decodes it. Beast's parser takes a body it cannot frame as empty, so
+//    the bytes of such a body would otherwise be read as the next request.
+//  - Host (section 3.2): none in an HTTP/1.1 request, more than one field, or a value that is not
+//    uri-host[:port]: 400. A check that reads just the first Host (the admin guard) would
+//    otherwise judge a request by another Host than the one a proxy in front of it routed on.
+// serve calls it on every request, the proxy on every request it reads; nullopt: go on.
+std::optional<request_refusal> refuse_framing(const http::request_header<>& req);
+
 route route_request(http::verb method, std::string_view target);
 // The route of a whole request: as above, but an HTTP/1.1 request without Host is a 400 (RFC 9112
-// section 3.2; the seed's Go server answers it so), and /admin/* goes through refuse_admin().
+// section 3.2; the seed's Go server answers it so; serve refuses it earlier, in refuse_framing),
+// and /admin/* goes through refuse_admin().
 route route_request(const http::request<http::string_body>& req, const admin_access& access = {});
 
 // Reading a request: the server keeps one flat_buffer of request_header_limit bytes per

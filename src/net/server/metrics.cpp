@@ -131,8 +131,8 @@ std::string prometheus_text(const metrics_snapshot& s) {
                        fault_counter_name(static_cast<fault_counter>(c)), s.faults[c]);
   }
   counter("backoff_closed_connections_total",
-          "Connections the server closed: header, idle or write timeout, an idle one evicted for "
-          "a new one at --max-connections, a new one refused there.");
+          "Connections the server closed: header, idle or write timeout, an idle or half-sent one "
+          "evicted for a new one at --max-connections, a new one refused there.");
   out += fmt::format("backoff_closed_connections_total{{reason=\"header_timeout\"}} {}\n",
                      s.header_timeouts);
   out += fmt::format("backoff_closed_connections_total{{reason=\"idle_timeout\"}} {}\n",

@@ -35,6 +35,8 @@
 #include <vector>
 
 #include "backoff/deadline_headers.hpp"
+#include "backoff/duration.hpp"
+#include "backoff/http.hpp"
 #include "backoff/spec.hpp"
 #include "handler.hpp"
 
@@ -77,15 +79,31 @@ void log_line(std::int64_t concurrency, duration last_delay) {
             << std::flush;
 }
 
-// make_response(200, "OK") for HTTP/1.1 keep-alive, serialized once.
-const std::string& ok_keep_alive_response() {
-  static const std::string text = [] {
+// The Date every answer carries (RFC 9110 section 6.6.1: an origin server with a clock sends
+// it), and make_response(200, "OK") for HTTP/1.1 keep-alive with that Date, serialized once a
+// second rather than per request. One per worker thread: refresh() reads the clock (the vDSO,
+// no system call) and does more only when the second changed.
+class dated_answers {
+ public:
+  void refresh() {
+    const auto second = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+    if (second == second_) return;
+    second_ = second;
+    date_ = format_http_date(second);
+    response res = make_response(http::status::ok, "OK", 11, true);
+    res.set(http::field::date, date_);
     std::ostringstream out;
-    out << make_response(http::status::ok, "OK", 11, true);
-    return out.str();
-  }();
-  return text;
-}
+    out << res;
+    ok_keep_alive_ = out.str();
+  }
+  const std::string& date() const { return date_; }
+  const std::string& ok_keep_alive() const { return ok_keep_alive_; }
+
+ private:
+  std::chrono::sys_seconds second_{std::chrono::sys_seconds::min()};
+  std::string date_;
+  std::string ok_keep_alive_;
+};
 
 // True when the client has closed its side (recv would return 0). Pipelined data is not a close.
 bool peer_closed(socket_type& socket) {
@@ -124,11 +142,13 @@ struct session_entry {
   socket_type* socket;
   phase now = phase::idle;
   steady::time_point deadline = steady::time_point::max();
+  steady::time_point since{};  // when the phase began: who waited longest on its client
   std::optional<server_metrics::close_reason> closing;  // set when the worker closes it
 
   void enter(phase p, duration timeout) {
     now = p;
-    deadline = steady::now() + timeout;
+    since = steady::now();
+    deadline = saturating_add(since, timeout);
   }
   void enter_busy() {
     now = phase::busy;
@@ -224,6 +244,14 @@ struct worker {
   std::list<session_entry> sessions;  // oldest first: for timeouts, room, and stop
   random_generator fault_rng;         // this thread's draws for the fault plan
   steady::time_point started{};       // the time 0 of the fault plan's windows
+  dated_answers dates;                // Date, and the usual answer with it
+
+  // `res` with this second's Date.
+  response& dated(response& res) {
+    dates.refresh();
+    res.set(http::field::date, dates.date());
+    return res;
+  }
 
   // Ends a connection's session: its pending wait completes with operation_aborted, and the
   // session sees why in `closing` (counted once, even if a last answer then times out too).
@@ -262,14 +290,21 @@ struct worker {
     }
   }
 
-  // At --max-connections: closes the oldest connection of this thread that waits for a request
-  // with no byte of it yet (nginx reuses such connections too); false when there is none.
-  bool evict_an_idle_connection() {
-    const auto it = std::find_if(sessions.begin(), sessions.end(), [](const session_entry& e) {
-      return e.now == session_entry::phase::idle && !e.closing;
-    });
-    if (it == sessions.end()) return false;
-    close_session(*it, server_metrics::close_reason::evicted);
+  // At --max-connections (or out of descriptors): closes the connection of this thread that has
+  // waited longest on its client for a request, idle (no byte of one yet, as nginx reuses such
+  // connections) or half-sent (a header begun and not finished: otherwise a client that sends
+  // one byte on each of --max-connections connections holds the server for the whole header
+  // timeout). Connections in service or being answered are never evicted. False when there is
+  // none.
+  bool evict_a_waiting_connection() {
+    session_entry* oldest = nullptr;
+    for (session_entry& e : sessions) {
+      const bool waiting =
+          e.now == session_entry::phase::idle || e.now == session_entry::phase::reading;
+      if (waiting && !e.closing && (oldest == nullptr || e.since < oldest->since)) oldest = &e;
+    }
+    if (oldest == nullptr) return false;
+    close_session(*oldest, server_metrics::close_reason::evicted);
     return true;
   }
 
@@ -301,10 +336,7 @@ struct worker {
 
   // Now + left, saturating (grpc-timeout allows 99999999 hours).
   static steady::time_point clamped_deadline(duration left) {
-    const auto now = steady::now();
-    const auto room = steady::time_point::max() - now;
-    return left >= room ? steady::time_point::max()
-                        : now + std::chrono::duration_cast<steady::duration>(left);
+    return saturating_add(steady::now(), left);
   }
 
   // How an /api request's service ended.
@@ -458,6 +490,7 @@ struct worker {
     static const std::string padding(64 * 1024, 'x');
     response res = make_response(http::status::ok, "", version, keep_alive);
     res.content_length(plan.size);
+    dated(res);
     http::response_serializer<http::string_body> header{res};
     entry.enter(session_entry::phase::writing, options.header_timeout);
     const auto [header_error, unused] =
@@ -470,9 +503,11 @@ struct worker {
     timer_type timer(context.get_executor());
     std::uint64_t sent = 0;
     while (sent < plan.size) {
-      const auto due =
-          begin + std::chrono::duration_cast<steady::duration>(
-                      std::chrono::duration<double>(static_cast<double>(sent) / plan.bytes_per_s));
+      // In double seconds first: a rate near zero puts the next byte past what nanoseconds hold.
+      const double at = static_cast<double>(sent) / plan.bytes_per_s;
+      const auto due = at >= 9e9 ? steady::time_point::max()
+                                 : saturating_add(begin, std::chrono::duration_cast<duration>(
+                                                             std::chrono::duration<double>(at)));
       if (due > steady::now()) {
         entry.enter_busy();  // waiting on our own schedule, not on the client
         if (!co_await wait_for_fault(stream, due)) co_return false;
@@ -492,6 +527,7 @@ struct worker {
   task<> answer_and_close(socket_type& stream, session_entry& entry, http::status status,
                           std::string body) {
     auto res = make_response(status, std::move(body), 11, false);
+    dated(res);
     metrics.answered(static_cast<int>(status));
     entry.enter(session_entry::phase::writing, options.header_timeout);
     const auto [write_error, written] = co_await http::async_write(stream, res, as_tuple_on_worker);
@@ -531,6 +567,11 @@ struct worker {
         break;
       }
       const auto& req = parser.get();
+      if (const auto refused = refuse_framing(req)) {
+        // Its body's bytes may be in the buffer still, read as the next request if it went on.
+        co_await answer_and_close(stream, entry, refused->status, refused->why + "\n");
+        break;
+      }
       const bool keep_alive = req.keep_alive();
       const unsigned version = req.version();
       // A HEAD answer has the GET answer's header, Content-Length included, and no body: a body
@@ -547,13 +588,8 @@ struct worker {
         }
         if (fault.hold_until || fault.delay.count() > 0) {
           entry.enter_busy();  // held on purpose: no timeout applies
-          auto until = steady::now() + std::chrono::duration_cast<steady::duration>(fault.delay);
-          if (fault.hold_until) {
-            until = *fault.hold_until == duration::max()
-                        ? steady::time_point::max()
-                        : std::max(until, started + std::chrono::duration_cast<steady::duration>(
-                                                        *fault.hold_until));
-          }
+          auto until = saturating_add(steady::now(), fault.delay);
+          if (fault.hold_until) until = std::max(until, saturating_add(started, *fault.hold_until));
           if (!co_await wait_for_fault(stream, until)) break;
         }
         if (fault.abort_status) {
@@ -587,7 +623,8 @@ struct worker {
           // the socket takes it all (it nearly always does), saving a trip through the
           // scheduler; the rest, if any, asynchronously.
           metrics.answered(200);
-          const auto rest = send_at_once(stream, asio::buffer(ok_keep_alive_response()));
+          dates.refresh();
+          const auto rest = send_at_once(stream, asio::buffer(dates.ok_keep_alive()));
           if (!rest) break;
           if (rest->size() > 0) {
             // A client that does not read its answers holds the connection no longer than this.
@@ -603,6 +640,7 @@ struct worker {
         }
       }
       metrics.answered(static_cast<int>(res->result_int()));
+      dated(*res);
       beast::error_code write_error;
       entry.enter(session_entry::phase::writing, options.header_timeout);
       if (head) {
@@ -632,12 +670,17 @@ struct worker {
       auto [error, socket] = co_await acceptor.async_accept(as_tuple_on_worker);
       if (stopping || error == asio::error::operation_aborted) break;
       if (error) {
+        // Out of descriptors: make room as at --max-connections, then accept again after the
+        // pause (the evicted session closes its socket when it next runs).
+        if (error == asio::error::no_descriptors || error.value() == ENFILE) {
+          evict_a_waiting_connection();
+        }
         pause_timer.expires_after(waits.next_delay(rng));
         co_await pause_timer.async_wait(as_tuple_on_worker);
         continue;
       }
       waits = policy.start();
-      if (metrics.connections.load() >= options.max_connections && !evict_an_idle_connection()) {
+      if (metrics.connections.load() >= options.max_connections && !evict_a_waiting_connection()) {
         // Counted before the close, so whoever sees the connection end also sees the count.
         metrics.closed(server_metrics::close_reason::refused);
         beast::error_code ignored;
