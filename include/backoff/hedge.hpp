@@ -305,10 +305,6 @@ class hedge_controller {
   duration deadline() const noexcept { return deadline_; }
 
  private:
-  static duration saturating_add(duration a, duration b) noexcept {
-    return a > duration::max() - b ? duration::max() : a + b;
-  }
-
   bool live() const noexcept { return started_ && !done_; }
 
   step sent_one(duration now, duration wait, const circuit_breaker::permit& permit) noexcept {

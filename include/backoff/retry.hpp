@@ -228,8 +228,7 @@ class retry_controller {
   }
   // Saturates: a max_elapsed of centuries means "no practical deadline", not an overflow.
   duration deadline() const noexcept {
-    return policy_->max_elapsed > duration::max() - start_ ? duration::max()
-                                                           : start_ + policy_->max_elapsed;
+    return saturating_add(start_, policy_->max_elapsed);
   }
   const backoff_state& backoff() const noexcept { return backoff_; }
   // See backoff_state::continue_from: the next backoff grows from `previous`.
@@ -360,8 +359,7 @@ class retry_controller {
   bool breaker_allows_retry(duration now, duration delay) const noexcept {
     const breaker_kind k = gates_.breaker->config().kind;
     if (k != breaker_kind::retry_only && k != breaker_kind::run_ratio) {
-      const bool overflows = now.count() > 0 && delay > duration::max() - now;
-      const duration then = overflows ? duration::max() : now + delay;
+      const duration then = saturating_add(now, delay);
       return gates_.breaker->state(then) != breaker_state::open;
     }
     return gates_.breaker->retry_allowed(now);

@@ -45,7 +45,7 @@ bool interruptible_sleep(duration d, std::stop_token stop) {
   // for a wait of centuries (and then returns at once).
   constexpr duration chunk = std::chrono::hours(24);
   const duration now = steady_now();
-  const duration until = d > duration::max() - now ? duration::max() : now + d;
+  const duration until = saturating_add(now, d);
   std::mutex m;
   std::condition_variable_any cv;
   std::unique_lock lock(m);

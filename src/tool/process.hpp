@@ -108,12 +108,6 @@ inline bool exited_zero(const attempt_result& r) {
 attempt_result run_attempt(const launch_spec& spec, const attempt_limits& limits,
                            const cancel_scope& scope, const success_test& succeeded = exited_zero);
 
-// a + b for steady times and durations >= 0, saturating instead of overflowing (a `--for` of
-// 290 years is a deadline that never comes, not one in the past).
-inline duration saturating_add(duration a, duration b) noexcept {
-  return b > duration::max() - a ? duration::max() : a + b;
-}
-
 // Whether a process of group `pgid` other than a zombie is alive. `unknown` when that could not be
 // found out (no descriptor left to read /proc, /proc not mounted): an error is not a fact, and the
 // caller decides what is safe for both answers.

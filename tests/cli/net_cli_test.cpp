@@ -365,6 +365,68 @@ TEST(Serve, IdleConnectionsPastTheDescriptorLimitLeaveApiReachable) {
   EXPECT_EQ(server.stop_and_wait(10s), 0) << server.err();
 }
 
+// Issue 39: connections that each sent one byte of a request held the server until the header
+// timeout. Here the cap is above what the descriptors allow, so accept itself fails (EMFILE):
+// the connection that waited longest on its client makes room all the same.
+TEST(Serve, HalfSentConnectionsPastTheDescriptorLimitLeaveApiReachable) {
+  rlimit mine{};
+  ::getrlimit(RLIMIT_NOFILE, &mine);
+  if (mine.rlim_cur < 400 && mine.rlim_max >= 400) {
+    mine.rlim_cur = 400;
+    ::setrlimit(RLIMIT_NOFILE, &mine);
+  }
+  if (mine.rlim_cur < 400) GTEST_SKIP() << "the test needs 400 descriptors";
+  shell_probe server("ulimit -n 256 && exec " + backoff_path() +
+                     " serve --port 0 -q --base-delay 0 --threads 1 --max-connections 1000");
+  ASSERT_TRUE(backoff::test::wait_for_text(server.err_path(), "POST /admin/resume)\n"))
+      << server.err();
+  const std::string port = listening_port(server.err());
+  std::vector<int> half_sent;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = backoff::test::connect_to_loopback(port);
+    if (fd < 0) continue;
+    (void)!::send(fd, "G", 1, MSG_NOSIGNAL);
+    half_sent.push_back(fd);
+  }
+  EXPECT_EQ(half_sent.size(), 300u);
+  const std::string answer =
+      http_exchange(port, "GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << answer;
+  for (const int fd : half_sent) ::close(fd);
+  EXPECT_EQ(server.stop_and_wait(10s), 0) << server.err();
+}
+
+// The same for the proxy, whose cap is half of what the descriptors allow (each client connection
+// holds two): at the cap, the connection that waited longest on its client makes room.
+TEST(Proxy, HalfSentConnectionsAtTheCapLeaveTheProxyReachable) {
+  served upstream({"-q", "--base-delay", "0"});
+  shell_probe proxy("ulimit -n 256 && exec " + backoff_path() +
+                    " proxy --listen 127.0.0.1:0 --upstream 127.0.0.1:" + upstream.port);
+  ASSERT_TRUE(backoff::test::wait_for_text(proxy.err_path(), "(GET /metrics)\n")) << proxy.err();
+  std::smatch m;
+  const std::string err = proxy.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("listening on http://127\\.0\\.0\\.1:([0-9]+)")))
+      << err;
+  const std::string port = m[1];
+  std::vector<int> half_sent;
+  for (int i = 0; i < 150; ++i) {  // past the cap of (256 - 68) / 2 = 94
+    const int fd = backoff::test::connect_to_loopback(port);
+    if (fd < 0) continue;
+    (void)!::send(fd, "G", 1, MSG_NOSIGNAL);
+    half_sent.push_back(fd);
+  }
+  EXPECT_EQ(half_sent.size(), 150u);
+  const std::string api =
+      http_exchange(port, "GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(api.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << api;
+  const std::string metrics =
+      http_exchange(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(std::regex_search(metrics, std::regex("backoff_proxy_evicted_connections_total [1-9]")))
+      << metrics;
+  for (const int fd : half_sent) ::close(fd);
+  EXPECT_EQ(proxy.stop_and_wait(10s), 0) << proxy.err();
+}
+
 TEST(Serve, AMaxConnectionsPastTheDescriptorLimitIsWarnedAbout) {
   shell_probe server("ulimit -n 256 && exec " + backoff_path() +
                      " serve --port 0 -q --threads 1 --max-connections 1000");

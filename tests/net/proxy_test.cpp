@@ -20,8 +20,10 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +31,7 @@
 #include "backoff/error.hpp"
 #include "backoff/http.hpp"
 #include "net/server/server.hpp"
+#include "duration_range.hpp"
 
 namespace proxy_tests {  // named: the unity build merges the tests' anonymous namespaces
 
@@ -1223,40 +1226,70 @@ TEST(ProxyHostile, AtMaxConnectionsHalfSentRequestsMakeRoom) {
 }
 
 // The timeouts a flag can set, and the toxics' durations, at the top of their range: each used
-// to wrap into the past and fire at once.
+// to wrap into the past and fire at the next sweep. The other timeouts are short, so that the
+// sweep runs every 50 ms and a wrapped deadline shows within the wait.
 TEST(ProxyHostile, DurationsAtTheTopOfTheRangeWaitRatherThanFireAtOnce) {
-  server upstream(upstream_options());
-  upstream.start();
-  for (const duration top : {duration::max(), duration::max() - duration{1},
-                             duration{9'223'372'036'854'770'000}, duration{1LL << 62}}) {
-    proxy_options o = in_front_of(upstream.port());
-    o.header_timeout = o.idle_timeout = o.upstream_timeout = top;
-    toxic reset = parse_toxic("reset_peer(timeout=1s)");
-    reset.timeout = top;
-    o.toxics.push_back(reset);
-    toxic held = parse_toxic("latency(latency=0s)");
-    held.latency = top;
-    held.jitter = top;
-    held.stream = toxic_stream::upstream;
-    held.toxicity = 0;  // drawn, never applied: its plan is checked below
-    o.toxics.push_back(held);
-    proxy p(o);
-    p.start();
-    client idle(p.port());
-    client used(p.port());
-    const auto r = used.get("/api");
-    ASSERT_FALSE(r.error) << r.error.message() << " " << top.count();
-    EXPECT_EQ(r.res.result_int(), 200u);
-    const auto [bytes, how] = idle.read_to_end(300ms);
-    EXPECT_EQ(how, asio::error::timed_out) << top.count() << " " << how.message();
-    random_generator rng(1);
-    toxic_pipe pipe({held});
+  server origin(upstream_options());
+  origin.start();
+  fake_upstream quiet(silent);
+  enum class option { header, idle, upstream, reset_peer };
+  struct probe {
+    std::unique_ptr<proxy> p;
+    std::unique_ptr<client> c;
+    option what;
+    duration top;
+  };
+  std::vector<probe> probes;
+  for (const duration top : backoff::test::top_of_the_range()) {
+    for (const option what : {option::header, option::idle, option::upstream, option::reset_peer}) {
+      proxy_options o = in_front_of(what == option::upstream ? quiet.port() : origin.port());
+      o.header_timeout = o.idle_timeout = o.upstream_timeout = 400ms;
+      if (what == option::header) o.header_timeout = top;
+      if (what == option::idle) o.idle_timeout = top;
+      if (what == option::upstream) o.upstream_timeout = top;
+      if (what == option::reset_peer) {
+        toxic reset = parse_toxic("reset_peer(timeout=1s)");
+        reset.timeout = top;
+        o.toxics.push_back(reset);
+      }
+      probe p{std::make_unique<proxy>(o), nullptr, what, top};
+      p.p->start();
+      p.c = std::make_unique<client>(p.p->port());
+      if (what == option::idle) {
+        const auto r = p.c->get("/api");
+        EXPECT_EQ(r.res.result_int(), 200u) << r.error.message();
+      } else if (what == option::upstream) {
+        EXPECT_FALSE(p.c->write_raw("GET /api HTTP/1.1\r\nHost: h\r\n\r\n"));
+      }
+      probes.push_back(std::move(p));
+    }
+  }
+  std::this_thread::sleep_for(250ms);  // five sweeps
+  for (probe& p : probes) {
+    const auto [bytes, how] = p.c->read_to_end(1ms);
+    EXPECT_EQ(bytes, "") << static_cast<int>(p.what) << " " << p.top.count();
+    EXPECT_EQ(how, asio::error::timed_out) << static_cast<int>(p.what) << " " << p.top.count();
+  }
+  // The toxics' plans at the top of the range: a wait is never negative (latency + jitter, and
+  // two latencies, used to wrap), and a bandwidth near zero waits for ever.
+  random_generator rng(1);
+  for (const duration top : backoff::test::top_of_the_range()) {
+    toxic latency = parse_toxic("latency(latency=0s)");
+    latency.latency = top;
+    latency.jitter = top;
+    toxic_pipe pipe({latency, latency});
     for (int i = 0; i < 100; ++i) {
       const auto plan = pipe.plan(10, rng);
       ASSERT_FALSE(plan.pieces.empty());
-      EXPECT_GE(plan.pieces.front().wait, duration{0});
+      EXPECT_GE(plan.pieces.front().wait, duration{0}) << top.count();
     }
   }
+  toxic slow = parse_toxic("bandwidth(rate=1B/s)");
+  slow.bytes_per_s = 1e-12;
+  toxic_pipe crawl({slow});
+  const auto plan = crawl.plan(10, rng);
+  ASSERT_FALSE(plan.pieces.empty());
+  EXPECT_EQ(plan.pieces.front().wait, duration::max());
 }
 
 }  // namespace proxy_tests

@@ -21,6 +21,13 @@
 // (beyond: 400), an answer's header of at most response_header_limit (beyond: 502), and bodies
 // relayed in chunks of relay_chunk bytes (Beast's buffer_body), never whole.
 //
+// Hostile input (docs/NETWORK.md, "backoff proxy"; docs/RELIABILITY.md, "Hostile HTTP"): a request
+// is checked as serve checks it (refuse_framing) before anything of it is forwarded, and goes on
+// with the framing the proxy's parser read, never the client's fields as they came; trailers are
+// dropped; 1xx answers reach HTTP/1.1 clients only; Via carries a pseudonym drawn per proxy, and a
+// request that carries it already (a loop) is answered 508; answers without Date get one; at
+// max_connections the connection that waited longest for a request (idle or half-sent) makes room.
+//
 // Upstream errors are answers, never crashes: refused (or no address answers) 502, no answer's
 // header within upstream_timeout 504 (and a connect that takes as long), an answer that does not
 // parse 502, a connection reset or closed before the answer's header 502; each counted by kind.
