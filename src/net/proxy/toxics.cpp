@@ -65,11 +65,14 @@ std::string_view known_keys(toxic_kind k) {
   return "";
 }
 
-// A uniform whole number in [lo, hi] (hi - lo small: at most a chunk's size).
+// A uniform whole number in [lo, hi], for any lo <= hi: the span is counted unsigned, since a
+// jitter of duration::max() each way spans more than an int64 holds.
 std::int64_t uniform_int(random_generator& rng, std::int64_t lo, std::int64_t hi) {
-  const auto span = static_cast<double>(hi - lo + 1);
-  const auto offset = static_cast<std::int64_t>(uniform01(rng) * span);
-  return std::min(hi, lo + offset);
+  const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+  const double offset = uniform01(rng) * (static_cast<double>(span) + 1.0);
+  const std::uint64_t step =
+      offset >= 0x1p64 ? span : std::min(span, static_cast<std::uint64_t>(offset));
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + step);  // C++20: modular
 }
 
 duration seconds_for(std::size_t bytes, double bytes_per_s) {
