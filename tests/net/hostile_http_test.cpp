@@ -427,7 +427,10 @@ TEST(HostileLoad, InterimAnswersAreSkippedAndEveryRequestGetsItsOwnAnswer) {
   EXPECT_GT(run.ok, 10u);
   EXPECT_EQ(run.errors, 0u);
   EXPECT_EQ(run.timeouts, 0u);
-  EXPECT_EQ(run.ok, static_cast<std::uint64_t>(upstream.requests.load()));
+  // Every request answered once, but for those still in flight when the run ended (one a client).
+  const auto sent = static_cast<std::uint64_t>(upstream.requests.load());
+  EXPECT_LE(run.ok, sent);
+  EXPECT_GE(run.ok + o.clients, sent);
 }
 
 }  // namespace hostile_http_tests
