@@ -235,8 +235,14 @@ TEST(HostileServe, AtMaxConnectionsHalfSentRequestsMakeRoomForNewOnes) {
   }
   EXPECT_EQ(s.metrics().snapshot().evicted, 3u);
   EXPECT_EQ(s.metrics().snapshot().refused, 0u);
-  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(holders[i]->closed_by_server_within(3000ms)) << i;
-  EXPECT_FALSE(holders[3]->closed_by_server_within(10ms));  // the youngest half-sent one stays
+  // Three of the four half-sent ones went (the longest waiting: which three depends on when the
+  // server read each one's byte); the new ones, answered, stay.
+  int closed = 0;
+  for (std::size_t i = 0; i < 4; ++i) closed += holders[i]->closed_by_server_within(300ms) ? 1 : 0;
+  EXPECT_EQ(closed, 3);
+  for (std::size_t i = 4; i < holders.size(); ++i) {
+    EXPECT_FALSE(holders[i]->closed_by_server_within(1ms)) << i;
+  }
 }
 
 // The timeouts a flag can set, at the top of their range: each used to wrap into the past and

@@ -1218,10 +1218,10 @@ TEST(ProxyHostile, AtMaxConnectionsHalfSentRequestsMakeRoom) {
   }
   EXPECT_EQ(p.metrics().connections_evicted.load(), 3u);
   EXPECT_EQ(p.metrics().connections_refused.load(), 0u);
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 3; ++i) {  // closed without an answer
     const auto [bytes, how] = holders[static_cast<std::size_t>(i)]->read_to_end(1000ms);
     EXPECT_EQ(bytes, "") << i;
-    EXPECT_NE(how, asio::error::timed_out) << i;  // closed
+    EXPECT_NE(how, asio::error::timed_out) << i;
   }
 }
 
