@@ -227,9 +227,7 @@ class retry_controller {
     return timed ? now() : duration{0};
   }
   // Saturates: a max_elapsed of centuries means "no practical deadline", not an overflow.
-  duration deadline() const noexcept {
-    return saturating_add(start_, policy_->max_elapsed);
-  }
+  duration deadline() const noexcept { return saturating_add(start_, policy_->max_elapsed); }
   const backoff_state& backoff() const noexcept { return backoff_; }
   // See backoff_state::continue_from: the next backoff grows from `previous`.
   void continue_from(duration previous) noexcept { backoff_.continue_from(previous); }

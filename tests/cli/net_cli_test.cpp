@@ -428,7 +428,8 @@ TEST(Proxy, HalfSentConnectionsAtTheCapLeaveTheProxyReachable) {
   EXPECT_EQ(api.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << api;
   const std::string metrics =
       http_exchange(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-  EXPECT_TRUE(std::regex_search(metrics, std::regex("backoff_proxy_evicted_connections_total [1-9]")))
+  EXPECT_TRUE(
+      std::regex_search(metrics, std::regex("backoff_proxy_evicted_connections_total [1-9]")))
       << metrics;
   for (const int fd : half_sent) ::close(fd);
   EXPECT_EQ(proxy.stop_and_wait(10s), 0) << proxy.err();

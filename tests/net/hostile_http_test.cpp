@@ -31,10 +31,10 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/http.hpp"
+#include "duration_range.hpp"
 #include "net/client/load.hpp"
 #include "net/server/handler.hpp"
 #include "net/server/server.hpp"
-#include "duration_range.hpp"
 #include "test_http_client.hpp"
 
 namespace hostile_http_tests {  // named: the unity build merges the tests' anonymous namespaces
@@ -125,8 +125,9 @@ server_options quick() {
 std::string answers_until_close(client& c, std::chrono::milliseconds limit = 3s) {
   std::string got;
   const auto until = steady::now() + limit;
-  while (steady::now() < until && c.readable_within(std::chrono::duration_cast<
-                                       std::chrono::milliseconds>(until - steady::now()))) {
+  while (steady::now() < until &&
+         c.readable_within(
+             std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now()))) {
     try {
       const auto res = c.read();
       got += std::to_string(res.result_int()) + " ";
@@ -144,8 +145,12 @@ TEST(HostileServe, ATransferCodingThatIsNotExactlyChunkedIs400OrUnsupportedAndCl
   s.start();
   const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"chunked, identity", "400 "}, {"gzip", "400 "},          {"xchunked", "400 "},
-      {"chunked, chunked", "400 "},  {"identity", "400 "},      {"gzip, chunked", "501 "},
+      {"chunked, identity", "400 "},
+      {"gzip", "400 "},
+      {"xchunked", "400 "},
+      {"chunked, chunked", "400 "},
+      {"identity", "400 "},
+      {"gzip, chunked", "501 "},
       {"chunked\r\nTransfer-Encoding: chunked", "400 "},
   };
   char size[16];
@@ -315,8 +320,8 @@ TEST(HostileServe, ARetryAfterAtTheTopOfTheRangeIsRenderedRoundedUp) {
 
 // The one helper every `now + timeout` goes through, over the whole range of a duration.
 RC_GTEST_PROP(DurationRange, SaturatingAddNeverWrapsIntoThePast, ()) {
-  const auto now = steady::time_point(steady::duration(*rc::gen::inRange<std::int64_t>(
-      0, std::numeric_limits<std::int64_t>::max())));
+  const auto now = steady::time_point(steady::duration(
+      *rc::gen::inRange<std::int64_t>(0, std::numeric_limits<std::int64_t>::max())));
   const duration d{*rc::gen::inRange<std::int64_t>(0, std::numeric_limits<std::int64_t>::max())};
   const auto sum = backoff::saturating_add(now, d);
   RC_ASSERT(sum >= now);
@@ -347,10 +352,10 @@ RC_GTEST_PROP(DurationRange, RetryAfterIsTheCeilingInSecondsOverTheWholeRange, (
 }
 
 RC_GTEST_PROP(DurationRange, HttpDatesRoundTripAndSortAsTime, ()) {
-  const std::int64_t lowest = -62'135'596'800;  // 0001-01-01T00:00:00Z
+  const std::int64_t lowest = -62'135'596'800;   // 0001-01-01T00:00:00Z
   const std::int64_t highest = 253'402'300'799;  // 9999-12-31T23:59:59Z
-  const std::chrono::sys_seconds t{std::chrono::seconds{
-      *rc::gen::inRange<std::int64_t>(lowest, highest + 1)}};
+  const std::chrono::sys_seconds t{
+      std::chrono::seconds{*rc::gen::inRange<std::int64_t>(lowest, highest + 1)}};
   const std::string text = backoff::format_http_date(t);
   RC_ASSERT(text.size() == 29u);
   RC_ASSERT(text.ends_with(" GMT"));
@@ -398,8 +403,8 @@ class early_hints_server {
     try {
       std::string buffer;
       for (;;) {
-        const std::size_t n = co_await asio::async_read_until(
-            socket, asio::dynamic_buffer(buffer), "\r\n\r\n", asio::use_awaitable);
+        const std::size_t n = co_await asio::async_read_until(socket, asio::dynamic_buffer(buffer),
+                                                              "\r\n\r\n", asio::use_awaitable);
         buffer.erase(0, n);
         ++requests;
         static const std::string answer =

@@ -30,8 +30,8 @@
 
 #include "backoff/error.hpp"
 #include "backoff/http.hpp"
-#include "net/server/server.hpp"
 #include "duration_range.hpp"
+#include "net/server/server.hpp"
 
 namespace proxy_tests {  // named: the unity build merges the tests' anonymous namespaces
 
@@ -973,8 +973,7 @@ fake_upstream::behaviour recording(recorded& into) {
       ++self.requests;
       {
         const std::lock_guard guard(into.lock);
-        into.requests.push_back(std::string(req.method_string()) + " " +
-                                std::string(req.target()) +
+        into.requests.push_back(std::string(req.method_string()) + " " + std::string(req.target()) +
                                 " body=" + std::to_string(req.body().size()));
         into.via.push_back(std::string(req[http::field::via]));
       }
@@ -1015,18 +1014,20 @@ TEST(ProxyHostile, AFramingFieldNamedInConnectionStillFramesTheBody) {
   std::snprintf(size, sizeof size, "%zx", smuggled.size());
   {
     client c(p.port());
-    ASSERT_FALSE(c.write_raw("POST /a HTTP/1.1\r\nHost: h\r\nConnection: Content-Length\r\n"
-                             "Content-Length: " + std::to_string(smuggled.size()) + "\r\n\r\n" +
-                             smuggled));
+    ASSERT_FALSE(
+        c.write_raw("POST /a HTTP/1.1\r\nHost: h\r\nConnection: Content-Length\r\n"
+                    "Content-Length: " +
+                    std::to_string(smuggled.size()) + "\r\n\r\n" + smuggled));
     http::response<http::string_body> res;
     ASSERT_FALSE(c.read(res));
     EXPECT_EQ(res.result_int(), 200u);
   }
   {
     client c(p.port());
-    ASSERT_FALSE(c.write_raw("POST /b HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, "
-                             "Transfer-Encoding, Host\r\nTransfer-Encoding: chunked\r\n\r\n" +
-                             std::string(size) + "\r\n" + smuggled + "\r\n0\r\n\r\n"));
+    ASSERT_FALSE(
+        c.write_raw("POST /b HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, "
+                    "Transfer-Encoding, Host\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                    std::string(size) + "\r\n" + smuggled + "\r\n0\r\n\r\n"));
     http::response<http::string_body> res;
     ASSERT_FALSE(c.read(res));
     EXPECT_EQ(res.result_int(), 200u);
@@ -1057,8 +1058,8 @@ TEST(ProxyHostile, AmbiguousFramingIs400AndReachesNoUpstream) {
   };
   for (const auto& [fields, status] : cases) {
     client c(p.port());
-    ASSERT_FALSE(c.write_raw("POST /x HTTP/1.1\r\nHost: h\r\n" + fields + "\r\n3\r\nabc\r\n0\r\n\r\n" +
-                             smuggled));
+    ASSERT_FALSE(c.write_raw("POST /x HTTP/1.1\r\nHost: h\r\n" + fields +
+                             "\r\n3\r\nabc\r\n0\r\n\r\n" + smuggled));
     EXPECT_EQ(statuses_until_close(c), std::vector<int>{status}) << fields;
   }
   client no_host(p.port());
@@ -1128,8 +1129,9 @@ TEST(ProxyHostile, AnswersCarryViaAndDate) {
     http::request<http::string_body> req;
     co_await http::async_read(s, buffer, req, asio::use_awaitable);
     ++self.requests;
-    co_await asio::async_write(s, asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")),
-                               asio::use_awaitable);
+    co_await asio::async_write(
+        s, asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")),
+        asio::use_awaitable);
   });
   proxy p(in_front_of(up.port()));
   p.start();

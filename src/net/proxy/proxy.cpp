@@ -217,7 +217,8 @@ void append_via(Fields& fields, unsigned version, std::string_view pseudonym) {
 
 // This second's HTTP-date: the Date of the proxy's own answers and of relayed ones without one.
 std::string http_date_now() {
-  return format_http_date(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+  return format_http_date(
+      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
 }
 
 // What a step of the relay came to.
@@ -636,7 +637,8 @@ class connection {
           // A bad chunk size or extension: the upstream has part of a request it must not
           // answer, and the client gets a 400 rather than a silent close.
           close_upstream();
-          co_await answer_and_close(http::status::bad_request, "bad request: " + ec.message() + "\n");
+          co_await answer_and_close(http::status::bad_request,
+                                    "bad request: " + ec.message() + "\n");
           co_return step::closed;
         }
         if (ec) co_return step::failed;  // the client left

@@ -232,7 +232,8 @@ chunk_plan toxic_pipe::plan(std::size_t bytes, random_generator& rng, double ext
               d, duration(toxics_detail::uniform_int(rng, -t.jitter.count(), t.jitter.count())));
         }
         if (!out.pieces.empty()) {
-          out.pieces.front().wait = saturating_add(out.pieces.front().wait, std::max(d, duration(0)));
+          out.pieces.front().wait =
+              saturating_add(out.pieces.front().wait, std::max(d, duration(0)));
         }
         break;
       }

@@ -68,7 +68,8 @@ namespace {
 
 bool is_tchar(char c) {
   const auto u = static_cast<unsigned char>(c);
-  return std::isalnum(u) != 0 || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  return std::isalnum(u) != 0 ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 // uri-host [ ":" port ] (RFC 3986 section 3.2.2): a reg-name or IPv4 address of unreserved,
@@ -128,7 +129,8 @@ std::optional<request_refusal> refuse_framing(const http::request_header<>& req)
     // as a list of fewer elements than were sent.
     std::size_t seen = 0;
     for (const auto element : list) seen += element.size();
-    const auto tchars = static_cast<std::size_t>(std::count_if(value.begin(), value.end(), is_tchar));
+    const auto tchars =
+        static_cast<std::size_t>(std::count_if(value.begin(), value.end(), is_tchar));
     const bool well_formed = seen == tchars && std::all_of(value.begin(), value.end(), [](char c) {
                                return is_tchar(c) || c == ',' || c == ' ' || c == '\t';
                              });
@@ -141,7 +143,8 @@ std::optional<request_refusal> refuse_framing(const http::request_header<>& req)
                     "(RFC 9112 section 6.3)");
     }
     if (std::count_if(list.begin(), list.end(), is_chunked) > 1) {
-      return refuse(http::status::bad_request, "chunked applied more than once (RFC 9112 section 7)");
+      return refuse(http::status::bad_request,
+                    "chunked applied more than once (RFC 9112 section 7)");
     }
     if (list.size() > 1) {
       return refuse(http::status::not_implemented,
