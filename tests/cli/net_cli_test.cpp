@@ -329,17 +329,23 @@ TEST(Serve, ReusePortLetsTwoServersThatAskForItShareThePort) {
   EXPECT_EQ(first.probe.wait().status, 0);
 }
 
+// Raises this process's soft descriptor limit to `n` when the hard one allows (the test opens
+// more connections than the server it starts may hold); false when it cannot.
+bool raise_descriptors_to(rlim_t n) {
+  rlimit mine{};
+  ::getrlimit(RLIMIT_NOFILE, &mine);
+  if (mine.rlim_cur < n && mine.rlim_max >= n) {
+    mine.rlim_cur = n;
+    ::setrlimit(RLIMIT_NOFILE, &mine);
+  }
+  return mine.rlim_cur >= n;
+}
+
 // The case: 300 idle connections against a server under `ulimit -n 256` ran it out of
 // descriptors, and /api no longer answered. Now it holds at most the limit minus a reserve, and a
 // new connection takes the place of the oldest idle one.
 TEST(Serve, IdleConnectionsPastTheDescriptorLimitLeaveApiReachable) {
-  rlimit mine{};
-  ::getrlimit(RLIMIT_NOFILE, &mine);
-  if (mine.rlim_cur < 400 && mine.rlim_max >= 400) {
-    mine.rlim_cur = 400;
-    ::setrlimit(RLIMIT_NOFILE, &mine);
-  }
-  if (mine.rlim_cur < 400) GTEST_SKIP() << "the test needs 400 descriptors";
+  if (!raise_descriptors_to(400)) GTEST_SKIP() << "the test needs 400 descriptors";
   shell_probe server("ulimit -n 256 && exec " + backoff_path() +
                      " serve --port 0 -q --base-delay 0 --threads 1");
   ASSERT_TRUE(backoff::test::wait_for_text(server.err_path(), "POST /admin/resume)\n"))
@@ -369,13 +375,7 @@ TEST(Serve, IdleConnectionsPastTheDescriptorLimitLeaveApiReachable) {
 // timeout. Here the cap is above what the descriptors allow, so accept itself fails (EMFILE):
 // the connection that waited longest on its client makes room all the same.
 TEST(Serve, HalfSentConnectionsPastTheDescriptorLimitLeaveApiReachable) {
-  rlimit mine{};
-  ::getrlimit(RLIMIT_NOFILE, &mine);
-  if (mine.rlim_cur < 400 && mine.rlim_max >= 400) {
-    mine.rlim_cur = 400;
-    ::setrlimit(RLIMIT_NOFILE, &mine);
-  }
-  if (mine.rlim_cur < 400) GTEST_SKIP() << "the test needs 400 descriptors";
+  if (!raise_descriptors_to(400)) GTEST_SKIP() << "the test needs 400 descriptors";
   shell_probe server("ulimit -n 256 && exec " + backoff_path() +
                      " serve --port 0 -q --base-delay 0 --threads 1 --max-connections 1000");
   ASSERT_TRUE(backoff::test::wait_for_text(server.err_path(), "POST /admin/resume)\n"))
