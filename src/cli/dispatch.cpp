@@ -86,7 +86,12 @@ class help_formatter : public CLI::Formatter {
     }
     std::string out = " " + type;
     if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
-    if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+    // " ..." only where one occurrence takes several values; a repeatable flag says so in its
+    // own text.
+    if (opt->get_expected_max() == CLI::detail::expected_max_vector_size &&
+        opt->get_allow_extra_args()) {
+      out += " ...";
+    }
     return out;
   }
   std::string make_usage(const CLI::App* app, std::string name) const override {
@@ -103,6 +108,19 @@ class help_formatter : public CLI::Formatter {
     return usage + "\n";
   }
 };
+
+// A repeatable flag takes one value each time it is given (`--set a=1 --set b=2`). CLI11's
+// default for a list lets one occurrence take every word up to the next flag, so
+// `sim --set k=v SCENARIO` swallowed the scenario as a second assignment. Only --merge takes a
+// list of folders by design, and positionals are lists of their own.
+void one_value_per_occurrence(CLI::App& command) {
+  for (CLI::Option* opt : command.get_options()) {
+    if (opt->nonpositional() && opt->get_expected_max() == CLI::detail::expected_max_vector_size &&
+        opt->get_name() != "--merge") {
+      opt->allow_extra_args(false);
+    }
+  }
+}
 
 }  // namespace
 
@@ -139,6 +157,7 @@ int run_subcommands(int argc, char** argv, std::span<const subcommand> all,
   // `backoff sim --version` as well as `backoff --version`.
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     sub->set_version_flag("--version", version);
+    one_value_per_occurrence(*sub);
   }
 
   std::vector<std::string> args =

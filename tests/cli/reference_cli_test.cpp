@@ -72,6 +72,28 @@ TEST(Reference, TheManPageHasEveryOptionOfEveryHelp) {
   EXPECT_EQ(groff.err, "");
 }
 
+// A repeatable flag takes one value per occurrence, and --help does not suggest a list after
+// it: only --merge takes several folders at once (and positionals, which are not listed here).
+TEST(Reference, OnlyMergeTakesSeveralValuesAfterOneFlag) {
+  const std::regex listed(R"(^  (-[^ ]+) [^ ]+ \.\.\.)");
+  for (const std::string& c : commands) {
+    const auto help = run_cli({c, "--help"});
+    ASSERT_EQ(help.status, 0) << c << help.err;
+    std::istringstream in(help.out);
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, listed)) {
+        EXPECT_EQ(m[1], "--merge") << c << ": " << line;
+      }
+    }
+  }
+  // A second value after a repeatable flag is not taken by it.
+  const auto proxy = run_cli(
+      {"proxy", "--upstream", "127.0.0.1:9", "--toxic", "latency(latency=1ms)", "stray"});
+  EXPECT_EQ(proxy.status, 2);
+  EXPECT_NE(proxy.err.find("not expected: stray"), std::string::npos) << proxy.err;
+}
+
 // Completes COMP_WORDS in bash with the generated script; the words offered.
 std::string bash_complete(const std::string& script, const std::string& words) {
   const std::string line = "source " + shell_quote(script) + "; COMP_WORDS=(" + words +

@@ -153,6 +153,21 @@ TEST(SimCli, FormatJsonPrintsTheSummary) {
   EXPECT_EQ(doc["scenario"], "one-client-burst");
 }
 
+// Each --set takes one key=value: before, `--set k=v SCENARIO` read the scenario as a second
+// assignment and then asked for a scenario.
+TEST(SimCli, EachSetTakesOneAssignmentAndTheScenarioFollows) {
+  const auto r = run_cli({"sim", "--set", "workload.operations=200", "--set",
+                          "replications=1", "one-client-burst", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["scenario"], "one-client-burst");
+  // Two values after one --set: the second is a scenario name, not an assignment.
+  const auto two = run_cli({"sim", "--set", "workload.operations=200", "replications=1"});
+  EXPECT_EQ(two.status, 2);
+  EXPECT_NE(two.err.find("replications=1"), std::string::npos) << two.err;
+  EXPECT_EQ(std::count(two.err.begin(), two.err.end(), '\n'), 1) << two.err;
+}
+
 TEST(SimCli, TablePrintsEveryStrategy) {
   const auto r = run_cli(small_run);
   ASSERT_EQ(r.status, 0) << r.err;
