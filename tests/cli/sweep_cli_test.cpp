@@ -2,10 +2,12 @@
 // `backoff sweep` as a cluster user runs it: shards on separate machines, merged into exactly the
 // outputs of one unsharded run; and every misuse is one line with exit status 2.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -146,6 +148,19 @@ INSTANTIATE_TEST_SUITE_P(
         sweep_misuse{{"sweep", "outage-tipping", "--set", "replications=0"},
                      "replications: 0 is out of range"}));
 
+// Each --set takes one key=value, so the scenario may come after them (before, the first --set
+// swallowed it).
+TEST(SweepCli, EachSetTakesOneAssignmentAndTheScenarioFollows) {
+  const backoff::test::test_scratch scratch("sweep");
+  const auto r = run_cli(with({"sweep", "--set", "sweep.outage.duration=[\"2s\"]", "--set",
+                               "replications=1", "--set", "run.duration=\"60s\"",
+                               "outage-tipping", "--out", (scratch / "out").string()},
+                              {"--no-progress"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto doc = nlohmann::json::parse(slurp(scratch / "out" / "summary.json"));
+  EXPECT_EQ(doc["scenario"], "outage-tipping");
+}
+
 TEST(SweepCli, AMalformedShardFileIsNamed) {
   const backoff::test::test_scratch scratch("sweep");
   const fs::path& dir = scratch.dir();
@@ -201,6 +216,106 @@ TEST(SweepCli, AShardClaimingAHugeGridIsRefusedBeforeAllocating) {
   EXPECT_NE(r.err.find("shard(s) 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, ... of 4000000000 missing"),
             std::string::npos)
       << r.err;
+}
+
+// Every field of a shard is checked against the scenario it carries before anything is drawn
+// or written: before, a last point with `params: []` crashed `--merge --plot` (SIGSEGV), and a
+// number whose text was not one aborted in std::stod with a temporary file left behind.
+TEST(SweepCli, HostileShardsAreRefusedBeforeAnyOutput) {
+  const backoff::test::test_scratch scratch("sweep");
+  const auto dirs = run_shards(scratch.dir(), "one", 1, "1");
+  const auto doc = nlohmann::json::parse(slurp(dirs[0] / "shard-1-of-1.json"));
+  struct forgery {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    std::string expected;
+  };
+  const std::vector<forgery> forgeries{
+      {"a last point without params",
+       [](nlohmann::json& d) { d["points"].back()["params"] = nlohmann::json::array(); },
+       "point 3 does not give one value of each of sweep_keys"},
+      {"a number that is not one",
+       [](nlohmann::json& d) {
+         d["points"][1]["params"][0]["type"] = "number";
+         d["points"][1]["params"][0]["text"] = "five";
+       },
+       "outage.duration = \"five\" is not a number"},
+      {"an integer with a fraction",
+       [](nlohmann::json& d) {
+         d["points"][0]["params"][0]["type"] = "integer";
+         d["points"][0]["params"][0]["text"] = "2.5";
+       },
+       "is not a integer"},
+      {"a value the scenario does not give",
+       [](nlohmann::json& d) {
+         d["points"][0]["params"][0]["text"] = "3s";
+         d["points"][0]["params"][0]["toml"] = "\"3s\"";
+       },
+       "gives other values (point 1)"},
+      {"another axis", [](nlohmann::json& d) { d["sweep_keys"][0] = "clients"; },
+       "does not give one value of each of sweep_keys"},
+      {"a strategy twice",
+       [](nlohmann::json& d) { d["strategies"][1] = d["strategies"][0]; },
+       "strategies: expected distinct names"},
+      {"a negative count",
+       [](nlohmann::json& d) { d["runs"][0]["summary"]["operations"] = -1; },
+       "operations: expected a count"},
+      {"a latency that is text",
+       [](nlohmann::json& d) { d["runs"][0]["summary"]["latency_s"][3] = "fast"; },
+       "latency_s: expected a number"},
+      {"a run given twice", [](nlohmann::json& d) { d["runs"][1] = d["runs"][0]; },
+       "a run given twice"},
+      {"other overrides", [](nlohmann::json& d) { d["inputs"]["sets"] = nlohmann::json::array(); },
+       "the scenario it carries has fingerprint"},
+      {"a scenario that does not load",
+       [](nlohmann::json& d) { d["inputs"]["scenario_toml"] = "model = 3"; },
+       "the scenario it carries does not load"},
+  };
+  for (const auto& f : forgeries) {
+    const fs::path dir = scratch / "forged";
+    const fs::path out = scratch / "merged";
+    fs::remove_all(dir);
+    fs::remove_all(out);
+    fs::create_directories(dir);
+    auto forged = doc;
+    f.edit(forged);
+    std::ofstream(dir / "shard-1-of-1.json") << forged.dump();
+    const auto r = run_cli({"sweep", "--merge", dir.string(), "--out", out.string(), "--plot"});
+    EXPECT_EQ(r.status, 2) << f.what << ": " << r.err;
+    EXPECT_NE(r.err.find(f.expected), std::string::npos) << f.what << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << f.what << ": " << r.err;
+    EXPECT_FALSE(fs::exists(out)) << f.what << ": an output was written";
+  }
+}
+
+// A shard's runs are converted one by one as they are parsed, so what the merge allocates
+// follows what the file holds: before, 3,000,000 empty run entries behind a claim of 3,000,000
+// replications made it parse them all and lay out a slot of ~344 bytes for each (over 1 GiB)
+// before it read the first.
+TEST(SweepCli, TinyRunEntriesAreRefusedAtTheFirstWithoutAllocatingForTheRest) {
+  const backoff::test::test_scratch scratch("sweep");
+  const auto dirs = run_shards(scratch.dir(), "one", 1, "1");
+  auto doc = nlohmann::json::parse(slurp(dirs[0] / "shard-1-of-1.json"));
+  constexpr std::size_t entries = 3'000'000;
+  doc["points"] = nlohmann::json::array({doc["points"][0]});
+  doc["strategies"] = nlohmann::json::array({doc["strategies"][0]});
+  doc["replications"] = entries;
+  doc["runs"] = nlohmann::json::array();
+  std::string text = doc.dump();
+  std::string runs = "[";
+  for (std::size_t i = 0; i < entries; ++i) runs += i == 0 ? "{}" : ",{}";
+  runs += "]";
+  text.replace(text.find("\"runs\":[]"), 9, "\"runs\":" + runs);
+  const fs::path dir = scratch / "tiny";
+  fs::create_directories(dir);
+  { std::ofstream(dir / "shard-1-of-1.json") << text; }
+  const auto r = run_cli({"sweep", "--merge", dir.string()});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("malformed shard file"), std::string::npos) << r.err;
+  struct rusage usage {};
+  ASSERT_EQ(::getrusage(RUSAGE_CHILDREN, &usage), 0);
+  // ru_maxrss (KiB) is the largest child's: the merge, or the small sweep before it.
+  EXPECT_LT(usage.ru_maxrss, 256 * 1024) << "the merge grew to " << usage.ru_maxrss << " KiB";
 }
 
 // A shard file is read only when it is a regular file of bounded size: before, a

@@ -14,7 +14,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -84,38 +87,75 @@ nlohmann::json summary_json(const report::strategy_summary& s) {
   return j;
 }
 
+// A count at j[key]: a whole number, never negative (nlohmann would wrap -1 to 2^64 - 1).
+std::uint64_t whole_at(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_unsigned()) throw std::invalid_argument(std::string(key) + ": expected a count");
+  return v.get<std::uint64_t>();
+}
+
+// A figure: a finite number, and not negative where `signed_ok` is false (times, rates, loads).
+double figure(const nlohmann::json& v, const std::string& key, bool signed_ok = false) {
+  if (!v.is_number()) throw std::invalid_argument(key + ": expected a number");
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || (!signed_ok && x < 0)) {
+    throw std::invalid_argument(key + ": expected a finite number" +
+                                (signed_ok ? std::string() : std::string(" >= 0")));
+  }
+  return x;
+}
+
+double figure_at(const nlohmann::json& j, const char* key) { return figure(j.at(key), key); }
+
+// A run's figures as write_shard_json wrote them, every field checked for type and range.
 report::strategy_summary summary_of(const nlohmann::json& j, const std::string& name) {
+  if (!j.is_object()) throw std::invalid_argument("summary: expected an object");
   report::strategy_summary s;
   s.name = name;
-  j.at("operations").get_to(s.operations);
-  j.at("completed").get_to(s.completed);
-  j.at("gave_up").get_to(s.gave_up);
-  j.at("unfinished").get_to(s.unfinished);
-  j.at("attempts").get_to(s.attempts);
-  j.at("attempts_per_operation").get_to(s.attempts_per_operation);
-  j.at("makespan_s").get_to(s.makespan_s);
+  s.operations = whole_at(j, "operations");
+  s.completed = whole_at(j, "completed");
+  s.gave_up = whole_at(j, "gave_up");
+  s.unfinished = whole_at(j, "unfinished");
+  s.attempts = whole_at(j, "attempts");
+  s.attempts_per_operation = figure_at(j, "attempts_per_operation");
+  s.makespan_s = figure_at(j, "makespan_s");
   if (const auto& l = j.at("latency_s"); !l.is_null()) {
     if (!l.is_array() || l.size() != 8) {
       throw std::invalid_argument("latency_s: expected 8 numbers or null");
     }
-    s.latency_s = report::latency_summary{
-        l[0].get<double>(), l[1].get<double>(), l[2].get<double>(), l[3].get<double>(),
-        l[4].get<double>(), l[5].get<double>(), l[6].get<double>(), l[7].get<double>()};
+    std::array<double, 8> v{};
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = figure(l[i], "latency_s");
+    s.latency_s = report::latency_summary{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
   }
-  j.at("goodput_per_s").get_to(s.goodput_per_s);
-  j.at("peak_load").get_to(s.peak_load);
-  j.at("mean_load").get_to(s.mean_load);
-  if (!j.at("recovery_s").is_null()) s.recovery_s = j.at("recovery_s").get<double>();
-  j.at("events").get_to(s.events);
-  j.at("has_window").get_to(s.has_window);
-  j.at("seconds_per_unit").get_to(s.seconds_per_unit);
-  j.at("bucket_width").get_to(s.bucket_width);
-  for (const auto& f : j.at("fields")) {
-    if (!f.is_array() || f.size() != 2) {
+  s.goodput_per_s = figure_at(j, "goodput_per_s");
+  const std::uint64_t peak = whole_at(j, "peak_load");
+  if (peak > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    throw std::invalid_argument("peak_load: out of range");
+  }
+  s.peak_load = static_cast<std::int64_t>(peak);
+  s.mean_load = figure_at(j, "mean_load");
+  if (!j.at("recovery_s").is_null()) s.recovery_s = figure_at(j, "recovery_s");
+  s.events = whole_at(j, "events");
+  if (!j.at("has_window").is_boolean()) throw std::invalid_argument("has_window: expected a boolean");
+  s.has_window = j.at("has_window").get<bool>();
+  s.seconds_per_unit = figure_at(j, "seconds_per_unit");
+  if (s.seconds_per_unit <= 0) throw std::invalid_argument("seconds_per_unit: expected > 0");
+  const std::uint64_t width = whole_at(j, "bucket_width");
+  if (width > static_cast<std::uint64_t>(std::numeric_limits<report::time_units>::max())) {
+    throw std::invalid_argument("bucket_width: out of range");
+  }
+  s.bucket_width = static_cast<report::time_units>(width);
+  const nlohmann::json& fields = j.at("fields");
+  if (!fields.is_array()) throw std::invalid_argument("fields: expected a list");
+  for (const auto& f : fields) {
+    if (!f.is_array() || f.size() != 2 || !f[0].is_string() ||
+        f[0].get_ref<const std::string&>().empty() ||
+        f[0].get_ref<const std::string&>().size() > 200) {
       throw std::invalid_argument("fields: expected [name, value] pairs");
     }
-    s.fields.push_back({f[0].get<std::string>(),
-                        f[1].is_null() ? std::nullopt : std::optional<double>(f[1].get<double>())});
+    s.fields.push_back(
+        {f[0].get<std::string>(),
+         f[1].is_null() ? std::nullopt : std::optional<double>(figure(f[1], "fields", true))});
   }
   return s;
 }
@@ -262,14 +302,134 @@ std::string read_bounded(const std::filesystem::path& file) {
   return text;
 }
 
-nlohmann::json read_shard(const std::filesystem::path& file) {
+// One run of a shard, where it goes in the grid.
+struct placed_run {
+  std::uint64_t point = 0, strategy = 0, replication = 0;
+  report::strategy_summary summary;
+};
+
+// A shard file as read: the header (everything but its points and runs), and its points and runs
+// each checked and converted as the parser finished it. A parsed JSON value costs far more memory
+// than its text (an entry `{}` of 3 bytes is over 300), so the points and runs are never held as
+// one document: what the merge allocates follows what the file really holds, entry by entry.
+struct shard_contents {
+  nlohmann::json header;
+  std::vector<report::point_result> points;  // params only
+  std::vector<placed_run> runs;
+};
+
+// A point's or run's entry holds a few dozen values; the rest of the file (names and keys) a few
+// per strategy and axis. Beyond these a file is not a shard, whatever its size.
+constexpr std::size_t max_values_per_entry = 4096;
+constexpr std::size_t max_header_values = 1'000'000;
+
+bool whole_text(const std::string& text, report::sweep_value::kind type) {
+  const char* first = text.data();
+  const char* last = first + text.size();
+  switch (type) {
+    case report::sweep_value::kind::integer: {
+      std::int64_t v = 0;
+      const auto [end, ec] = std::from_chars(first, last, v);
+      return ec == std::errc() && end == last && !text.empty();
+    }
+    case report::sweep_value::kind::number: {
+      double v = 0;
+      const auto [end, ec] = std::from_chars(first, last, v);
+      return ec == std::errc() && end == last && !text.empty() && std::isfinite(v);
+    }
+    case report::sweep_value::kind::boolean:
+      return text == "true" || text == "false";
+    case report::sweep_value::kind::string:
+      return true;
+  }
+  return false;
+}
+
+std::string string_at(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_string()) throw std::invalid_argument(std::string(key) + ": expected a string");
+  return v.get<std::string>();
+}
+
+report::point_result point_of(const nlohmann::json& j) {
+  const nlohmann::json& params = j.at("params");
+  if (!params.is_array()) throw std::invalid_argument("points: params: expected a list");
+  report::point_result p;
+  for (const auto& param : params) {
+    if (!param.is_object()) throw std::invalid_argument("points: params: expected objects");
+    report::sweep_value v;
+    v.toml = string_at(param, "toml");
+    v.text = string_at(param, "text");
+    v.type = type_of(string_at(param, "type"));
+    std::string key = string_at(param, "key");
+    if (!whole_text(v.text, v.type)) {
+      throw std::invalid_argument("points: " + escape_controls(key) + " = \"" +
+                                  escape_controls(v.text.substr(0, 40)) + "\" is not a " +
+                                  type_name(v.type));
+    }
+    p.params.emplace_back(std::move(key), std::move(v));
+  }
+  return p;
+}
+
+placed_run run_of(const nlohmann::json& j) {
+  placed_run run;
+  run.point = whole_at(j, "point");
+  run.strategy = whole_at(j, "strategy");
+  run.replication = whole_at(j, "replication");
+  run.summary = summary_of(j.at("summary"), "");
+  return run;
+}
+
+// Parses a shard, converting each entry of "points" and "runs" as it ends and dropping it from
+// the document; throws std::invalid_argument or a json exception on what is not a shard.
+shard_contents parse_shard(const std::string& text) {
+  using event = nlohmann::json::parse_event_t;
+  shard_contents out;
+  std::string section;  // the top-level key being parsed
+  std::size_t entry_values = 0, header_values = 0;
+  const auto in_entries = [&] { return section == "points" || section == "runs"; };
+  out.header = nlohmann::json::parse(text, [&](int depth, event e, nlohmann::json& parsed) {
+    if (depth == 1 && e == event::key) {
+      section = parsed.get<std::string>();
+      ++header_values;
+      return true;
+    }
+    if (depth < 2 || !in_entries()) {
+      if (++header_values > max_header_values) {
+        throw std::invalid_argument("more values outside its points and runs than any shard has");
+      }
+      return true;
+    }
+    if (depth == 2 && e != event::object_start && e != event::object_end) {
+      throw std::invalid_argument(section + ": expected a list of objects");
+    }
+    if (depth == 2 && e == event::object_start) entry_values = 0;
+    if (++entry_values > max_values_per_entry) {
+      throw std::invalid_argument(section + ": an entry of more values than any shard has");
+    }
+    if (depth == 2 && e == event::object_end) {
+      if (section == "points") {
+        out.points.push_back(point_of(parsed));
+      } else {
+        out.runs.push_back(run_of(parsed));
+      }
+      return false;  // converted: not kept in the document
+    }
+    return true;
+  });
+  return out;
+}
+
+shard_contents read_shard(const std::filesystem::path& file) {
   const std::string where = file.string();
-  auto doc = nlohmann::json::parse(read_bounded(file));
+  shard_contents shard = parse_shard(read_bounded(file));
+  const nlohmann::json& doc = shard.header;
   if (!doc.is_object() || doc.value("format", "") != shard_format) {
     throw scenario_error(where + ": not a shard file of backoff sweep (format " +
                          std::string(shard_format) + ")");
   }
-  return doc;
+  return shard;
 }
 
 // A whole number in [min, max] at doc[key] (a shard's counts are never negative or fractional).
@@ -283,44 +443,89 @@ std::uint64_t count_at(const nlohmann::json& doc, const char* key, std::uint64_t
   return v.get<std::uint64_t>();
 }
 
+// The sweep's axes and strategies as the shard names them: lists of distinct names, every
+// point with one value of each axis, in axis order.
+void check_grid(const shard_contents& shard) {
+  const nlohmann::json& doc = shard.header;
+  const nlohmann::json& keys = doc.at("sweep_keys");
+  const nlohmann::json& strategies = doc.at("strategies");
+  if (!keys.is_array() || !strategies.is_array()) {
+    throw std::invalid_argument("sweep_keys and strategies must be lists");
+  }
+  const auto names = [](const nlohmann::json& list, const char* what) {
+    std::set<std::string> seen;
+    for (const auto& n : list) {
+      if (!n.is_string() || n.get_ref<const std::string&>().empty() ||
+          !seen.insert(n.get<std::string>()).second) {
+        throw std::invalid_argument(std::string(what) + ": expected distinct names");
+      }
+    }
+  };
+  names(keys, "sweep_keys");
+  names(strategies, "strategies");
+  if (strategies.empty()) throw std::invalid_argument("strategies: none");
+  if (shard.points.empty()) throw std::invalid_argument("points: none");
+  for (std::size_t p = 0; p < shard.points.size(); ++p) {
+    const auto& params = shard.points[p].params;
+    bool same = params.size() == keys.size();
+    for (std::size_t k = 0; same && k < params.size(); ++k) {
+      same = params[k].first == keys[k].get_ref<const std::string&>();
+    }
+    if (!same) {
+      throw std::invalid_argument("points: point " + std::to_string(p + 1) +
+                                  " does not give one value of each of sweep_keys, in order");
+    }
+  }
+}
+
 // A shard's claims, checked before anything is allocated from them: it is shard `index` of
 // `count` and holds exactly its share (every count-th run from index - 1) of points x strategies
 // x replications. So a shard that claims 10^12 replications is refused, not allocated.
-void check_shape(const nlohmann::json& doc, const std::string& where) {
-  const nlohmann::json& shard = doc.at("shard");
-  const std::uint64_t count =
-      count_at(shard, "count", 1, std::numeric_limits<std::uint32_t>::max());
-  const std::uint64_t index = count_at(shard, "index", 1, count);
+void check_shape(const shard_contents& shard, const std::string& where) {
+  const nlohmann::json& doc = shard.header;
+  const nlohmann::json& part = doc.at("shard");
+  const std::uint64_t count = count_at(part, "count", 1, std::numeric_limits<std::uint32_t>::max());
+  const std::uint64_t index = count_at(part, "index", 1, count);
   const std::uint64_t replications =
       count_at(doc, "replications", 1, std::numeric_limits<std::uint32_t>::max());
-  const nlohmann::json& points = doc.at("points");
-  const nlohmann::json& strategies = doc.at("strategies");
-  const nlohmann::json& runs = doc.at("runs");
-  if (!points.is_array() || !strategies.is_array() || !runs.is_array()) {
-    throw std::invalid_argument("points, strategies and runs must be lists");
+  if (const auto runs = doc.find("runs"); runs == doc.end() || !runs->is_array()) {
+    throw std::invalid_argument("runs: expected a list");
   }
-  // points and strategies are lists in a file of bounded size: their product fits; with the
+  if (const auto points = doc.find("points"); points == doc.end() || !points->is_array()) {
+    throw std::invalid_argument("points: expected a list");
+  }
+  check_grid(shard);
+  const std::size_t points = shard.points.size();
+  const std::size_t strategies = doc.at("strategies").size();
+  // points and strategies were held in a file of bounded size: their product fits; with the
   // replications it may not, and then no file could hold the share.
-  const std::uint64_t cells = static_cast<std::uint64_t>(points.size()) * strategies.size();
+  const std::uint64_t cells = static_cast<std::uint64_t>(points) * strategies;
   const std::uint64_t first = index - 1;
   const bool overflows =
       cells != 0 && replications > std::numeric_limits<std::uint64_t>::max() / cells;
   const std::uint64_t tasks = overflows ? 0 : cells * replications;
   const std::uint64_t share = tasks <= first ? 0 : (tasks - first - 1) / count + 1;
-  if (overflows || share != runs.size()) {
-    throw scenario_error(where + ": " + std::to_string(points.size()) + " points x " +
-                         std::to_string(strategies.size()) + " strategies x " +
+  if (overflows || share != shard.runs.size()) {
+    throw scenario_error(where + ": " + std::to_string(points) + " points x " +
+                         std::to_string(strategies) + " strategies x " +
                          std::to_string(replications) + " replications in " +
                          std::to_string(count) + " shards would give shard " +
                          std::to_string(index) + " " +
                          (overflows ? std::string("more than 2^64") : std::to_string(share)) +
-                         " runs; it holds " + std::to_string(runs.size()));
+                         " runs; it holds " + std::to_string(shard.runs.size()));
   }
+  (void)string_at(doc, "scenario");
+  (void)string_at(doc, "model");
+  (void)string_at(doc, "fingerprint");
+  (void)count_at(doc, "seed", 0, std::numeric_limits<std::uint64_t>::max());
+  if (!doc.at("outage").is_boolean()) throw std::invalid_argument("outage: expected a boolean");
+  (void)figure_at(doc, "wall_s");
 }
 
 // The whole sweep's shape, from the first shard: its identity, points and strategies, and a slot
-// for every run.
-void lay_out_from(const nlohmann::json& doc, report::scenario_result& result) {
+// for every run. check_shape has bounded it by the runs the shard really holds.
+void lay_out_from(const shard_contents& shard, report::scenario_result& result) {
+  const nlohmann::json& doc = shard.header;
   result.scenario = doc.at("scenario").get<std::string>();
   result.model = doc.at("model").get<std::string>();
   result.seed = doc.at("seed").get<std::uint64_t>();
@@ -328,28 +533,22 @@ void lay_out_from(const nlohmann::json& doc, report::scenario_result& result) {
   result.replications = doc.at("replications").get<std::uint32_t>();
   result.outage = doc.at("outage").get<bool>();
   if (const auto about = doc.find("about"); about != doc.end()) {
-    result.description = about->at("description").get<std::string>();
-    result.source = about->at("source").get<std::string>();
-    result.claim = about->at("claim").get<std::string>();
+    result.description = string_at(*about, "description");
+    result.source = string_at(*about, "source");
+    result.claim = string_at(*about, "claim");
   }
   if (const auto window = doc.find("outage_s"); window != doc.end() && !window->is_null()) {
     if (!window->is_array() || window->size() != 2) {
       throw std::invalid_argument("outage_s: expected [from, to] or null");
     }
-    result.outage_s = {(*window)[0].get<double>(), (*window)[1].get<double>()};
+    result.outage_s = {figure((*window)[0], "outage_s"), figure((*window)[1], "outage_s")};
   }
   result.sweep = true;
   result.sweep_keys = doc.at("sweep_keys").get<std::vector<std::string>>();
   const auto names = doc.at("strategies").get<std::vector<std::string>>();
-  for (const auto& point : doc.at("points")) {
+  for (const auto& point : shard.points) {
     report::point_result p;
-    for (const auto& param : point.at("params")) {
-      report::sweep_value v;
-      v.toml = param.at("toml").get<std::string>();
-      v.text = param.at("text").get<std::string>();
-      v.type = type_of(param.at("type").get<std::string>());
-      p.params.emplace_back(param.at("key").get<std::string>(), v);
-    }
+    p.params = point.params;
     for (const auto& name : names) {
       p.strategies.push_back({name, std::vector<report::strategy_summary>(result.replications),
                               std::vector<std::uint8_t>(result.replications, 0)});
@@ -358,23 +557,51 @@ void lay_out_from(const nlohmann::json& doc, report::scenario_result& result) {
   }
 }
 
+// The same grid as the first shard's: axes, values, strategies and replications.
+bool same_grid(const shard_contents& shard, const report::scenario_result& result) {
+  const nlohmann::json& doc = shard.header;
+  if (doc.at("replications").get<std::uint64_t>() != result.replications ||
+      doc.at("sweep_keys").get<std::vector<std::string>>() != result.sweep_keys ||
+      shard.points.size() != result.points.size()) {
+    return false;
+  }
+  const auto names = doc.at("strategies").get<std::vector<std::string>>();
+  if (names.size() != result.points.front().strategies.size()) return false;
+  for (std::size_t s = 0; s < names.size(); ++s) {
+    if (names[s] != result.points.front().strategies[s].name) return false;
+  }
+  for (std::size_t p = 0; p < shard.points.size(); ++p) {
+    const auto& theirs = shard.points[p].params;
+    const auto& ours = result.points[p].params;
+    for (std::size_t k = 0; k < theirs.size(); ++k) {
+      if (theirs[k].second.toml != ours[k].second.toml ||
+          theirs[k].second.text != ours[k].second.text ||
+          theirs[k].second.type != ours[k].second.type) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // The runs of one shard into their slots.
-void add_runs(const nlohmann::json& doc, const std::string& where,
-              report::scenario_result& result) {
-  result.wall_s += doc.at("wall_s").get<double>();
-  for (const auto& run : doc.at("runs")) {
-    const auto p = run.at("point").get<std::size_t>();
-    const auto s = run.at("strategy").get<std::size_t>();
-    const auto rep = run.at("replication").get<std::size_t>();
-    if (p >= result.points.size() || s >= result.points[p].strategies.size() ||
-        rep >= result.replications) {
+void add_runs(shard_contents& shard, const std::string& where, report::scenario_result& result) {
+  result.wall_s += shard.header.at("wall_s").get<double>();
+  for (placed_run& run : shard.runs) {
+    if (run.point >= result.points.size() ||
+        run.strategy >= result.points[run.point].strategies.size() ||
+        run.replication >= result.replications) {
       throw scenario_error(where + ": a run outside the sweep's grid");
     }
-    report::sweep_cell& cell = result.points[p].strategies[s];
-    cell.runs[rep] = summary_of(run.at("summary"), cell.name);
-    cell.ran[rep] = 1;
-    result.events += cell.runs[rep].events;
+    report::sweep_cell& cell = result.points[run.point].strategies[run.strategy];
+    if (cell.ran[run.replication] != 0) throw scenario_error(where + ": a run given twice");
+    run.summary.name = cell.name;
+    result.events += run.summary.events;
+    cell.runs[run.replication] = std::move(run.summary);
+    cell.ran[run.replication] = 1;
   }
+  shard.runs.clear();
+  shard.runs.shrink_to_fit();
 }
 
 // "shard(s) 2, 5 of 6 missing: ...", naming at most the first ten.
@@ -396,8 +623,8 @@ scenario_error missing_shards(const std::vector<std::filesystem::path>& files,
   std::set<std::uint64_t> seen;
   for (const auto& file : files) {
     try {
-      const nlohmann::json doc = read_shard(file);
-      seen.insert(doc.at("shard").at("index").get<std::uint64_t>());
+      const shard_contents shard = read_shard(file);
+      seen.insert(shard.header.at("shard").at("index").get<std::uint64_t>());
     } catch (const std::exception&) {
       // Named as malformed when the merge reaches it; here it simply is not a shard index.
     }
@@ -420,6 +647,51 @@ void check_complete(const std::map<std::uint32_t, std::string>& seen, std::uint3
   }
 }
 
+// The scenario the shards carry, loaded again: their fingerprint must be its fingerprint, and
+// their grid (axes, values, strategies, replications) the one it gives. So a shard whose figures
+// or points were edited by hand, or that names another scenario, is refused before any output.
+void check_against_scenario(const merged_sweep& merged, const std::string& where) {
+  const report::scenario_result& r = merged.result;
+  const std::string prefix = where + ": the scenario it carries";
+  std::optional<scenario> loaded;
+  try {
+    loaded.emplace(scenario::load({merged.inputs.scenario_path, merged.inputs.scenario_toml},
+                                  merged.inputs.sets));
+    loaded->set_seed(r.seed);
+  } catch (const std::exception& e) {
+    throw scenario_error(prefix + " does not load: " + escape_controls(e.what()));
+  }
+  const scenario& sc = *loaded;
+  if (sc.fingerprint() != r.fingerprint) {
+    throw scenario_error(prefix + " has fingerprint " + sc.fingerprint() +
+                         ", not the shards' " + escape_controls(r.fingerprint));
+  }
+  const auto differs = [&](const std::string& what) {
+    return scenario_error(prefix + " gives other " + what + " than the shards hold");
+  };
+  if (sc.name() != r.scenario || sc.model() != r.model) throw differs("a name or model");
+  if (sc.replications() != r.replications) throw differs("replications");
+  std::vector<std::string> keys;
+  for (const auto& axis : sc.axes()) keys.push_back(axis.key);
+  if (keys != r.sweep_keys) throw differs("axes");
+  const std::vector<sweep_point> points = sc.points();
+  if (points.size() != r.points.size()) throw differs("points");
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    for (std::size_t k = 0; k < points[p].params.size(); ++k) {
+      const report::sweep_value& ours = *points[p].params[k].second;
+      const report::sweep_value& theirs = r.points[p].params[k].second;
+      if (ours.toml != theirs.toml || ours.text != theirs.text || ours.type != theirs.type) {
+        throw differs("values (point " + std::to_string(p + 1) + ")");
+      }
+    }
+  }
+  const auto& strategies = sc.strategies();
+  if (strategies.size() != r.points.front().strategies.size()) throw differs("strategies");
+  for (std::size_t s = 0; s < strategies.size(); ++s) {
+    if (strategies[s].name() != r.points.front().strategies[s].name) throw differs("strategies");
+  }
+}
+
 }  // namespace
 
 report::scenario_result merge_shards(const std::vector<std::filesystem::path>& inputs) {
@@ -436,8 +708,9 @@ merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs) {
   for (const auto& file : files) {
     const std::string where = file.string();
     try {
-      const nlohmann::json doc = read_shard(file);
-      check_shape(doc, where);
+      shard_contents shard = read_shard(file);
+      check_shape(shard, where);
+      const nlohmann::json& doc = shard.header;
       const auto index = doc.at("shard").at("index").get<std::uint32_t>();
       const auto n = doc.at("shard").at("count").get<std::uint32_t>();
       const auto fingerprint = doc.at("fingerprint").get<std::string>();
@@ -446,14 +719,18 @@ merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs) {
         // Fewer files than shards: some are missing, and the grid (which the count bounds) is
         // not allocated.
         if (count > files.size()) throw missing_shards(files, count);
-        lay_out_from(doc, result);
+        lay_out_from(shard, result);
       } else if (fingerprint != result.fingerprint) {
         throw scenario_error(where + ": a shard of another sweep (scenario " +
-                             doc.at("scenario").get<std::string>() + ", fingerprint " +
-                             fingerprint + "; the first file's is " + result.fingerprint + ")");
+                             escape_controls(doc.at("scenario").get<std::string>()) +
+                             ", fingerprint " + escape_controls(fingerprint) +
+                             "; the first file's is " + escape_controls(result.fingerprint) + ")");
       } else if (n != count) {
         throw scenario_error(where + ": shard " + std::to_string(index) + "/" + std::to_string(n) +
                              " does not fit the others' split into " + std::to_string(count));
+      } else if (!same_grid(shard, result)) {
+        throw scenario_error(where + ": its points, strategies or replications differ from " +
+                             seen.begin()->second + "'s, with the same fingerprint");
       }
       if (index < 1 || index > count) {
         throw scenario_error(where + ": shard index " + std::to_string(index) + " is not in 1.." +
@@ -464,7 +741,7 @@ merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs) {
                              std::to_string(count) + " is also in " + it->second);
       }
       seen[index] = where;
-      add_runs(doc, where, result);
+      add_runs(shard, where, result);
       if (const auto given = doc.find("inputs");
           given != doc.end() && seen.begin()->first == index) {
         first_inputs = *given;  // shards of one fingerprint differ at most in the file's path
@@ -484,6 +761,7 @@ merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs) {
     } catch (const nlohmann::json::exception& e) {
       throw scenario_error(seen.begin()->second + ": malformed shard file: inputs: " + e.what());
     }
+    check_against_scenario(merged, seen.begin()->second);
   }
   return merged;
 }
@@ -502,9 +780,10 @@ existing_shard find_complete_shard(const std::filesystem::path& dir,
     return found;
   }
   try {
-    const nlohmann::json doc = read_shard(found.file);
+    shard_contents contents = read_shard(found.file);
     const std::string where = found.file.string();
-    check_shape(doc, where);
+    check_shape(contents, where);
+    const nlohmann::json& doc = contents.header;
     const auto index = doc.at("shard").at("index").get<std::uint32_t>();
     const auto count = doc.at("shard").at("count").get<std::uint32_t>();
     const auto theirs = doc.at("fingerprint").get<std::string>();
@@ -513,38 +792,32 @@ existing_shard find_complete_shard(const std::filesystem::path& dir,
       return found;
     }
     if (theirs != fingerprint) {
-      found.why_not =
-          "of another sweep (fingerprint " + theirs + ", this one's " + fingerprint + ")";
+      found.why_not = "of another sweep (fingerprint " + escape_controls(theirs) +
+                      ", this one's " + fingerprint + ")";
       return found;
     }
-    // Every run it must hold, each readable as the merge reads it.
-    report::scenario_result scratch;
-    lay_out_from(doc, scratch);
-    add_runs(doc, where, scratch);
-    // ... and only its own: run t (numbered point by point, strategy by strategy, replication
-    // by replication) belongs to shard t mod count + 1; with the count checked by check_shape,
-    // no run missing either.
-    const std::size_t strategies = doc.at("strategies").size();
-    for (const auto& run : doc.at("runs")) {
-      const std::size_t task = (run.at("point").get<std::size_t>() * strategies +
-                                run.at("strategy").get<std::size_t>()) *
-                                   scratch.replications +
-                               run.at("replication").get<std::size_t>();
+    // Only its own runs: run t (numbered point by point, strategy by strategy, replication by
+    // replication) belongs to shard t mod count + 1; with the count checked by check_shape and
+    // no run given twice (add_runs), no run missing either.
+    const std::uint64_t strategies = doc.at("strategies").size();
+    const std::uint64_t replications = doc.at("replications").get<std::uint64_t>();
+    for (const placed_run& run : contents.runs) {
+      if (run.point >= contents.points.size() || run.strategy >= strategies ||
+          run.replication >= replications) {
+        found.why_not = "it holds a run outside the sweep's grid";
+        return found;
+      }
+      const std::uint64_t task =
+          (run.point * strategies + run.strategy) * replications + run.replication;
       if (task % count != index - 1) {
         found.why_not = "it holds a run of another shard";
         return found;
       }
     }
-    std::size_t held = 0;
-    for (const auto& p : scratch.points) {
-      for (const auto& cell : p.strategies) {
-        held += static_cast<std::size_t>(std::count(cell.ran.begin(), cell.ran.end(), 1));
-      }
-    }
-    if (held != doc.at("runs").size()) {
-      found.why_not = "it holds a run twice";
-      return found;
-    }
+    // Every run it must hold, placed as the merge places them.
+    report::scenario_result scratch;
+    lay_out_from(contents, scratch);
+    add_runs(contents, where, scratch);
     found.complete = true;
   } catch (const std::exception& e) {
     found.why_not = escape_controls(e.what());
