@@ -261,15 +261,35 @@ duration backoff_state::next_delay(G& g) noexcept {
   return result;
 }
 
-// The first `count` delays of one run of `policy` with its own generator random_generator{seed},
-// in order, each passed to visit(duration): the one loop behind `backoff delays`, `backoff
-// presets` and the report's delay charts, so they all show the same draws for a seed.
+// One run of `policy` with its own generator random_generator{seed}: next() gives the delay
+// before retry 1, then before retry 2, and so on. It is the one source of the draws behind
+// `backoff delays`, `backoff presets` and the report's delay charts, so they all show the same
+// delays for a seed. for_each_delay visits one run whole; a caller that interleaves runs (the
+// delays table: one row per retry, one column per run) or may stop early keeps one delay_stream
+// per run rather than every delay. A small value (under 80 bytes; a copy continues the run on its
+// own) that refers to `policy`, which must outlive it: as with start(), a temporary does not
+// compile.
+class delay_stream {
+ public:
+  delay_stream(const backoff_policy& policy, std::uint64_t seed) noexcept
+      : rng_{seed}, state_{policy.start()} {}
+  delay_stream(const backoff_policy&& policy, std::uint64_t seed) = delete;
+
+  // The delay before the next retry of this run.
+  duration next() noexcept { return state_.next_delay(rng_); }
+
+ private:
+  random_generator rng_;
+  backoff_state state_;
+};
+
+// The first `count` delays of delay_stream{policy, seed}, in order, each passed to
+// visit(duration).
 template <class Visit>
 void for_each_delay(const backoff_policy& policy, std::uint64_t seed, std::uint64_t count,
                     Visit&& visit) {
-  random_generator rng{seed};
-  backoff_state state = policy.start();
-  for (std::uint64_t n = 0; n < count; ++n) visit(state.next_delay(rng));
+  delay_stream run{policy, seed};
+  for (std::uint64_t n = 0; n < count; ++n) visit(run.next());
 }
 
 }  // namespace backoff
