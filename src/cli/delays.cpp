@@ -8,7 +8,6 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "backoff/error.hpp"
@@ -33,88 +32,121 @@ struct delays_options {
   std::string plot;  // file prefix; empty: no charts
 };
 
-// Run r's delays come from their own generator, derive_seed(seed, r): independent of the other
-// runs, of --runs and of the output format (for_each_delay, the one sampling loop).
-template <class Visit>
-void each_delay(const delays_options& o, const backoff_policy& policy, std::uint32_t run,
-                Visit&& visit) {
-  for_each_delay(policy, derive_seed(o.seed, run), o.attempts, std::forward<Visit>(visit));
+// Run r's delays come from their own stream, delay_stream{policy, derive_seed(seed, r)}:
+// independent of the other runs, of --runs and of the output format.
+delay_stream run_stream(const delays_options& o, const backoff_policy& policy, std::uint32_t run) {
+  return delay_stream{policy, derive_seed(o.seed, run)};
+}
+
+// Every format streams: the output is built in a buffer written out every 64 KiB, and nothing
+// holds the delays, so memory does not grow with --attempts (the table keeps under 200 bytes per
+// run: 100,000 runs take 24 MB; it held 240 bytes per delay before issue 40). Returns false once
+// stdout failed (a closed pipe, a full disk): the loops stop there, and flush_stdout says why.
+bool spill(std::string& out) {
+  if (out.size() < (1u << 16)) return true;
+  std::cout << out;
+  out.clear();
+  return static_cast<bool>(std::cout);
+}
+
+int finish(const std::string& out) {
+  if (std::cout) std::cout << out;
+  return flush_stdout("backoff delays") ? exit_ok : exit_failure;
+}
+
+int print_csv(const delays_options& o, const backoff_policy& policy) {
+  std::string out = "run,attempt,delay_s\n";
+  for (std::uint32_t run = 1; run <= o.runs; ++run) {
+    delay_stream delays = run_stream(o, policy, run);
+    for (std::uint32_t attempt = 1; attempt <= o.attempts; ++attempt) {
+      fmt::format_to(std::back_inserter(out), "{},{},{}\n", run, attempt,
+                     seconds_text(delays.next()));
+      if (!spill(out)) return finish(out);
+    }
+  }
+  return finish(out);
+}
+
+// The text report::json_text gives for {"policy", "seed", "attempts", "runs": [[seconds...]...]},
+// written as the delays are drawn. Each number goes through nlohmann's own writer, so that it
+// reads as report::json_text would write it ("5.0", its shortest round trip).
+int print_json(const delays_options& o, const backoff_policy& policy) {
+  using json = nlohmann::ordered_json;
+  std::string out = "{\n  \"policy\": " + report::json_text(json(policy.to_string())) +
+                    ",\n  \"seed\": " + report::json_text(json(o.seed)) +
+                    ",\n  \"attempts\": " + report::json_text(json(o.attempts)) +
+                    ",\n  \"runs\": [";
+  for (std::uint32_t run = 1; run <= o.runs; ++run) {
+    out += run == 1 ? "\n    [" : ",\n    [";
+    delay_stream delays = run_stream(o, policy, run);
+    for (std::uint32_t attempt = 1; attempt <= o.attempts; ++attempt) {
+      out += attempt == 1 ? "\n      " : ",\n      ";
+      out += report::json_text(json(to_seconds(delays.next())));
+      if (!spill(out)) return finish(out);
+    }
+    out += "\n    ]";
+  }
+  out += "\n  ]\n}\n";
+  return finish(out);
+}
+
+// One row per attempt, one column per run, then the total wait; columns as wide as their widest
+// cell. A row needs every run's next delay, so each run keeps its own stream and all advance
+// together; the widths come from a first pass over the same (deterministic) delays.
+int print_table(const delays_options& o, const backoff_policy& policy) {
+  std::vector<std::string> row{"attempt"};
+  for (std::uint32_t run = 1; run <= o.runs; ++run) {
+    row.push_back(o.runs == 1 ? std::string("delay") : fmt::format("run {}", run));
+  }
+  report::text_columns columns;
+  columns.measure(0, row[0]);
+  columns.measure(0, std::to_string(o.attempts));
+  columns.measure(0, "total");
+  std::vector<duration> totals(o.runs, duration{0});
+  for (std::uint32_t run = 1; run <= o.runs; ++run) {
+    columns.measure(run, row[run]);
+    delay_stream delays = run_stream(o, policy, run);
+    for (std::uint32_t attempt = 1; attempt <= o.attempts; ++attempt) {
+      const duration d = delays.next();
+      columns.measure(run, human_duration(d));
+      totals[run - 1] += d;
+    }
+    columns.measure(run, human_duration(totals[run - 1]));
+  }
+
+  std::string out = "policy: " + policy.to_string() + "  (seed " + std::to_string(o.seed) + ")\n";
+  columns.append_row(out, row);
+  std::vector<delay_stream> streams;
+  streams.reserve(o.runs);
+  for (std::uint32_t run = 1; run <= o.runs; ++run) streams.push_back(run_stream(o, policy, run));
+  for (std::uint32_t attempt = 1; attempt <= o.attempts; ++attempt) {
+    row[0] = std::to_string(attempt);
+    for (std::uint32_t run = 1; run <= o.runs; ++run) {
+      row[run] = human_duration(streams[run - 1].next());
+    }
+    columns.append_row(out, row);
+    if (!spill(out)) return finish(out);
+  }
+  row[0] = "total";
+  for (std::uint32_t run = 1; run <= o.runs; ++run) row[run] = human_duration(totals[run - 1]);
+  columns.append_row(out, row);
+  return finish(out);
 }
 
 int print_delays(const delays_options& o, const backoff_policy& policy) {
-  if (o.format == "csv") {
-    std::string out = "run,attempt,delay_s\n";
-    for (std::uint32_t run = 1; run <= o.runs; ++run) {
-      std::uint32_t attempt = 0;
-      each_delay(o, policy, run, [&](duration d) {
-        fmt::format_to(std::back_inserter(out), "{},{},{}\n", run, ++attempt, seconds_text(d));
-        if (out.size() > (1u << 16)) {
-          std::cout << out;
-          out.clear();
-        }
-      });
-      if (!std::cout) break;  // stdout failed: the loop stops here, flush_stdout says why
-    }
-    std::cout << out;
-    return flush_stdout("backoff delays") ? exit_ok : exit_failure;
-  }
-
-  constexpr std::uint64_t max_in_memory = 10'000'000;
-  if (std::uint64_t{o.attempts} * o.runs > max_in_memory) {
-    std::cerr << "backoff delays: --attempts x --runs = " << std::uint64_t{o.attempts} * o.runs
-              << " is more than " << max_in_memory << " delays for --format " << o.format
-              << "; use --format csv, which streams\n";
-    return exit_usage;
-  }
-  std::vector<std::vector<duration>> delays(o.runs);
-  for (std::uint32_t run = 1; run <= o.runs; ++run) {
-    delays[run - 1].reserve(o.attempts);
-    each_delay(o, policy, run, [&](duration d) { delays[run - 1].push_back(d); });
-  }
-
-  if (o.format == "json") {
-    nlohmann::ordered_json doc;
-    doc["policy"] = policy.to_string();
-    doc["seed"] = o.seed;
-    doc["attempts"] = o.attempts;
-    auto& runs = doc["runs"] = nlohmann::ordered_json::array();
-    for (const auto& run : delays) {
-      auto row = nlohmann::ordered_json::array();
-      for (duration d : run) row.push_back(to_seconds(d));
-      runs.push_back(std::move(row));
-    }
-    std::cout << report::json_text(doc) << '\n';
-    return flush_stdout("backoff delays") ? exit_ok : exit_failure;
-  }
-
-  // table: one row per attempt, one column per run, then the total wait.
-  std::cout << "policy: " << policy.to_string() << "  (seed " << o.seed << ")\n";
-  report::text_table table;
-  auto& header = table.rows.emplace_back(std::vector<std::string>{"attempt"});
-  for (std::uint32_t run = 1; run <= o.runs; ++run) {
-    header.push_back(o.runs == 1 ? std::string("delay") : fmt::format("run {}", run));
-  }
-  std::vector<duration> totals(o.runs, duration{0});
-  for (std::uint32_t a = 0; a < o.attempts; ++a) {
-    std::vector<std::string> row{std::to_string(a + 1)};
-    for (std::uint32_t run = 0; run < o.runs; ++run) {
-      row.push_back(human_duration(delays[run][a]));
-      totals[run] += delays[run][a];
-    }
-    table.rows.push_back(std::move(row));
-  }
-  std::vector<std::string> total_row{"total"};
-  for (duration t : totals) total_row.push_back(human_duration(t));
-  table.rows.push_back(std::move(total_row));
-  std::cout << table.render();
-  return flush_stdout("backoff delays") ? exit_ok : exit_failure;
+  if (o.format == "csv") return print_csv(o, policy);
+  if (o.format == "json") return print_json(o, policy);
+  return print_table(o, policy);
 }
 
 // The same delays as printed.
 int plot_delays(const delays_options& o, const backoff_policy& policy) {
   std::vector<std::vector<double>> delays(o.runs);
   for (std::uint32_t run = 1; run <= o.runs; ++run) {
-    each_delay(o, policy, run, [&](duration d) { delays[run - 1].push_back(to_seconds(d)); });
+    delay_stream stream = run_stream(o, policy, run);
+    for (std::uint32_t attempt = 1; attempt <= o.attempts; ++attempt) {
+      delays[run - 1].push_back(to_seconds(stream.next()));
+    }
   }
   try {
     report::write_delay_plots(delays, policy.to_string(), o.plot);

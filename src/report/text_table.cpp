@@ -6,28 +6,46 @@
 #include "backoff/error.hpp"
 
 namespace backoff::report {
+namespace {
+
+// Most cells (numbers, durations, names) have nothing to escape: they are printed without a copy.
+bool needs_escape(std::string_view cell) {
+  return std::any_of(cell.begin(), cell.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+}  // namespace
+
+void text_columns::measure(std::size_t column, std::string_view cell) {
+  if (width.size() <= column) width.resize(column + 1, 0);
+  const std::size_t shown = needs_escape(cell) ? escape_controls(cell).size() : cell.size();
+  width[column] = std::max(width[column], shown);
+}
+
+void text_columns::append_row(std::string& out, const std::vector<std::string>& cells) const {
+  const std::size_t start = out.size();
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    if (c > 0) out += "  ";
+    const std::string escaped = needs_escape(cells[c]) ? escape_controls(cells[c]) : std::string();
+    const std::string_view shown = escaped.empty() ? std::string_view(cells[c]) : escaped;
+    const std::size_t pad = width[c] - shown.size();
+    if (c >= left_columns) out.append(pad, ' ');
+    out += shown;
+    if (c < left_columns) out.append(pad, ' ');
+  }
+  while (out.size() > start && out.back() == ' ') out.pop_back();
+  out += '\n';
+}
 
 std::string text_table::render() const {
-  std::vector<std::vector<std::string>> cells;
-  std::vector<std::size_t> width;
+  text_columns columns{.width = {}, .left_columns = left_columns};
   for (const auto& row : rows) {
-    auto& shown = cells.emplace_back();
-    for (const auto& cell : row) shown.push_back(escape_controls(cell));
-    if (width.size() < shown.size()) width.resize(shown.size(), 0);
-    for (std::size_t c = 0; c < shown.size(); ++c) width[c] = std::max(width[c], shown[c].size());
+    for (std::size_t c = 0; c < row.size(); ++c) columns.measure(c, row[c]);
   }
   std::string out;
-  for (const auto& row : cells) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      if (c > 0) line += "  ";
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += c < left_columns ? row[c] + pad : pad + row[c];
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line;
-    out += '\n';
-  }
+  for (const auto& row : rows) columns.append_row(out, row);
   return out;
 }
 
