@@ -75,3 +75,33 @@ run "hedging-overload (2x10^6 calls, u=0.3)" hedging-overload --set workload.uti
   --set replications=1 --set workload.operations=2000000
 run "outage-amplification (Isaev scale)" outage-amplification
 run "outage-amplification x20 (100k calls/s)" outage-amplification --set workload.rate_per_s=100000
+
+# Sweep memory (issue 40): the --memory-limit estimate beside the measured peak RSS. The estimate
+# is what a limit of 1 byte is refused with; the run is the same command without the limit.
+# `sweep` writes its points to disk as they finish (memory grows with the grid only); `sim`, and
+# `sweep --plot`, hold every run and build the outputs in memory. Target: within 25 %.
+sweep_memory() {
+  local label="$1" command="$2"; shift 2
+  local estimate rss out
+  out=$(mktemp -d)
+  estimate=$("$cli" "$command" "$@" --memory-limit 1 2>&1 | sed -n 's/.*would need about \([0-9.]* [KMG]iB\).*/\1/p')
+  /usr/bin/time -f "%M" -o "$out/rss" "$cli" "$command" "$@" --no-progress --out "$out/o" >/dev/null 2>&1
+  rss=$(tail -n 1 "$out/rss")
+  python3 - "$label" "$estimate" "$rss" <<'PY'
+import sys
+label, estimate, rss_kib = sys.argv[1], sys.argv[2], int(sys.argv[3])
+value, unit = estimate.split()
+est = float(value) * {"KiB": 1, "MiB": 1024, "GiB": 1024 ** 2}[unit]
+print(f"{label:<58} estimate {estimate:>9}  peak RSS {rss_kib / 1024:>7.1f} MiB  "
+      f"estimate/peak {est / rss_kib:5.2f}")
+PY
+  rm -rf "$out"
+}
+mm1_grid=(mm1 --set run.duration='"1s"' --set run.warmup='"0s"')
+sweep_memory "sweep mm1, 50,000 points (spooled)" sweep "${mm1_grid[@]}" \
+  --set 'sweep.workload.rate_per_s={start=0.001, stop=50, step=0.001}'
+sweep_memory "sim mm1, the same 50,000 points (in memory)" sim "${mm1_grid[@]}" \
+  --set 'sweep.workload.rate_per_s={start=0.001, stop=50, step=0.001}'
+sweep_memory "sweep outage-tipping (built in)" sweep outage-tipping
+sweep_memory "sweep mm1, 1,000,000 points (spooled; about 3 minutes)" sweep "${mm1_grid[@]}" \
+  --set 'sweep.workload.rate_per_s={start=0.00005, stop=50, step=0.00005}'

@@ -84,7 +84,7 @@ bool print(const report::scenario_result& r, const std::string& format) {
   if (format == "json") {
     report::write_summary_json(r, std::cout);
   } else {
-    std::cout << report::comparison_table(r);
+    report::write_comparison_table(r, std::cout);
   }
   return flush_stdout("backoff sweep");
 }
@@ -212,6 +212,9 @@ int sweep_command(const sweep_options& o) {
   run.threads = o.threads;
   run.shard = shard;
   run.memory_limit = *limit;
+  // The charts read every point; without them the points go to disk as they finish, and memory
+  // does not grow with the sweep.
+  run.spool_points = !o.plot;
   const stop_signals signals;
   const report::scenario_result r = sim::run_scenario(sc, run);
   if (r.stopped) return report_stopped_sweep(o, shard, r);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,6 +15,8 @@
 #include "backoff/policy.hpp"
 
 namespace backoff::report {
+
+class sweep_spool;
 
 // A time in the producer's units: nanoseconds, or ticks in tick models (seconds_per_unit says).
 using time_units = std::int64_t;
@@ -161,7 +164,9 @@ struct scenario_result {
   bool sweep = false;
   std::uint32_t replications = 1;
   std::vector<std::string> sweep_keys;  // the swept keys, in axis order
-  std::vector<point_result> points;     // a sweep
+  std::vector<point_result> points;     // a sweep held in memory
+  // A sweep written point by point (sweep_spool.hpp): its points are there, not in `points`.
+  std::shared_ptr<const sweep_spool> spool;
   std::optional<shard_spec> shard;      // a slice of the sweep only
   // A metastable map (scenario with [[map]]): its boundary points, map by map, and each map's
   // axes (boundary[i] belongs to the map whose model, mapped scenario and strategy it names).

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "output_files.hpp"
 #include "result.hpp"
@@ -44,5 +45,21 @@ void write_run_files(const scenario_result& r, output_folder& out);
 
 // The strategies side by side; a metastable map's boundary table (report::map_table).
 std::string comparison_table(const scenario_result& r);
+// The same, written as it goes (a spooled sweep's table is never held whole).
+void write_comparison_table(const scenario_result& r, std::ostream& out);
+
+// The pieces of the writers above for one sweep point, for sweep_spool (which writes a sweep
+// point by point): summary.json's entry, sweep.csv's columns before the model fields and each
+// field's two, the table's header and rows.
+nlohmann::ordered_json sweep_point_json(const point_result& p);
+bool sweep_cell_complete(const sweep_cell& cell);
+std::vector<std::string> sweep_cell_fields(const sweep_cell& cell);
+std::string sweep_csv_core(const point_result& p, const sweep_cell& cell);
+std::string sweep_csv_field(const sweep_cell& cell, const std::string& name);
+std::string sweep_csv_header(const std::vector<std::string>& sweep_keys,
+                             const std::vector<std::string>& fields);
+std::vector<std::string> comparison_header(const scenario_result& r);
+void comparison_point_rows(const point_result& p, bool outage,
+                           std::vector<std::vector<std::string>>& rows);
 
 }  // namespace backoff::report

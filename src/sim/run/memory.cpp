@@ -22,8 +22,19 @@ namespace {
 
 constexpr std::uint64_t kib = 1024, mib = kib * 1024, gib = mib * 1024;
 
-// A sweep keeps every run's summary (report::strategy_summary without its buckets, and its name).
+// A sweep held in memory keeps every run's summary (report::strategy_summary without its
+// buckets, its name and its model fields); a spooled one only the points in flight.
 constexpr double per_sweep_run = sizeof(report::strategy_summary) + 64;
+// A run's model fields (name and value each, in a vector): most models report a few.
+constexpr double per_model_field = sizeof(report::model_field) + 48;
+constexpr double typical_fields = 4;
+// A sweep held in memory is written whole: per point and strategy, summary.json's document (about
+// fifty JSON values), its text, the sweep.csv row and the comparison table's row of cells.
+// Measured with `backoff sim` on a 50,000-point mm1 sweep (docs/PERFORMANCE.md, "Sweep memory").
+constexpr double per_written_cell = 4096;
+// The grid: each point's values, as scenario::points() lists them (a vector per point).
+constexpr double per_grid_value = sizeof(std::pair<const void*, const void*>) + 16;
+constexpr double per_grid_point = sizeof(sweep_point) + 32;
 
 struct term {
   double bytes = 0;
@@ -155,7 +166,8 @@ unsigned plain_run_workers(scenario& sc, unsigned threads, std::uint64_t limit) 
                          resident_bytes(), limit);
 }
 
-memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t limit) {
+memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t limit,
+                                bool spooled) {
   const std::uint64_t baseline = resident_bytes();
   if (!sc.is_sweep()) {
     const memory_need t = make_model(sc)->memory();
@@ -182,12 +194,27 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t li
     }
   }
   const auto w = static_cast<double>(workers);
-  memory_estimate e = add_up(
-      baseline, {{state.bytes * w, fmt::format("{}, on {} worker threads", state.what, workers)},
-                 {series.bytes * w, fmt::format("{}, on {} worker threads", series.what, workers)},
-                 {static_cast<double>(runs) * per_sweep_run,
-                  fmt::format("{} runs: {} points x {} strategies x replications = {}", runs,
-                              points.size(), sc.strategies().size(), sc.replications())}});
+  const double run_bytes = per_sweep_run + typical_fields * per_model_field;
+  const double per_point = static_cast<double>(sc.strategies().size() * sc.replications());
+  const double cells = static_cast<double>(points.size() * sc.strategies().size());
+  std::vector<term> terms{
+      {state.bytes * w, fmt::format("{}, on {} worker threads", state.what, workers)},
+      {series.bytes * w, fmt::format("{}, on {} worker threads", series.what, workers)},
+      {static_cast<double>(points.size()) *
+           (per_grid_point + static_cast<double>(sc.axes().size()) * per_grid_value),
+       fmt::format("the grid of {} points", points.size())}};
+  if (spooled) {
+    // Points leave for the spool in order: those started and the ones a slow point holds back.
+    terms.push_back({(4 * w + 16) * per_point * run_bytes, "the points in flight"});
+  } else {
+    terms.push_back({static_cast<double>(runs) * run_bytes,
+                     fmt::format("{} runs: {} points x {} strategies x replications = {}", runs,
+                                 points.size(), sc.strategies().size(), sc.replications())});
+    terms.push_back({cells * per_written_cell,
+                     fmt::format("the outputs of {} points x {} strategies, built in memory",
+                                 points.size(), sc.strategies().size())});
+  }
+  memory_estimate e = add_up(baseline, terms);
   e.workers = workers;
   return e;
 }

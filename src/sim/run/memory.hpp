@@ -48,7 +48,10 @@ struct memory_estimate {
 // one per strategy, and no more than plain_run_workers(sc, threads, limit)). It builds the model
 // of the scenario (and of each point, for a sweep), which reads and checks their keys
 // (scenario_error on the first bad one), and allocates nothing of the runs.
-memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t limit = 0);
+// `spooled`: a sweep written point by point (run_options::spool_points), which holds only the
+// points in flight; otherwise every run and the outputs built from them are counted.
+memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t limit = 0,
+                                bool spooled = false);
 
 // How many of a plain run's strategies run at once: up to `threads` (0: one per core) and one
 // per strategy, and only as many as the estimate fits under `limit` (0: no limit), at least one.

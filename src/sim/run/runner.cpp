@@ -25,6 +25,7 @@
 #include "report/boundary.hpp"
 #include "report/output_files.hpp"
 #include "report/summary.hpp"
+#include "report/sweep_spool.hpp"
 #include "sim/models/model.hpp"
 #include "task_pool.hpp"
 
@@ -100,24 +101,26 @@ void refuse_map(const scenario& sc) {
   }
 }
 
-// The result's shape before any run: each point's values and, per strategy, a slot for each
-// replication.
-void lay_out_sweep(const scenario& sc, const std::vector<sweep_point>& points,
+// One point's values and, per strategy, a slot for each replication.
+report::point_result lay_out_point(const scenario& sc, const sweep_point& point) {
+  report::point_result out;
+  for (const auto& [axis, value] : point.params) out.params.emplace_back(axis->key, *value);
+  for (const auto& s : sc.strategies()) {
+    out.strategies.push_back({s.name(), std::vector<report::strategy_summary>(sc.replications()),
+                              std::vector<std::uint8_t>(sc.replications(), 0)});
+  }
+  return out;
+}
+
+// The result's shape before any run; with a spool, the points are laid out as they start.
+void lay_out_sweep(const scenario& sc, const std::vector<sweep_point>& points, bool spooled,
                    report::scenario_result& result) {
   result.sweep = true;
   result.replications = sc.replications();
   for (const auto& axis : sc.axes()) result.sweep_keys.push_back(axis.key);
-  result.points.resize(points.size());
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    for (const auto& [axis, value] : points[i].params) {
-      result.points[i].params.emplace_back(axis->key, *value);
-    }
-    for (const auto& s : sc.strategies()) {
-      result.points[i].strategies.push_back(
-          {s.name(), std::vector<report::strategy_summary>(sc.replications()),
-           std::vector<std::uint8_t>(sc.replications(), 0)});
-    }
-  }
+  if (spooled) return;
+  result.points.reserve(points.size());
+  for (const auto& point : points) result.points.push_back(lay_out_point(sc, point));
 }
 
 // A sweep's tasks run on a pool of threads. Tasks are numbered point-major; each worker builds
@@ -125,13 +128,17 @@ void lay_out_sweep(const scenario& sc, const std::vector<sweep_point>& points,
 // engine, with the shared guard, for each run.
 class sweep_pool {
  public:
+  // `spool`: points go there as they finish, in order (every point has all its tasks here: not
+  // a shard); none: into result.points.
   sweep_pool(scenario& sc, const std::vector<sweep_point>& points, std::vector<std::size_t> tasks,
-             const run_options& options, report::scenario_result& result)
+             const run_options& options, report::scenario_result& result,
+             report::sweep_spool* spool)
       : sc_(sc),
         points_(points),
         tasks_(std::move(tasks)),
         per_point_(sc.strategies().size() * sc.replications()),
         result_(result),
+        spool_(spool),
         bar_(options.progress && ::isatty(STDERR_FILENO) == 1,
              fmt::format("{} ({} runs)", sc.name(), tasks_.size())) {
     limits_.memory_limit = options.memory_limit;
@@ -164,6 +171,18 @@ class sweep_pool {
   }
 
   std::size_t done() const { return done_; }
+  std::uint64_t events() const { return events_; }
+
+  // A stopped sweep: the points not yet spooled, in order, with the runs they have (if any).
+  void spool_the_rest() {
+    if (spool_ == nullptr) return;
+    for (; next_point_ < points_.size(); ++next_point_) {
+      const auto it = pending_.find(next_point_);
+      spool_->add(it != pending_.end() ? it->second.result
+                                       : lay_out_point(sc_, points_[next_point_]));
+      if (it != pending_.end()) pending_.erase(it);
+    }
+  }
   const std::optional<run_stopped>& stop() const { return stop_; }
   // The run that stopped: its strategy, and its point and replication ("load = 0.5, replication
   // 2"), for the message of a run stuck at one instant.
@@ -203,15 +222,45 @@ class sweep_pool {
     add_felt_outage(*model, info.end, summary);
     summary.buckets.clear();
     summary.buckets.shrink_to_fit();
-    result_.points[p].strategies[s].runs[rep] = std::move(summary);
-    result_.points[p].strategies[s].ran[rep] = 1;
+    const std::scoped_lock hold(results_lock_);
+    events_ += summary.events;
+    if (spool_ == nullptr) {
+      result_.points[p].strategies[s].runs[rep] = std::move(summary);
+      result_.points[p].strategies[s].ran[rep] = 1;
+      return;
+    }
+    auto it = pending_.find(p);
+    if (it == pending_.end()) {
+      it = pending_.emplace(p, pending_point{lay_out_point(sc_, points_[p]), per_point_}).first;
+    }
+    it->second.result.strategies[s].runs[rep] = std::move(summary);
+    it->second.result.strategies[s].ran[rep] = 1;
+    --it->second.remaining;
+    // Points leave in order: a finished point waits for the ones before it.
+    while (!pending_.empty() && pending_.begin()->first == next_point_ &&
+           pending_.begin()->second.remaining == 0) {
+      spool_->add(pending_.begin()->second.result);
+      pending_.erase(pending_.begin());
+      ++next_point_;
+    }
   }
+
+  // A point of a spooled sweep whose runs are not all done.
+  struct pending_point {
+    report::point_result result;
+    std::size_t remaining = 0;  // its runs still to finish
+  };
 
   scenario& sc_;
   const std::vector<sweep_point>& points_;
   const std::vector<std::size_t> tasks_;
   const std::size_t per_point_;
   report::scenario_result& result_;
+  report::sweep_spool* spool_;
+  std::mutex results_lock_;  // result_, events_, pending_ and next_point_
+  std::uint64_t events_ = 0;
+  std::map<std::size_t, pending_point> pending_;
+  std::size_t next_point_ = 0;  // the next point to spool
   run_guard limits_;
   std::size_t done_ = 0;  // tasks finished: written under the pool's lock, read after it joined
   std::optional<run_stopped> stop_;
@@ -222,7 +271,8 @@ class sweep_pool {
 // Runs every point x strategy x replication of this shard. `checked`: every point's model was
 // built (and so checked) already, by the memory estimate.
 void run_sweep(scenario& sc, const model_runner& model, const run_options& options, bool checked,
-               report::scenario_result& result, std::optional<interrupt_deferral>& deferred) {
+               report::scenario_result& result, std::optional<interrupt_deferral>& deferred,
+               std::optional<report::output_folder>& folder) {
   const std::vector<sweep_point> points = sc.points();
   // Check every point before running any, so a bad value at the last point fails at once.
   for (const auto& p : checked ? std::vector<sweep_point>{} : points) {
@@ -239,18 +289,25 @@ void run_sweep(scenario& sc, const model_runner& model, const run_options& optio
   for (std::size_t t = part.index - 1; t < all_tasks; t += part.count) mine.push_back(t);
   const std::size_t tasks = mine.size();
   result.shard = options.shard;
-  lay_out_sweep(sc, points, result);
+  // The folder is made once every point is checked, and holds the spool (on the disk the outputs
+  // go to); without one, the temporary folder does.
+  if (options.out && !options.shard) folder.emplace(*options.out);
+  std::shared_ptr<report::sweep_spool> spool;
+  if (options.spool_points && !options.shard) {
+    spool = std::make_shared<report::sweep_spool>(
+        folder ? folder->dir() : std::filesystem::temp_directory_path(),
+        model.outage().has_value(), sc.axes().size());
+  }
+  lay_out_sweep(sc, points, spool != nullptr, result);
 
   unsigned threads = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
   threads = std::max(
       1U, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(tasks, 1))));
-  sweep_pool pool(sc, points, std::move(mine), options, result);
+  sweep_pool pool(sc, points, std::move(mine), options, result, spool.get());
   pool.run(threads);
-  for (const auto& p : result.points) {
-    for (const auto& cell : p.strategies) {
-      for (const auto& run : cell.runs) result.events += run.events;
-    }
-  }
+  pool.spool_the_rest();
+  result.spool = spool;
+  result.events = pool.events();
   result.fingerprint = sc.fingerprint();
   if (const auto& stop = pool.stop()) {
     report::run_stop info;
@@ -377,15 +434,12 @@ report::scenario_result sweep_scenario(scenario& sc, const model_runner& model,
   report::scenario_result result = result_for(sc, model);
   const auto wall_start = std::chrono::steady_clock::now();
   std::optional<interrupt_deferral> deferred;  // set once the runs start, held to the last write
-  run_sweep(sc, model, options, checked, result, deferred);
+  std::optional<report::output_folder> folder;   // made by run_sweep (not for a shard)
+  run_sweep(sc, model, options, checked, result, deferred, folder);
   result.wall_s = seconds_since(wall_start);
-  if (options.shard) {
-    // A shard's file is its caller's to write (shards.hpp's write_shard_file, with the report's
-    // inputs), and only when the shard is complete: a partial one cannot be merged.
-  } else if (options.out) {
-    report::output_folder folder(*options.out);
-    report::write_run_files(result, folder);
-  }
+  // A shard's file is its caller's to write (shards.hpp's write_shard_file, with the report's
+  // inputs), and only when the shard is complete: a partial one cannot be merged.
+  if (folder) report::write_run_files(result, *folder);
   return result;
 }
 
@@ -624,7 +678,8 @@ report::scenario_result run_scenario(scenario& sc, const run_options& options) {
   // estimate assumed at once are the runs that ran), checked there when asked to.
   std::optional<memory_estimate> estimate;
   if (options.memory_limit != 0) {
-    estimate = estimate_memory(sc, options.threads, options.memory_limit);
+    estimate = estimate_memory(sc, options.threads, options.memory_limit,
+                               options.spool_points && !options.shard);
     if (options.preflight) check_memory(sc, *estimate, options.memory_limit);
   }
   report::scenario_result result =

@@ -63,6 +63,10 @@ struct run_options {
   // shards.hpp's write_shard_file once the slice is complete)
   std::optional<report::shard_spec> shard;
   std::uint64_t memory_limit = 0;  // bytes of resident set (memory.hpp); 0: no limit
+  // Sweeps (not shards): hand each point to a report::sweep_spool as soon as its runs are done
+  // and drop it, so memory does not grow with the points (scenario_result::spool holds them);
+  // false keeps every run in scenario_result::points (the charts read them there).
+  bool spool_points = false;
   // false: skip the up-front estimate, leaving only the guard during the run (for tests).
   bool preflight = true;
   // Called as each strategy of a plain run starts, on the thread that runs it (tests use it to
