@@ -104,8 +104,14 @@ int merge_command(const sweep_options& o) {
                  "--set or --seed)\n";
     return exit_usage;
   }
+  std::string error;
+  const auto limit = memory_limit_option(o.memory_limit, error);
+  if (!limit) {
+    std::cerr << "backoff sweep: " << error << '\n';
+    return exit_usage;
+  }
   std::vector<std::filesystem::path> inputs(o.merge.begin(), o.merge.end());
-  const sim::merged_sweep merged = sim::merge_sweep(inputs);
+  const sim::merged_sweep merged = sim::merge_sweep(inputs, *limit);
   const report::scenario_result& r = merged.result;
   if (!o.out.empty()) {
     report::output_folder folder(o.out);
@@ -388,8 +394,9 @@ void setup_sweep(CLI::App& app, int& status) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   cmd->add_option("--memory-limit", options->memory_limit,
-                  "Refuse a sweep estimated to need more memory than SIZE, and stop one that "
-                  "grows past it (512MiB, 4GiB, none; default: half the memory, at most 8GiB)");
+                  "Refuse a sweep estimated to need more memory than SIZE, and stop one (or a "
+                  "--merge) that grows past it (512MiB, 4GiB, none; default: half the memory, at "
+                  "most 8GiB)");
   cmd->add_flag("--plot", options->plot,
                 "Also draw charts of each metric against the swept key and report.html into --out");
   cmd->add_flag("!--no-progress", options->progress,

@@ -318,6 +318,22 @@ TEST(SweepCli, TinyRunEntriesAreRefusedAtTheFirstWithoutAllocatingForTheRest) {
   EXPECT_LT(usage.ru_maxrss, 256 * 1024) << "the merge grew to " << usage.ru_maxrss << " KiB";
 }
 
+// The memory guard runs while shards are merged: a merge over --memory-limit stops there with
+// one line (before, the limit was not looked at by --merge) and writes nothing.
+TEST(SweepCli, TheMemoryLimitHoldsWhileMerging) {
+  const backoff::test::test_scratch scratch("sweep");
+  const auto dirs = run_shards(scratch.dir(), "part", 2, "1");
+  const fs::path out = scratch / "merged";
+  auto args = merge_args(dirs, out);
+  args.insert(args.end(), {"--memory-limit", "1MiB"});
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("merging 2 shard files: the process uses"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("after 1 of them, over the limit of 1 MiB"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // A shard file is read only when it is a regular file of bounded size: before, a
 // shard-1-of-1.json linked to /dev/zero hung the merge.
 TEST(SweepCli, MergeReadsOnlyRegularShardFiles) {

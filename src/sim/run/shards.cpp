@@ -698,7 +698,8 @@ report::scenario_result merge_shards(const std::vector<std::filesystem::path>& i
   return merge_sweep(inputs).result;
 }
 
-merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs) {
+merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs,
+                         std::uint64_t memory_limit) {
   merged_sweep merged;
   report::scenario_result& result = merged.result;
   std::optional<nlohmann::json> first_inputs;  // of the lowest shard index that has them
@@ -742,6 +743,13 @@ merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs) {
       }
       seen[index] = where;
       add_runs(shard, where, result);
+      if (const std::uint64_t rss = memory_limit != 0 ? resident_bytes() : 0; rss > memory_limit) {
+        throw memory_limit_error("merging " + std::to_string(files.size()) +
+                                 " shard files: the process uses " + format_size(rss) +
+                                 " after " + std::to_string(seen.size()) +
+                                 " of them, over the limit of " + format_size(memory_limit) +
+                                 " (--memory-limit)");
+      }
       if (const auto given = doc.find("inputs");
           given != doc.end() && seen.begin()->first == index) {
         first_inputs = *given;  // shards of one fingerprint differ at most in the file's path

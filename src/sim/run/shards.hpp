@@ -12,6 +12,7 @@
 // hold, every run's figures), so a truncated, forged or foreign file is never taken as done.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -34,7 +35,10 @@ struct merged_sweep {
   report::scenario_result result;
   report::report_inputs inputs;
 };
-merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs);
+// `memory_limit` (bytes of resident set; 0: none) is checked after each shard is read:
+// memory_limit_error names how far the merge got.
+merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs,
+                         std::uint64_t memory_limit = 0);
 
 struct existing_shard {
   bool complete = false;
