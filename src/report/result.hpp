@@ -167,7 +167,7 @@ struct scenario_result {
   std::vector<point_result> points;     // a sweep held in memory
   // A sweep written point by point (sweep_spool.hpp): its points are there, not in `points`.
   std::shared_ptr<const sweep_spool> spool;
-  std::optional<shard_spec> shard;      // a slice of the sweep only
+  std::optional<shard_spec> shard;  // a slice of the sweep only
   // A metastable map (scenario with [[map]]): its boundary points, map by map, and each map's
   // axes (boundary[i] belongs to the map whose model, mapped scenario and strategy it names).
   std::vector<map_axes> maps;

@@ -312,9 +312,13 @@ nlohmann::ordered_json sweep_point_json(const point_result& p) {
   return point;
 }
 
-bool sweep_cell_complete(const sweep_cell& cell) { return complete(cell); }
+bool sweep_cell_complete(const sweep_cell& cell) {
+  return complete(cell);
+}
 
-std::vector<std::string> sweep_cell_fields(const sweep_cell& cell) { return field_names({&cell}); }
+std::vector<std::string> sweep_cell_fields(const sweep_cell& cell) {
+  return field_names({&cell});
+}
 
 std::string sweep_csv_core(const point_result& p, const sweep_cell& cell) {
   std::string row;
@@ -329,8 +333,7 @@ std::string sweep_csv_core(const point_result& p, const sweep_cell& cell) {
   }
   const auto [recovery, recovered] = recovery_of(cell);
   if (recovery) {
-    fmt::format_to(std::back_inserter(row), ",{},{},{}", recovery->mean, recovery->ci95,
-                   recovered);
+    fmt::format_to(std::back_inserter(row), ",{},{},{}", recovery->mean, recovery->ci95, recovered);
   } else {
     row += ",,,0";
   }
@@ -480,7 +483,9 @@ void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
 
 namespace {
 
-std::string table_number(double v) { return fmt::format("{:.4g}", v); }
+std::string table_number(double v) {
+  return fmt::format("{:.4g}", v);
+}
 
 // A figure no run has (the latency where nothing completed): `-`, not 0.
 std::string number_or_dash(std::optional<double> v) {
@@ -556,9 +561,9 @@ void comparison_point_rows(const point_result& p, bool outage,
     if (cell.runs.empty()) continue;
     std::vector<std::string> row;
     for (const auto& [key, value] : p.params) row.push_back(value.text);
-    row.push_back(whole ? cell.name
-                        : fmt::format("{} ({}/{} runs)", cell.name, cell.runs.size(),
-                                      full.runs.size()));
+    row.push_back(
+        whole ? cell.name
+              : fmt::format("{} ({}/{} runs)", cell.name, cell.runs.size(), full.runs.size()));
     if (cell.runs.size() == 1) {
       add_summary_row(std::move(row), cell.runs.front(), outage, rows);
       continue;

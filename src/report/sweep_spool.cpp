@@ -32,7 +32,8 @@ std::FILE* anonymous_file(const std::filesystem::path& dir) {
   return f;
 }
 
-void write_bytes(std::FILE* f, const void* data, std::size_t size, const std::filesystem::path& dir) {
+void write_bytes(std::FILE* f, const void* data, std::size_t size,
+                 const std::filesystem::path& dir) {
   if (size != 0 && std::fwrite(data, 1, size, f) != size) {
     throw write_error(dir.string() + ": temporary file of the sweep: " + std::strerror(errno));
   }
@@ -91,7 +92,8 @@ void sweep_spool::each(std::FILE* f,
     for (std::string& part : record) {
       std::uint64_t size = 0;
       part.resize(0);
-      if (!read_bytes(f, &size, sizeof size)) throw write_error(dir_.string() + ": spool cut short");
+      if (!read_bytes(f, &size, sizeof size))
+        throw write_error(dir_.string() + ": spool cut short");
       part.resize(size);
       if (!read_bytes(f, part.data(), size)) throw write_error(dir_.string() + ": spool cut short");
     }

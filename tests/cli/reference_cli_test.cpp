@@ -88,8 +88,8 @@ TEST(Reference, OnlyMergeTakesSeveralValuesAfterOneFlag) {
     }
   }
   // A second value after a repeatable flag is not taken by it.
-  const auto proxy = run_cli(
-      {"proxy", "--upstream", "127.0.0.1:9", "--toxic", "latency(latency=1ms)", "stray"});
+  const auto proxy =
+      run_cli({"proxy", "--upstream", "127.0.0.1:9", "--toxic", "latency(latency=1ms)", "stray"});
   EXPECT_EQ(proxy.status, 2);
   EXPECT_NE(proxy.err.find("not expected: stray"), std::string::npos) << proxy.err;
 }

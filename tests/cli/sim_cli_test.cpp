@@ -156,8 +156,8 @@ TEST(SimCli, FormatJsonPrintsTheSummary) {
 // Each --set takes one key=value: before, `--set k=v SCENARIO` read the scenario as a second
 // assignment and then asked for a scenario.
 TEST(SimCli, EachSetTakesOneAssignmentAndTheScenarioFollows) {
-  const auto r = run_cli({"sim", "--set", "workload.operations=200", "--set",
-                          "replications=1", "one-client-burst", "--format", "json"});
+  const auto r = run_cli({"sim", "--set", "workload.operations=200", "--set", "replications=1",
+                          "one-client-burst", "--format", "json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["scenario"], "one-client-burst");

@@ -152,10 +152,10 @@ INSTANTIATE_TEST_SUITE_P(
 // swallowed it).
 TEST(SweepCli, EachSetTakesOneAssignmentAndTheScenarioFollows) {
   const backoff::test::test_scratch scratch("sweep");
-  const auto r = run_cli(with({"sweep", "--set", "sweep.outage.duration=[\"2s\"]", "--set",
-                               "replications=1", "--set", "run.duration=\"60s\"",
-                               "outage-tipping", "--out", (scratch / "out").string()},
-                              {"--no-progress"}));
+  const auto r = run_cli(
+      with({"sweep", "--set", "sweep.outage.duration=[\"2s\"]", "--set", "replications=1", "--set",
+            "run.duration=\"60s\"", "outage-tipping", "--out", (scratch / "out").string()},
+           {"--no-progress"}));
   ASSERT_EQ(r.status, 0) << r.err;
   const auto doc = nlohmann::json::parse(slurp(scratch / "out" / "summary.json"));
   EXPECT_EQ(doc["scenario"], "outage-tipping");
@@ -254,11 +254,9 @@ TEST(SweepCli, HostileShardsAreRefusedBeforeAnyOutput) {
        "gives other values (point 1)"},
       {"another axis", [](nlohmann::json& d) { d["sweep_keys"][0] = "clients"; },
        "does not give one value of each of sweep_keys"},
-      {"a strategy twice",
-       [](nlohmann::json& d) { d["strategies"][1] = d["strategies"][0]; },
+      {"a strategy twice", [](nlohmann::json& d) { d["strategies"][1] = d["strategies"][0]; },
        "strategies: expected distinct names"},
-      {"a negative count",
-       [](nlohmann::json& d) { d["runs"][0]["summary"]["operations"] = -1; },
+      {"a negative count", [](nlohmann::json& d) { d["runs"][0]["summary"]["operations"] = -1; },
        "operations: expected a count"},
       {"a latency that is text",
        [](nlohmann::json& d) { d["runs"][0]["summary"]["latency_s"][3] = "fast"; },

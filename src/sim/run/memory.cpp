@@ -32,9 +32,10 @@ constexpr double typical_fields = 4;
 // fifty JSON values), its text, the sweep.csv row and the comparison table's row of cells.
 // Measured with `backoff sim` on a 50,000-point mm1 sweep (docs/PERFORMANCE.md, "Sweep memory").
 constexpr double per_written_cell = 4096;
-// The grid: each point's values, as scenario::points() lists them (a vector per point).
-constexpr double per_grid_value = sizeof(std::pair<const void*, const void*>) + 16;
-constexpr double per_grid_point = sizeof(sweep_point) + 32;
+// The grid: each point's values, as scenario::points() lists them (a vector per point, and
+// malloc's header for its block).
+constexpr double per_grid_value = sizeof(std::pair<const void*, const void*>);
+constexpr double per_grid_point = sizeof(sweep_point) + 16;
 
 struct term {
   double bytes = 0;
@@ -166,8 +167,7 @@ unsigned plain_run_workers(scenario& sc, unsigned threads, std::uint64_t limit) 
                          resident_bytes(), limit);
 }
 
-memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t limit,
-                                bool spooled) {
+memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t limit, bool spooled) {
   const std::uint64_t baseline = resident_bytes();
   if (!sc.is_sweep()) {
     const memory_need t = make_model(sc)->memory();

@@ -295,8 +295,8 @@ void run_sweep(scenario& sc, const model_runner& model, const run_options& optio
   std::shared_ptr<report::sweep_spool> spool;
   if (options.spool_points && !options.shard) {
     spool = std::make_shared<report::sweep_spool>(
-        folder ? folder->dir() : std::filesystem::temp_directory_path(),
-        model.outage().has_value(), sc.axes().size());
+        folder ? folder->dir() : std::filesystem::temp_directory_path(), model.outage().has_value(),
+        sc.axes().size());
   }
   lay_out_sweep(sc, points, spool != nullptr, result);
 
@@ -433,8 +433,8 @@ report::scenario_result sweep_scenario(scenario& sc, const model_runner& model,
                                        const run_options& options, bool checked) {
   report::scenario_result result = result_for(sc, model);
   const auto wall_start = std::chrono::steady_clock::now();
-  std::optional<interrupt_deferral> deferred;  // set once the runs start, held to the last write
-  std::optional<report::output_folder> folder;   // made by run_sweep (not for a shard)
+  std::optional<interrupt_deferral> deferred;   // set once the runs start, held to the last write
+  std::optional<report::output_folder> folder;  // made by run_sweep (not for a shard)
   run_sweep(sc, model, options, checked, result, deferred, folder);
   result.wall_s = seconds_since(wall_start);
   // A shard's file is its caller's to write (shards.hpp's write_shard_file, with the report's

@@ -105,7 +105,9 @@ double figure(const nlohmann::json& v, const std::string& key, bool signed_ok = 
   return x;
 }
 
-double figure_at(const nlohmann::json& j, const char* key) { return figure(j.at(key), key); }
+double figure_at(const nlohmann::json& j, const char* key) {
+  return figure(j.at(key), key);
+}
 
 // A run's figures as write_shard_json wrote them, every field checked for type and range.
 report::strategy_summary summary_of(const nlohmann::json& j, const std::string& name) {
@@ -136,7 +138,8 @@ report::strategy_summary summary_of(const nlohmann::json& j, const std::string& 
   s.mean_load = figure_at(j, "mean_load");
   if (!j.at("recovery_s").is_null()) s.recovery_s = figure_at(j, "recovery_s");
   s.events = whole_at(j, "events");
-  if (!j.at("has_window").is_boolean()) throw std::invalid_argument("has_window: expected a boolean");
+  if (!j.at("has_window").is_boolean())
+    throw std::invalid_argument("has_window: expected a boolean");
   s.has_window = j.at("has_window").get<bool>();
   s.seconds_per_unit = figure_at(j, "seconds_per_unit");
   if (s.seconds_per_unit <= 0) throw std::invalid_argument("seconds_per_unit: expected > 0");
@@ -506,13 +509,12 @@ void check_shape(const shard_contents& shard, const std::string& where) {
   const std::uint64_t tasks = overflows ? 0 : cells * replications;
   const std::uint64_t share = tasks <= first ? 0 : (tasks - first - 1) / count + 1;
   if (overflows || share != shard.runs.size()) {
-    throw scenario_error(where + ": " + std::to_string(points) + " points x " +
-                         std::to_string(strategies) + " strategies x " +
-                         std::to_string(replications) + " replications in " +
-                         std::to_string(count) + " shards would give shard " +
-                         std::to_string(index) + " " +
-                         (overflows ? std::string("more than 2^64") : std::to_string(share)) +
-                         " runs; it holds " + std::to_string(shard.runs.size()));
+    throw scenario_error(
+        where + ": " + std::to_string(points) + " points x " + std::to_string(strategies) +
+        " strategies x " + std::to_string(replications) + " replications in " +
+        std::to_string(count) + " shards would give shard " + std::to_string(index) + " " +
+        (overflows ? std::string("more than 2^64") : std::to_string(share)) + " runs; it holds " +
+        std::to_string(shard.runs.size()));
   }
   (void)string_at(doc, "scenario");
   (void)string_at(doc, "model");
@@ -663,8 +665,8 @@ void check_against_scenario(const merged_sweep& merged, const std::string& where
   }
   const scenario& sc = *loaded;
   if (sc.fingerprint() != r.fingerprint) {
-    throw scenario_error(prefix + " has fingerprint " + sc.fingerprint() +
-                         ", not the shards' " + escape_controls(r.fingerprint));
+    throw scenario_error(prefix + " has fingerprint " + sc.fingerprint() + ", not the shards' " +
+                         escape_controls(r.fingerprint));
   }
   const auto differs = [&](const std::string& what) {
     return scenario_error(prefix + " gives other " + what + " than the shards hold");
@@ -745,10 +747,9 @@ merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs,
       add_runs(shard, where, result);
       if (const std::uint64_t rss = memory_limit != 0 ? resident_bytes() : 0; rss > memory_limit) {
         throw memory_limit_error("merging " + std::to_string(files.size()) +
-                                 " shard files: the process uses " + format_size(rss) +
-                                 " after " + std::to_string(seen.size()) +
-                                 " of them, over the limit of " + format_size(memory_limit) +
-                                 " (--memory-limit)");
+                                 " shard files: the process uses " + format_size(rss) + " after " +
+                                 std::to_string(seen.size()) + " of them, over the limit of " +
+                                 format_size(memory_limit) + " (--memory-limit)");
       }
       if (const auto given = doc.find("inputs");
           given != doc.end() && seen.begin()->first == index) {
@@ -800,8 +801,8 @@ existing_shard find_complete_shard(const std::filesystem::path& dir,
       return found;
     }
     if (theirs != fingerprint) {
-      found.why_not = "of another sweep (fingerprint " + escape_controls(theirs) +
-                      ", this one's " + fingerprint + ")";
+      found.why_not = "of another sweep (fingerprint " + escape_controls(theirs) + ", this one's " +
+                      fingerprint + ")";
       return found;
     }
     // Only its own runs: run t (numbered point by point, strategy by strategy, replication by
