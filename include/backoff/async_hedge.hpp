@@ -4,15 +4,20 @@
 // really cancelled when a copy wins, and async_hedge returns only once every copy has ended.
 //
 //   asio::awaitable<void> fetch(backoff::hedge_policy policy) {
+//     auto options = backoff::hedge_options{
+//         .policy = policy,                     // hedge(max_attempts=3, delay=50ms, ...)
+//         .classify = [policy](const reply& r) {
+//           return policy.classify_status(r.status, r.retry_after);
+//         }};
 //     auto result = co_await backoff::async_hedge(
 //         [&]() -> asio::awaitable<reply> { co_return co_await http_get_async(url); },
-//         backoff::hedge_options{
-//             .policy = policy,                 // hedge(max_attempts=3, delay=50ms, ...)
-//             .classify = [policy](const reply& r) {
-//               return policy.classify_status(r.status, r.retry_after);
-//             }});
+//         std::move(options));
 //     if (!result) log(backoff::to_string(result.why));
 //   }
+//
+// The options are built in a statement of their own, not inside the co_await: GCC 11 and 12
+// free a hedge_policy or a capture held by a braced temporary there twice (async_retry.hpp,
+// "GCC before 13", which also states the rule this header's async_hedge follows).
 //
 // The operation is called as op(), op(attempt) or op(attempt_context) (attempt from 1; the
 // context's timeout is the time left before max_elapsed, 0 without one) and returns
@@ -206,21 +211,21 @@ class hedge_flight {
   std::uint32_t running_ = 0;
 };
 
-}  // namespace detail
-
-// Runs copies of `op` as `options` say, hedge_controller deciding (hedge.hpp). Arguments are taken
-// by value: the coroutine must not refer to its caller's temporaries. The gates' budget and
-// throttle, when given, must outlive the call.
-template <class Op, class Classify = default_classifier>
-auto async_hedge(Op op, hedge_options<Classify> options, async_retry_env env = {})
-    -> boost::asio::awaitable<hedge_result<detail::async_result_t<Op>>> {
-  using R = detail::async_result_t<Op>;
+// The hedged call itself, behind both async_hedge forms (async_retry.hpp's rule: it owns its
+// arguments, moved into its frame by the plain functions below).
+template <class Op, class Classify>
+auto async_hedge_loop(Op op, hedge_options<Classify> options, async_retry_env env)
+    -> boost::asio::awaitable<hedge_result<async_result_t<Op>>> {
+  using R = async_result_t<Op>;
   using action = hedge_controller::action;
   // Cancellation is an outcome here, not an exception (as in async_retry).
   co_await boost::asio::this_coro::throw_if_cancelled(false);
   hedge_result<R> result;
   hedge_controller control(options.policy, options.gates, options.max_elapsed);
-  detail::hedge_flight<Op, R> flight(op, env, co_await boost::asio::this_coro::executor);
+  // A statement of its own, not a co_await among the constructor's arguments (async_window.cpp
+  // tells of GCC 12.2 mis-compiling a co_await written as a function's argument).
+  boost::asio::any_io_executor executor = co_await boost::asio::this_coro::executor;
+  hedge_flight<Op, R> flight(op, env, std::move(executor));
   std::exception_ptr escaped;  // from a copy (not retried) or from the loop itself
   try {
     random_ref rng = env.random;
@@ -240,7 +245,7 @@ auto async_hedge(Op op, hedge_options<Classify> options, async_retry_env env = {
         continue;
       }
       if (const std::optional<std::uint32_t> n = flight.next_ended()) {
-        detail::hedge_copy<R>& copy = flight.copy(*n);
+        hedge_copy<R>& copy = flight.copy(*n);
         verdict v;
         if (copy.value) {
           result.last = std::move(copy.value);
@@ -285,6 +290,24 @@ auto async_hedge(Op op, hedge_options<Classify> options, async_retry_env env = {
   result.stopped = control.stopped();
   result.pushed_back = control.pushed_back();
   co_return result;
+}
+
+}  // namespace detail
+
+// Runs copies of `op` as `options` say, hedge_controller deciding (hedge.hpp). Arguments are taken
+// by value: the coroutine must not refer to its caller's temporaries. The gates' budget and
+// throttle, when given, must outlive the call.
+template <class Op, class Classify = default_classifier>
+auto async_hedge(Op op, hedge_options<Classify> options, async_retry_env env)
+    -> boost::asio::awaitable<hedge_result<detail::async_result_t<Op>>> {
+  return detail::async_hedge_loop(std::move(op), std::move(options), std::move(env));
+}
+
+// The same in the real world (async_retry_env's defaults: steady clock, async_sleep).
+template <class Op, class Classify = default_classifier>
+auto async_hedge(Op op, hedge_options<Classify> options)
+    -> boost::asio::awaitable<hedge_result<detail::async_result_t<Op>>> {
+  return detail::async_hedge_loop(std::move(op), std::move(options), async_retry_env{});
 }
 
 }  // namespace backoff

@@ -4,14 +4,15 @@
 // retrying operations at once.
 //
 //   asio::awaitable<void> fetch(backoff::retry_policy policy) {
+//     auto options = backoff::retry_options{
+//         .policy = policy,
+//         .classify = [](const reply& r) {
+//           return backoff::classify_http_status(r.status, r.retry_after);
+//         },
+//         .attempt_timeout = 2s};  // each attempt cancelled after min(2 s, time left)
 //     auto result = co_await backoff::async_retry(
 //         [&]() -> asio::awaitable<reply> { co_return co_await http_get_async(url); },
-//         backoff::retry_options{
-//             .policy = policy,
-//             .classify = [](const reply& r) {
-//               return backoff::classify_http_status(r.status, r.retry_after);
-//             },
-//             .attempt_timeout = 2s});  // each attempt cancelled after min(2 s, time left)
+//         std::move(options));
 //     if (!result) log(backoff::to_string(result.why));
 //   }
 //
@@ -22,6 +23,44 @@
 //
 // Link backoff::asio (it adds Boost.Asio's headers to backoff::backoff). The timer wait is
 // compiled once in the library (async_sleep), so including this header stays cheap.
+//
+// ---- GCC before 13 and the temporaries of a co_await (issue 40) -------------------------------
+// This is the one place async_hedge.hpp, async_window.hpp and src/asio/ point to.
+//
+// What the compiler does. GCC 11 and 12 (checked with Debian 12's 12.2, at -O0 and -O2; GCC
+// bugs 100611 and 99576, reported fixed in GCC 13) mis-compile a temporary built by aggregate
+// initialisation inside a co_await expression when one of its members has a destructor: a
+// braced `retry_options{...}` or `hedge_options{...}` holding a classifier, hooks, a
+// std::function or a hedge_policy (its non_fatal vector), and any lambda that captures such a
+// thing by value (a std::string, a std::vector...). The member is built in a slot of the
+// calling coroutine's frame and copied bit for bit into the aggregate, and both are destroyed:
+// what it owns is freed twice ("free(): double free", or a use after free). A default argument
+// of such a type is one of those temporaries too. All of this happens in the caller's own
+// coroutine, before any function of this library runs, so no signature here can prevent it
+// (tests/asio/async_temporaries_test.cpp says what was tried). With those compilers, build the
+// options, and any lambda that captures by value, in a statement of their own, and move them
+// into the call, as the example above does; a temporary returned by a function call (a factory
+// that returns the options) is safe, and so is a call made outside the co_await:
+//
+//   auto call = backoff::async_retry(op, backoff::retry_options{...});  // no co_await here
+//   auto result = co_await std::move(call);
+//
+// The rule every async API of this library follows (those added later too), so that the library
+// itself never builds such a temporary in a caller's co_await, nor in its own coroutines:
+//   1. Every async API is a plain function that takes its arguments by value and moves them into
+//      a coroutine, which takes them by value too (detail::async_retry_loop here): the coroutine
+//      frame owns moved copies, never references to a caller's temporaries.
+//   2. No default argument of a type with a destructor (async_retry_env, a hook, a
+//      hedge_policy): an overload without that argument builds the default inside the plain
+//      function, which is no coroutine. The one default left, retry_gates, is trivially
+//      destructible (checked below).
+//   3. Inside the library's own coroutines, an aggregate or a lambda that owns anything is named
+//      in a statement of its own before it is passed to a co_awaited call, never built inside
+//      the co_await expression (async_window.hpp's windowed async_retry did, and freed a hook
+//      twice).
+// tests/asio/async_temporaries_test.cpp calls every async API with heap-owning operations,
+// classifiers, hooks and environments and checks, under ASan and with a ledger of object
+// lifetimes, that nothing is destroyed twice or never built; a new async API gets a case there.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -93,27 +132,17 @@ struct owned_on_retry {
   }
 };
 
-}  // namespace detail
-
-// `op` is callable as op(), op(attempt) or op(attempt_context) and returns asio::awaitable<R>
-// (R may be void). Arguments are taken by value: a coroutine must not hold references to its
-// caller's temporaries. The gates' budget, throttle and breaker, when given, must outlive the
-// call.
-//
-// With options.attempt_timeout, each attempt runs against a timer of min(attempt_timeout, time
-// left before the deadline of policy.max_elapsed): when the timer wins, the attempt is cancelled
-// through its cancellation slot (Asio operations inside it end with operation_aborted), counted
-// in result.timed_out and retried. The operation must honour cancellation for this to end it
-// early; Asio's own operations do.
+// The loop itself: the coroutine behind every async_retry form (the rule above: it owns its
+// arguments, moved into its frame by the plain functions below).
 template <class Op, class Classify, class Hooks>
-auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env env = {})
-    -> boost::asio::awaitable<retry_result<detail::async_result_t<Op>>> {
-  using R = detail::async_result_t<Op>;
+auto async_retry_loop(Op op, retry_options<Classify, Hooks> options, async_retry_env env)
+    -> boost::asio::awaitable<retry_result<async_result_t<Op>>> {
+  using R = async_result_t<Op>;
   // Cancellation is an outcome here, not an exception: without this, a cancellation that arrives
   // during an attempt would make the loop's next co_await throw.
   co_await boost::asio::this_coro::throw_if_cancelled(false);
   retry_result<R> result;
-  detail::loop_record<R, Classify, Hooks> record(result, options.classify, options.hooks);
+  loop_record<R, Classify, Hooks> record(result, options.classify, options.hooks);
   random_ref rng = env.random;
   const auto now = [&] { return env.now(); };
   retry_controller control(options.policy,
@@ -125,9 +154,9 @@ auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env 
     return std::move(result);
   };
   for (;;) {
-    if (env.stop.stop_requested() || co_await detail::coroutine_cancelled())
+    if (env.stop.stop_requested() || co_await coroutine_cancelled())
       co_return done(outcome::cancelled);
-    if (detail::too_little_time(control, options.min_attempt_time, now))
+    if (too_little_time(control, options.min_attempt_time, now))
       co_return done(outcome::deadline_exceeded);
     const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
     if (s.what == retry_controller::attempt_start::stop) co_return done(s.stop);
@@ -140,22 +169,20 @@ auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env 
         result.slept += s.wait;
       }
       const attempt_context context{control.attempts(),
-                                    detail::attempt_time(control, options.attempt_timeout, now)};
+                                    attempt_time(control, options.attempt_timeout, now)};
       record.attempt_started(context);
       bool cut_short = false;  // the timer's wait ended early: stop or cancellation
       const auto attempt = [&]() -> boost::asio::awaitable<verdict> {
         if (context.timeout.count() <= 0) {
-          if constexpr (std::is_void_v<
-                            typename detail::awaitable_value<detail::op_return_t<Op>>::type>) {
-            co_await detail::invoke_attempt(op, context);
+          if constexpr (std::is_void_v<typename awaitable_value<op_return_t<Op>>::type>) {
+            co_await invoke_attempt(op, context);
             co_return record.returned(std::monostate{});
           } else {
-            co_return record.returned(co_await detail::invoke_attempt(op, context));
+            co_return record.returned(co_await invoke_attempt(op, context));
           }
         }
         using namespace boost::asio::experimental::awaitable_operators;
-        auto raced =
-            co_await (detail::invoke_attempt(op, context) || env.sleep(context.timeout, env.stop));
+        auto raced = co_await (invoke_attempt(op, context) || env.sleep(context.timeout, env.stop));
         if (raced.index() == 0) co_return record.returned(std::move(std::get<0>(raced)));
         if (std::get<1>(raced)) co_return record.timed_out();
         cut_short = true;
@@ -174,7 +201,7 @@ auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env 
     }
     const auto d = control.end_attempt(s, v, now, rng);
     if (!d.retry) co_return done(d.stop);
-    if (detail::too_little_time(control, options.min_attempt_time, now, d.delay))
+    if (too_little_time(control, options.min_attempt_time, now, d.delay))
       co_return done(outcome::deadline_exceeded);
     record.retrying(control.attempts(), d.delay, v);
     if (!co_await env.sleep(d.delay, env.stop)) co_return done(outcome::cancelled);
@@ -182,22 +209,73 @@ auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env 
   }
 }
 
-// The positional form (kept for existing callers): retry_options says the same by name.
+}  // namespace detail
+
+// `op` is callable as op(), op(attempt) or op(attempt_context) and returns asio::awaitable<R>
+// (R may be void). Arguments are taken by value: a coroutine must not hold references to its
+// caller's temporaries. The gates' budget, throttle and breaker, when given, must outlive the
+// call.
+//
+// With options.attempt_timeout, each attempt runs against a timer of min(attempt_timeout, time
+// left before the deadline of policy.max_elapsed): when the timer wins, the attempt is cancelled
+// through its cancellation slot (Asio operations inside it end with operation_aborted), counted
+// in result.timed_out and retried. The operation must honour cancellation for this to end it
+// early; Asio's own operations do.
+template <class Op, class Classify, class Hooks>
+auto async_retry(Op op, retry_options<Classify, Hooks> options, async_retry_env env)
+    -> boost::asio::awaitable<retry_result<detail::async_result_t<Op>>> {
+  return detail::async_retry_loop(std::move(op), std::move(options), std::move(env));
+}
+
+// The same in the real world (async_retry_env's defaults: steady clock, async_sleep).
+template <class Op, class Classify, class Hooks>
+auto async_retry(Op op, retry_options<Classify, Hooks> options)
+    -> boost::asio::awaitable<retry_result<detail::async_result_t<Op>>> {
+  return detail::async_retry_loop(std::move(op), std::move(options), async_retry_env{});
+}
+
+// The positional form (kept for existing callers): retry_options says the same by name. The
+// shorter overloads stand for what were default arguments (rule 2 above).
 template <class Op, class Classify = default_classifier, class OnRetry = no_retry_hook>
-auto async_retry(Op op, retry_policy policy, Classify classify = {}, async_retry_env env = {},
-                 OnRetry on_retry = {}, retry_gates gates = {}) {
+auto async_retry(Op op, retry_policy policy, Classify classify, async_retry_env env,
+                 OnRetry on_retry, retry_gates gates = {})
+    -> boost::asio::awaitable<retry_result<detail::async_result_t<Op>>> {
   if constexpr (detail::ignored_hook<OnRetry>) {
-    return async_retry(std::move(op),
-                       retry_options<Classify, no_hooks>{policy, std::move(classify), {}, gates},
-                       std::move(env));
+    return detail::async_retry_loop(
+        std::move(op), retry_options<Classify, no_hooks>{policy, std::move(classify), {}, gates},
+        std::move(env));
   } else {
     using H = detail::owned_on_retry<OnRetry>;
-    return async_retry(
+    return detail::async_retry_loop(
         std::move(op),
         retry_options<Classify, H>{policy, std::move(classify), H{std::move(on_retry)}, gates},
         std::move(env));
   }
 }
+
+template <class Op, class Classify = default_classifier>
+auto async_retry(Op op, retry_policy policy, Classify classify, async_retry_env env)
+    -> boost::asio::awaitable<retry_result<detail::async_result_t<Op>>> {
+  return async_retry(std::move(op), policy, std::move(classify), std::move(env), no_retry_hook{});
+}
+
+template <class Op, class Classify = default_classifier>
+auto async_retry(Op op, retry_policy policy, Classify classify)
+    -> boost::asio::awaitable<retry_result<detail::async_result_t<Op>>> {
+  return async_retry(std::move(op), policy, std::move(classify), async_retry_env{},
+                     no_retry_hook{});
+}
+
+template <class Op>
+auto async_retry(Op op, retry_policy policy)
+    -> boost::asio::awaitable<retry_result<detail::async_result_t<Op>>> {
+  return async_retry(std::move(op), policy, default_classifier{}, async_retry_env{},
+                     no_retry_hook{});
+}
+
+// Rule 2: the one default argument left (here and in async_window.hpp) is of a type whose
+// copies, made bit for bit and destroyed twice, free nothing twice.
+static_assert(std::is_trivially_destructible_v<retry_gates>);
 
 }  // namespace backoff
 

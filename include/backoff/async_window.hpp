@@ -19,7 +19,8 @@
 // With async_retry, the overload below does all of it (the policy still decides whether and when
 // to go on; the window decides when the attempt may start):
 //
-//   auto result = co_await backoff::async_retry(window, put_chunk{c}, policy, classify);
+//   put_chunk op{c};  // named: not a braced temporary inside the co_await (GCC 12, below)
+//   auto result = co_await backoff::async_retry(window, std::move(op), policy, classify);
 //
 // or, to keep async_retry's own signature, `backoff::async_retry(backoff::windowed(window, op,
 // classify), policy, backoff::windowed_classifier{})`, whose result holds windowed_reply<R>.
@@ -63,6 +64,12 @@
 //
 // Lifetimes: lanes and waiting acquires keep the window's state alive, so the async_window
 // object may go first; finish the coroutines (or destroy their lanes) before the io_context.
+//
+// GCC 11 and 12: every async function here (lane::acquire, windowed_op's call, the async_retry
+// overloads) follows the rule in async_retry.hpp ("GCC before 13"): a plain function that takes
+// its arguments by value and moves them into a coroutine. What that rule cannot do is on the
+// caller's side, as said there: an operation, classifier or hook that owns memory is built in a
+// statement of its own, not as a braced temporary or capturing lambda inside the co_await.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -203,27 +210,34 @@ class windowed_op {
   windowed_op(async_window::lane lane, Op op, Classify classify)
       : lane_(std::move(lane)), op_(std::move(op)), classify_(std::move(classify)) {}
 
+  // A plain function that starts the attempt's coroutine (async_retry.hpp's rule); this object
+  // must outlive it, as async_retry's frame, which owns it, does.
   boost::asio::awaitable<windowed_reply<reply_type>> operator()(attempt_context attempt) {
-    windowed_reply<reply_type> out;
-    const bool turn = co_await lane_.acquire();  // not inside the `if`: see async_window.cpp
-    if (!turn) co_return out;
-    out.reply.emplace(co_await detail::invoke_attempt(op_, attempt));
-    out.why = classify_(*out.reply);
-    switch (out.why.kind) {
-      case verdict_kind::success:
-      case verdict_kind::permanent:
-        lane_.success();
-        break;
-      case verdict_kind::retryable:
-        lane_.failure();
-        break;
-    }
-    co_return out;
+    return run_attempt(this, attempt);
   }
 
   const async_window::lane& lane() const noexcept { return lane_; }
 
  private:
+  static boost::asio::awaitable<windowed_reply<reply_type>> run_attempt(windowed_op* self,
+                                                                        attempt_context attempt) {
+    windowed_reply<reply_type> out;
+    const bool turn = co_await self->lane_.acquire();  // not inside the `if`: async_window.cpp
+    if (!turn) co_return out;
+    out.reply.emplace(co_await detail::invoke_attempt(self->op_, attempt));
+    out.why = self->classify_(*out.reply);
+    switch (out.why.kind) {
+      case verdict_kind::success:
+      case verdict_kind::permanent:
+        self->lane_.success();
+        break;
+      case verdict_kind::retryable:
+        self->lane_.failure();
+        break;
+    }
+    co_return out;
+  }
+
   async_window::lane lane_;
   Op op_;
   Classify classify_;
@@ -247,21 +261,21 @@ struct windowed_retry_hook {
   }
 };
 
-}  // namespace detail
-
-// async_retry with every attempt paced by `window`, which must outlive the call; joins when the
-// returned awaitable starts. As async_retry, except that when the wait for a turn is cancelled
-// the result is outcome::cancelled with `last` empty, and that wait counts as an attempt (a
-// throttle in `gates` is told of it as of an attempt answered with a permanent error).
-template <class Op, class Classify = default_classifier, class OnRetry = no_retry_hook>
-auto async_retry(async_window& window, Op op, retry_policy policy, Classify classify = {},
-                 async_retry_env env = {}, OnRetry on_retry = {}, retry_gates gates = {})
-    -> boost::asio::awaitable<retry_result<detail::async_op_result_t<Op>>> {
-  using R = detail::async_op_result_t<Op>;
+// The windowed async_retry itself (async_retry.hpp's rule: it owns its arguments, moved into its
+// frame by the plain functions below). It joins when it starts, as windowed() is called here.
+template <class Op, class Classify, class OnRetry>
+auto async_retry_windowed(async_window* window, Op op, retry_policy policy, Classify classify,
+                          async_retry_env env, OnRetry on_retry, retry_gates gates)
+    -> boost::asio::awaitable<retry_result<async_op_result_t<Op>>> {
+  using R = async_op_result_t<Op>;
+  using hook = owned_on_retry<windowed_retry_hook<R, OnRetry>>;
+  // Named, each in a statement of its own, and moved into the co_await (rule 3): as braced
+  // temporaries of the co_await, GCC 12 destroyed a hook that owns memory twice.
+  windowed_op<Op, Classify> paced = windowed(*window, std::move(op), std::move(classify));
+  retry_options<windowed_classifier, hook> options{policy, windowed_classifier{},
+                                                   hook{{std::move(on_retry)}}, gates};
   retry_result<windowed_reply<R>> inner =
-      co_await async_retry(windowed(window, std::move(op), std::move(classify)), std::move(policy),
-                           windowed_classifier{}, std::move(env),
-                           detail::windowed_retry_hook<R, OnRetry>{std::move(on_retry)}, gates);
+      co_await async_retry_loop(std::move(paced), std::move(options), std::move(env));
   retry_result<R> out;
   out.why = inner.why;
   out.attempts = inner.attempts;
@@ -275,6 +289,43 @@ auto async_retry(async_window& window, Op op, retry_policy policy, Classify clas
     }
   }
   co_return out;
+}
+
+}  // namespace detail
+
+// async_retry with every attempt paced by `window`, which must outlive the call; joins when the
+// returned awaitable starts. As async_retry, except that when the wait for a turn is cancelled
+// the result is outcome::cancelled with `last` empty, and that wait counts as an attempt (a
+// throttle in `gates` is told of it as of an attempt answered with a permanent error). The
+// shorter overloads stand for what were default arguments (async_retry.hpp, rule 2).
+template <class Op, class Classify = default_classifier, class OnRetry = no_retry_hook>
+auto async_retry(async_window& window, Op op, retry_policy policy, Classify classify,
+                 async_retry_env env, OnRetry on_retry, retry_gates gates = {})
+    -> boost::asio::awaitable<retry_result<detail::async_op_result_t<Op>>> {
+  return detail::async_retry_windowed(&window, std::move(op), policy, std::move(classify),
+                                      std::move(env), std::move(on_retry), gates);
+}
+
+template <class Op, class Classify = default_classifier>
+auto async_retry(async_window& window, Op op, retry_policy policy, Classify classify,
+                 async_retry_env env)
+    -> boost::asio::awaitable<retry_result<detail::async_op_result_t<Op>>> {
+  return detail::async_retry_windowed(&window, std::move(op), policy, std::move(classify),
+                                      std::move(env), no_retry_hook{}, retry_gates{});
+}
+
+template <class Op, class Classify = default_classifier>
+auto async_retry(async_window& window, Op op, retry_policy policy, Classify classify)
+    -> boost::asio::awaitable<retry_result<detail::async_op_result_t<Op>>> {
+  return detail::async_retry_windowed(&window, std::move(op), policy, std::move(classify),
+                                      async_retry_env{}, no_retry_hook{}, retry_gates{});
+}
+
+template <class Op>
+auto async_retry(async_window& window, Op op, retry_policy policy)
+    -> boost::asio::awaitable<retry_result<detail::async_op_result_t<Op>>> {
+  return detail::async_retry_windowed(&window, std::move(op), policy, default_classifier{},
+                                      async_retry_env{}, no_retry_hook{}, retry_gates{});
 }
 
 }  // namespace backoff

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one Asio wait of the async retry loop, compiled once here rather than in every caller.
+// async_sleep follows the rule in async_retry.hpp ("GCC before 13"): a plain function that moves
+// its arguments, taken by value, into a coroutine.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
@@ -7,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "backoff/async_retry.hpp"
 
@@ -14,7 +17,9 @@ namespace backoff {
 
 namespace asio = boost::asio;
 
-asio::awaitable<bool> async_sleep(duration d, std::stop_token stop) {
+namespace {
+
+asio::awaitable<bool> sleep_on_timer(duration d, std::stop_token stop) {
   if (stop.stop_requested()) co_return false;
   auto executor = co_await asio::this_coro::executor;
   // Shared, because a stop request may arrive on another thread after this coroutine has ended:
@@ -30,6 +35,12 @@ asio::awaitable<bool> async_sleep(duration d, std::stop_token stop) {
   }
   const auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
   co_return !ec && !stop.stop_requested();
+}
+
+}  // namespace
+
+asio::awaitable<bool> async_sleep(duration d, std::stop_token stop) {
+  return sleep_on_timer(d, std::move(stop));
 }
 
 }  // namespace backoff

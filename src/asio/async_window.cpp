@@ -313,6 +313,9 @@ asio::awaitable<void> wait_for_wake(std::shared_ptr<lane_state> lane) {
   [[maybe_unused]] const auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
+// lane::acquire (below) is the plain function that starts this coroutine, with a copy of its
+// lane's state taken by value: async_retry.hpp's rule ("GCC before 13"), which every async API
+// here follows.
 // The co_awaits are statements of their own: GCC 12.2 miscompiles
 // `if ((co_await asio::this_coro::cancellation_state).cancelled() != ...)` (and the same as a
 // function's argument): the coroutine later resumes at a corrupt index and dies of SIGILL.
