@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <string_view>
+#include <utility>
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
@@ -46,6 +49,42 @@ bool parse_time(const std::string& name, const std::string& flag,
   }
 }
 
+// A size as `--memory-limit` takes it (sim/run/memory.hpp's parse_size, which this layer cannot
+// reach: the retry tool links nothing of the simulator): "512MiB", "1.5G", "100000" (bytes);
+// K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB powers of 1000; "0" or "none": no
+// limit (0). nullopt, with `error` set, when the text is not a size.
+std::optional<std::uint64_t> parse_size(std::string_view text, std::string& error) {
+  if (text == "none" || text == "0") return 0;
+  std::size_t i = 0;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+  const std::string digits(text.substr(0, i));
+  std::string_view unit = text.substr(i);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  double value = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) {
+    error = "expected a size such as 512MiB, 4GiB or none, got '" + std::string(text) + "'";
+    return std::nullopt;
+  }
+  static constexpr std::pair<std::string_view, double> units[] = {
+      {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},
+      {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GiB", 0x1p30},
+      {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40}, {"TB", 1e12},
+  };
+  for (const auto& [name, factor] : units) {
+    if (unit != name) continue;
+    const double bytes = std::round(value * factor);
+    if (!(bytes < 0x1p63)) {
+      error = "'" + std::string(text) + "' is too large";
+      return std::nullopt;
+    }
+    return static_cast<std::uint64_t>(bytes);
+  }
+  error = "unknown unit '" + std::string(unit) + "' in '" + std::string(text) +
+          "' (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)";
+  return std::nullopt;
+}
+
 }  // namespace
 
 void add_retry_flags(CLI::App& sub, retry_flags& f) {
@@ -53,8 +92,8 @@ void add_retry_flags(CLI::App& sub, retry_flags& f) {
                  "Attempts at most (0: no limit). Default: 5, or no limit when --for is given")
       ->check(whole_number());
   sub.add_option("--for", f.within,
-                 "Deadline (e.g. 10m): no attempt starts after it, the running one is stopped at "
-                 "it, no wait runs into it");
+                 "Deadline (e.g. 10m), a hard cap: the running attempt is stopped at it (status "
+                 "124), and a retry that would start with less than 100ms left is not made");
   sub.add_option("--every", f.every,
                  "Start attempts this far apart (start to start, as ftsh's `every`) instead of "
                  "backing off");
@@ -71,6 +110,9 @@ void add_retry_flags(CLI::App& sub, retry_flags& f) {
                  "Retry only on these statuses (same syntax); stop on any other");
   sub.add_flag("--replay-stdin", f.replay_stdin,
                "Read stdin once (to a temporary file, not memory) and give it to every attempt");
+  sub.add_option("--replay-stdin-limit", f.replay_stdin_limit,
+                 "With --replay-stdin: the most stdin it reads (e.g. 512MiB; none: no limit); "
+                 "more is status 125, and nothing runs. Default: 1GiB");
   sub.add_flag("--stdout-on-success", f.stdout_on_success,
                "Hold each attempt's stdout (on disk) and pass it on only if the attempt "
                "succeeded; a failed attempt's goes to stderr");
@@ -148,6 +190,15 @@ bool to_command_options(const std::string& name, const retry_flags& f,
   options.loop.outer_deadline = inherited.deadline;
   options.timeout = timeout;
   options.grace = grace.value_or(std::chrono::seconds(5));
+  if (f.replay_stdin_limit) {
+    if (!f.replay_stdin) {
+      return fail("--replay-stdin-limit is for --replay-stdin, which is not given");
+    }
+    std::string error;
+    const auto limit = parse_size(*f.replay_stdin_limit, error);
+    if (!limit) return fail("--replay-stdin-limit: " + error);
+    options.stdin_replay_limit = *limit;
+  }
   options.stdout_on_success = f.stdout_on_success;
   // With --report -, stdout is the report's alone: the commands' output goes to stderr.
   if (f.report && *f.report == "-") options.command_stdout_fd = STDERR_FILENO;
@@ -188,12 +239,25 @@ int run_retry_command(
       return exit_tool_error;
     }
   }
+  // From here on a closed stderr or stdout, or the file-size limit, is an error to handle, not a
+  // signal that kills the tool while its attempts run on (run_output.hpp).
+  tool::ignore_write_signals();
   try {
     // Before the signal watcher: until the first attempt there is nothing to clean up, so a
     // Ctrl-C while stdin is being read may simply end the tool.
     if (f.replay_stdin) {
       auto input = std::make_shared<tool::spool>(tool::spool::create());
-      input->fill_from(STDIN_FILENO);
+      try {
+        input->fill_from(STDIN_FILENO, options.stdin_replay_limit);
+      } catch (const tool::spool_full& e) {
+        std::string why = e.what();
+        if (e.why() == tool::spool_full::reason::limit) {
+          why = "standard input is larger than --replay-stdin-limit (" +
+                f.replay_stdin_limit.value_or("1GiB") + ")";
+        }
+        std::cerr << "backoff " << name << ": --replay-stdin: " << why << "; nothing was run\n";
+        return exit_tool_error;
+      }
       options.stdin_replay = std::move(input);
     }
     // One run per process: the scope and its signal watcher live until the process ends and the
@@ -236,6 +300,10 @@ int run_retry_command(
     if (summary.interrupted != 0) {
       std::cerr << "backoff " << name << ": stopped by signal " << summary.interrupted << " ("
                 << ::strsignal(summary.interrupted) << ")\n";
+    } else if (summary.output_closed) {  // to stderr, which may be what was closed
+      std::cerr << "backoff " << name
+                << ": stopped: its output was closed (Broken pipe); the running commands were "
+                   "stopped\n";
     }
     return summary.status;
   } catch (const std::exception& e) {
@@ -252,9 +320,21 @@ command_tail split_command_tail(int& argc, char** argv) {
   if (!single && sub != "forany" && sub != "forall") return tail;
   // The options that take a value (the next word, unless written --name=value). Keep in sync with
   // add_retry_flags and the fan-out commands' own options.
-  static constexpr std::string_view with_value[] = {"--times",  "--for",   "--every", "--timeout",
-                                                    "--policy", "--grace", "--until", "--while",
-                                                    "--report", "--seed",  "-j",      "--jobs"};
+  static constexpr std::string_view with_value[] = {
+      "--times",
+      "--for",
+      "--every",
+      "--timeout",
+      "--policy",
+      "--grace",
+      "--until",
+      "--while",
+      "--report",
+      "--seed",
+      "-j",
+      "--jobs",
+      "--replay-stdin-limit",
+  };
   const auto takes_value = [](std::string_view word) {
     for (const std::string_view o : with_value) {
       if (word == o) return true;

@@ -33,6 +33,7 @@ struct retry_flags {
   std::optional<std::string> report;
   std::string seed;
   bool replay_stdin = false;
+  std::optional<std::string> replay_stdin_limit;
   bool stdout_on_success = false;
   bool foreground = false;
   bool verbose = false;

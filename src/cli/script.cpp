@@ -133,6 +133,9 @@ int run_script_command(const script_flags& f) {
       return fail(std::string("--report: ") + e.what());
     }
   }
+  // A closed stderr or stdout is an error to handle, not a signal that kills the tool while its
+  // commands run on (tool/run_output.hpp).
+  tool::ignore_write_signals();
   try {
     tool::cancel_scope scope;
     tool::script::script_result result;
@@ -163,8 +166,14 @@ int run_script_command(const script_flags& f) {
     if (scope.cancelled()) {
       std::cerr << "backoff script: stopped by signal " << scope.signal() << " ("
                 << ::strsignal(scope.signal()) << ")\n";
+    } else if (result.output_closed) {  // to stderr, which may be what was closed
+      std::cerr << "backoff script: stopped: its output was closed (Broken pipe); the running "
+                   "commands were stopped\n";
     }
     return status;
+  } catch (const tool::script::script_error& e) {
+    std::cerr << e.what() << '\n';  // FILE:LINE: message, as a parse error
+    return exit_tool_error;
   } catch (const std::exception& e) {
     return fail(e.what());
   }

@@ -26,9 +26,6 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
           ? std::optional<duration>(saturating_add(start, options.policy.max_elapsed))
           : std::nullopt;
   const std::optional<duration> deadline = tighter(own, options.outer_deadline);
-  // When the enclosing run's deadline is the binding one, nothing can run at it: that run stops
-  // everything there.
-  const bool outer_binds = deadline && deadline == options.outer_deadline;
   loop_result result;
   if (deadline && *deadline <= start) {
     result.why = outcome::deadline_exceeded;
@@ -36,7 +33,8 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
     result.last.status = status_timed_out;
     return result;
   }
-  // The controller sees the combined deadline and applies the library's rule to it.
+  // The controller sees the combined deadline and applies the library's rule to it; the loop
+  // refuses the retries that rule would start with too little time (the header).
   retry_policy policy = options.policy;
   policy.max_elapsed = deadline ? *deadline - start : duration{0};
   retry_controller control(policy, start);
@@ -47,9 +45,15 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
       result.why = outcome::cancelled;
       break;
     }
+    // After a wait: one that overran the deadline (woken late, or the machine was suspended)
+    // starts nothing.
+    if (result.attempts > 0 && deadline && env.now() >= *deadline) {
+      result.why = outcome::deadline_exceeded;
+      break;
+    }
     const auto step = control.begin_attempt(false, now, rng);
     if (step.what == retry_controller::attempt_start::stop) {
-      result.why = step.stop;  // a wait overran the deadline
+      result.why = step.stop;
       break;
     }
     attempt_record record;
@@ -58,9 +62,7 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
     const duration attempt_start = env.now();
     attempt_info info;
     info.number = record.number;
-    // The last attempt, made at the deadline, is not stopped there (it would get no time at
-    // all): only by an enclosing deadline and the caller's own per-attempt limit.
-    info.deadline = control.at_deadline() ? options.outer_deadline : deadline;
+    info.deadline = deadline;
     record.result = attempt(info);
     result.last = record.result;
     result.attempts = record.number;
@@ -74,13 +76,24 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
     if (options.every) planned = std::max(duration{0}, *options.every - (ended - attempt_start));
     const auto decision = control.end_attempt(
         step, classify(record.result), [&] { return ended; }, rng, planned);
-    if (!decision.retry || (control.at_deadline() && outer_binds)) {
-      result.why = decision.retry ? outcome::deadline_exceeded : decision.stop;
+    if (!decision.retry) {
+      result.why = decision.stop;
       observe(record);
       break;
     }
+    if (deadline) {
+      const duration left = *deadline - ended;
+      const duration left_then = left - decision.delay;
+      if (left_then <= duration{0} || left_then < options.minimum_left) {
+        result.why = outcome::deadline_exceeded;
+        result.no_time_left = true;
+        result.refused_delay = decision.delay;
+        result.left = left;
+        observe(record);
+        break;
+      }
+    }
     record.delay = decision.delay;
-    record.next_at_deadline = control.at_deadline();
     observe(record);
     if (!env.sleep(decision.delay, scope.token())) {
       result.why = outcome::cancelled;

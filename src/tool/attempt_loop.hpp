@@ -10,16 +10,21 @@
 //       classify_status(until, while_),
 //       [&](const attempt_record& r) { log(r); });
 //
-// Deadline, done right (ftsh overshoots its `try for 1 hour` by up to a whole backoff): the
-// library's rule (retry.hpp), carried out by the same retry_controller step. No attempt starts
-// after the deadline; a running attempt is stopped at it (attempt_info.deadline is for the caller
-// to enforce); a wait that would pass it is clamped to end at it and one last attempt is made
-// there, which the deadline does not stop (it would get no time at all): only an enclosing
-// deadline and the caller's per-attempt limit do. When the enclosing deadline is the binding one,
-// no last attempt is made (the enclosing run stops everything at it): the loop ends at once.
+// The deadline is a hard cap, as GNU timeout's and ftsh's `try for` are: the tighter of the run's
+// own (max_elapsed) and an enclosing one (outer_deadline). The retry_controller decides as the
+// library does (retry.hpp); the tool adds what a run of real processes needs on top of its
+// "one last attempt at the deadline" rule, which would start a command with no time left:
+// - every attempt is given the deadline (attempt_info.deadline, for the caller to enforce: the
+//   running attempt is stopped there, and nested runs see it);
+// - a retry starts only if at least `minimum_left` (100 ms) is left before the deadline when it
+//   would start: a wait that would reach the deadline, or end too close to it, ends the run at
+//   once instead (outcome deadline_exceeded, the last attempt's status, loop_result.no_time_left);
+// - a wait that overran the deadline (a suspended machine) starts nothing.
+// So a run ends within its deadline plus the time its last attempt takes to stop (the grace).
 // `every` replaces the policy's waits by ftsh's start-to-start period.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -34,10 +39,14 @@
 
 namespace backoff::tool {
 
+// The least time before the deadline that a retry must have to be started.
+inline constexpr duration minimum_attempt_time = std::chrono::milliseconds(100);
+
 struct loop_options {
   retry_policy policy;  // backoff, max_attempts (0: no limit), max_elapsed (0: no deadline)
   std::optional<duration> every;           // start-to-start period; the policy's delays unused
   std::optional<duration> outer_deadline;  // steady time: an enclosing deadline, the tighter wins
+  duration minimum_left = minimum_attempt_time;  // a retry starts only with this much time left
 };
 
 struct attempt_info {
@@ -51,13 +60,17 @@ struct attempt_record {
   double start_unix_s = 0;  // wall-clock start, seconds since the epoch
   attempt_result result;
   std::optional<duration> delay;  // the wait before the next attempt; none when it was the last
-  bool next_at_deadline = false;  // the wait was cut to end at the deadline: the next is the last
 };
 
 struct loop_result {
   outcome why = outcome::succeeded;
   std::uint32_t attempts = 0;
   attempt_result last;  // the last attempt's result (status 124 if the deadline left no attempt)
+  // Ended before the deadline because a retry would have started with less than minimum_left
+  // left (deadline_exceeded): the wait it would have had, and the time left when it ended.
+  bool no_time_left = false;
+  duration refused_delay{0};
+  duration left{0};
 };
 
 // Time as the loop sees it: the real steady clock and an interruptible sleep, or, in tests, a

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -200,6 +201,30 @@ std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   return pointers;
 }
 
+// The signals ignore_write_signals() makes the tool ignore, and which of them it found ignored
+// already (bit n: signal n), which the commands then inherit as they would without the tool.
+constexpr int write_signals[] = {SIGPIPE, SIGXFSZ};
+std::atomic<bool> write_signals_ignored{false};
+std::atomic<std::uint64_t> found_ignored{0};
+
+bool ignored_now(int signal) {
+  struct sigaction current {};
+  return ::sigaction(signal, nullptr, &current) == 0 && current.sa_handler == SIG_IGN;
+}
+
+// The signals a child gets back at their default action: the tool's ignored write signals,
+// except those the tool found ignored itself.
+sigset_t write_signals_to_restore() {
+  sigset_t set;
+  sigemptyset(&set);
+  if (!write_signals_ignored.load()) return set;
+  const std::uint64_t inherited = found_ignored.load();
+  for (const int s : write_signals) {
+    if ((inherited >> s & 1U) == 0) sigaddset(&set, s);
+  }
+  return set;
+}
+
 // posix_spawnp's error number: 0 when `pid` runs the command.
 int spawn_child(const launch_spec& spec, pid_t& pid) {
   posix_spawn_file_actions_t actions;
@@ -213,7 +238,10 @@ int spawn_child(const launch_spec& spec, pid_t& pid) {
   sigset_t none;
   sigemptyset(&none);
   ::posix_spawnattr_setsigmask(&attributes, &none);
-  short flags = POSIX_SPAWN_SETSIGMASK;
+  // SIGPIPE and SIGXFSZ as the tool found them (ignore_write_signals).
+  const sigset_t restore = write_signals_to_restore();
+  ::posix_spawnattr_setsigdefault(&attributes, &restore);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
   if (spec.own_group) {
     flags |= POSIX_SPAWN_SETPGROUP;
     ::posix_spawnattr_setpgroup(&attributes, 0);
@@ -395,6 +423,17 @@ std::string_view to_string(attempt_end e) noexcept {
       return "not_executable";
   }
   return "?";
+}
+
+void ignore_write_signals() {
+  if (write_signals_ignored.load()) return;  // a second call would take ours for inherited ones
+  std::uint64_t inherited = 0;
+  for (const int s : write_signals) {
+    if (ignored_now(s)) inherited |= std::uint64_t{1} << s;
+    ::signal(s, SIG_IGN);
+  }
+  found_ignored.store(inherited);
+  write_signals_ignored.store(true);
 }
 
 duration steady_now() {

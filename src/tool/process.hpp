@@ -75,6 +75,13 @@ struct attempt_result {
   std::string error;    // when it could not be started: why, one line
 };
 
+// SIGPIPE and SIGXFSZ made harmless to the tool: a write to a reader that has gone away then
+// fails with EPIPE, and one past the file-size limit (`ulimit -f`) with EFBIG, which the tool
+// handles (own_output.hpp, spool.hpp), instead of killing it while its attempts run on with PPID 1.
+// Every command it starts gets back the disposition the tool found (the default, as a rule), so
+// that `cmd | head -1` inside an attempt still ends `cmd`. Call once, before the first thread.
+void ignore_write_signals();
+
 // The steady clock as the tool reads it (the same as backoff's retry loops).
 duration steady_now();
 

@@ -11,37 +11,14 @@
 #include <exception>
 #include <mutex>
 #include <system_error>
-#include <thread>
 
 #include "deadline_env.hpp"
 #include "descriptors.hpp"
+#include "run_output.hpp"
+#include "workers.hpp"
 
 namespace backoff::tool {
 namespace {
-// Whole lines to stderr from any thread, one write() each, so parallel items do not interleave.
-class line_writer {
- public:
-  void write(const std::string& line) {
-    const std::lock_guard lock(mutex_);
-    std::string text = line + "\n";
-    const char* p = text.data();
-    std::size_t left = text.size();
-    while (left > 0) {
-      const ssize_t n = ::write(STDERR_FILENO, p, left);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return;  // stderr closed: nothing to report to
-      }
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-  }
-  std::mutex& output_mutex() { return output_mutex_; }
-
- private:
-  std::mutex mutex_;
-  std::mutex output_mutex_;  // held while an attempt's spooled stdout is passed on
-};
 
 std::string seconds_text(duration d) {
   return fmt::format("{:.3f}s", to_seconds(d));
@@ -64,8 +41,19 @@ std::string describe(const attempt_result& r) {
   return "?";
 }
 
-std::string stop_reason(outcome why) {
-  switch (why) {
+std::string stop_reason(const loop_result& result) {
+  if (result.no_time_left) {
+    if (result.refused_delay >= result.left) {
+      return "giving up: the next wait would reach the deadline, " + seconds_text(result.left) +
+             " away";
+    }
+    return fmt::format(
+        "giving up: after the next wait ({}) only {} would be left before the deadline, less than "
+        "the {} an attempt needs",
+        seconds_text(result.refused_delay), seconds_text(result.left - result.refused_delay),
+        seconds_text(minimum_attempt_time));
+  }
+  switch (result.why) {
     case outcome::attempts_exhausted:
       return "giving up: no attempts left";
     case outcome::deadline_exceeded:
@@ -75,18 +63,20 @@ std::string stop_reason(outcome why) {
     case outcome::cancelled:
       return "stopped";
     default:
-      return std::string(to_string(why));
+      return std::string(to_string(result.why));
   }
 }
 
-// What one run (try, forany, forall) shares between its items.
+// What one run (try, forany, forall) shares between its items. Its attempts run under
+// log.scope(): the caller's scope, also cancelled when the tool's output is closed.
 struct run_context {
-  run_context(const command_options& o, const std::vector<std::string>& c)
-      : options(o), command(c) {}
+  run_context(const command_options& o, const std::vector<std::string>& c,
+              const cancel_scope& scope)
+      : options(o), command(c), log(scope) {}
   const command_options& options;
   const std::vector<std::string>& command;
   std::vector<std::string> environment = current_environment();
-  line_writer log;
+  run_output log;
 };
 
 // Opens what one attempt needs (its stdout spool, its stdin reader) and runs it. Throws
@@ -119,8 +109,7 @@ attempt_result start_attempt(run_context& ctx, launch_spec& spec, const attempt_
   if (stdin_fd >= 0) ::close(stdin_fd);
   if (held_stdout) {
     const bool succeeded = classify(r).kind == verdict_kind::success;
-    const std::lock_guard lock(ctx.log.output_mutex());
-    held_stdout->copy_to(succeeded ? options.command_stdout_fd : STDERR_FILENO);
+    ctx.log.pass_on(*held_stdout, succeeded ? options.command_stdout_fd : STDERR_FILENO);
   }
   return r;
 }
@@ -149,6 +138,7 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
     } else {
       unset_variable(spec.environment, "BACKOFF_MAX_ATTEMPTS");  // an outer run's limit
     }
+    // Every attempt under a deadline is told it, so that a nested run never outlives it.
     if (info.deadline) export_deadline(spec.environment, info.deadline);
     // A start that finds no descriptor (or process) left waits for another attempt to end and
     // tries again; the per-attempt timeout counts from the start that works.
@@ -165,8 +155,8 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
         return start_attempt(ctx, spec, limits, scope, classify);
       } catch (const start_shortage& e) {
         if (options.verbose) {
-          ctx.log.write(fmt::format("{}attempt {} waits for another command to end: {}", prefix,
-                                    info.number, e.what()));
+          ctx.log.line(fmt::format("{}attempt {} waits for another command to end: {}", prefix,
+                                   info.number, e.what()));
         }
         const duration waited_from = steady_now();
         if (slot.wait_after_shortage(scope, info.deadline)) continue;
@@ -193,7 +183,7 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
     const bool cannot_run =
         r.ended == attempt_end::not_found || r.ended == attempt_end::not_executable;
     if (cannot_run) {  // one line, verbose or not: there is nothing more to say
-      ctx.log.write(prefix + r.error);
+      ctx.log.line(prefix + r.error);
       return;
     }
     const bool retried = record.delay.has_value();
@@ -205,13 +195,11 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
     std::string line = fmt::format("{}attempt {}{}: {} after {}", prefix, record.number, of,
                                    describe(r), seconds_text(r.elapsed));
     if (record.delay) {
-      line += (record.next_at_deadline ? "; last attempt, at the deadline, in "
-                                       : "; next attempt in ") +
-              seconds_text(*record.delay);
+      line += "; next attempt in " + seconds_text(*record.delay);
     } else if (classify(r).kind == verdict_kind::success) {
       line += ": done";
     }
-    ctx.log.write(line);
+    ctx.log.line(line);
   };
 
   summary.result = run_attempt_loop(options.loop, scope, rng, attempt, classify, observe);
@@ -219,10 +207,10 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
   const bool could_not_run = last == attempt_end::not_found || last == attempt_end::not_executable;
   if (summary.result.attempts == 0 && summary.result.why == outcome::deadline_exceeded) {
     // Always said: a run that does nothing must say why.
-    ctx.log.write(prefix + "no attempt made: the inherited deadline (BACKOFF_DEADLINE) has passed");
+    ctx.log.line(prefix + "no attempt made: the inherited deadline (BACKOFF_DEADLINE) has passed");
   } else if (options.log != command_options::log_level::quiet && !could_not_run &&
              summary.result.why != outcome::succeeded && summary.result.why != outcome::cancelled) {
-    ctx.log.write(prefix + stop_reason(summary.result.why));
+    ctx.log.line(prefix + stop_reason(summary.result));
   }
   return summary;
 }
@@ -232,13 +220,27 @@ int item_status(const item_summary& item) {
   return item.result.last.status;
 }
 
-void finish(run_summary& summary, const cancel_scope& scope, const item_summary& last) {
+// A run stopped by a signal to the tool (128 + n) or by its output closed under it (141): true,
+// with the summary's outcome and status set.
+bool stopped(run_summary& summary, const cancel_scope& scope, const run_output& out) {
   if (scope.cancelled()) {
     summary.why = outcome::cancelled;
     summary.interrupted = scope.signal();
     summary.status = status_signal_base + scope.signal();
-    return;
+    return true;
   }
+  if (out.closed()) {
+    summary.why = outcome::cancelled;
+    summary.output_closed = true;
+    summary.status = status_output_closed;
+    return true;
+  }
+  return false;
+}
+
+void finish(run_summary& summary, const cancel_scope& scope, const run_output& out,
+            const item_summary& last) {
+  if (stopped(summary, scope, out)) return;
   summary.why = last.result.why;
   summary.status = item_status(last);
 }
@@ -269,19 +271,20 @@ std::vector<std::string> substitute_item(const std::vector<std::string>& command
 
 run_summary run_try(const command_options& options, const std::vector<std::string>& command,
                     const cancel_scope& scope, random_ref rng) {
-  run_context ctx(options, command);
+  run_context ctx(options, command, scope);
   run_summary summary;
   summary.mode = "try";
   summary.command = command;
-  summary.items.push_back(run_item(ctx, std::nullopt, scope, rng));
-  finish(summary, scope, summary.items.back());
+  summary.items.push_back(run_item(ctx, std::nullopt, ctx.log.scope(), rng));
+  finish(summary, scope, ctx.log, summary.items.back());
   return summary;
 }
 
 run_summary run_forany(const command_options& options, const std::vector<std::string>& items,
                        const std::vector<std::string>& command, bool shuffle,
                        const cancel_scope& scope, random_ref rng) {
-  run_context ctx(options, command);
+  run_context ctx(options, command, scope);
+  const cancel_scope& run = ctx.log.scope();
   run_summary summary;
   summary.mode = "forany";
   summary.command = command;
@@ -293,32 +296,32 @@ run_summary run_forany(const command_options& options, const std::vector<std::st
   }
   for (std::size_t k = 0; k < items.size(); ++k) {
     const std::string& item = items[(first + k) % items.size()];
-    summary.items.push_back(run_item(ctx, item, scope, rng));
+    summary.items.push_back(run_item(ctx, item, run, rng));
     const item_summary& done = summary.items.back();
     if (done.result.why == outcome::succeeded) {
       summary.decisive = summary.items.size() - 1;
       break;
     }
-    if (scope.cancelled()) break;
+    if (run.cancelled()) break;
   }
-  finish(summary, scope, summary.items.back());
   if (options.verbose && summary.decisive) {
-    ctx.log.write("backoff: forany: " + *summary.items[*summary.decisive].item + " succeeded");
+    ctx.log.line("backoff: forany: " + *summary.items[*summary.decisive].item + " succeeded");
   }
+  finish(summary, scope, ctx.log, summary.items.back());
   return summary;
 }
 
 run_summary run_forall(const command_options& options, const std::vector<std::string>& items,
                        const std::vector<std::string>& command, std::size_t jobs,
                        const cancel_scope& scope, random_ref rng) {
-  run_context ctx(options, command);
+  run_context ctx(options, command, scope);
   run_summary summary;
   summary.mode = "forall";
   summary.command = command;
   summary.items.resize(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) summary.items[i].item = items[i];
 
-  cancel_scope siblings(scope);  // fail fast: the first failure cancels the rest
+  cancel_scope siblings(ctx.log.scope());  // fail fast: the first failure cancels the rest
   std::mutex mutex;
   std::optional<std::size_t> first_failure;
   std::exception_ptr error;
@@ -345,7 +348,7 @@ run_summary run_forall(const command_options& options, const std::vector<std::st
       const std::lock_guard lock(mutex);
       const bool failed = done.result.why != outcome::succeeded;
       summary.items[i] = std::move(done);
-      if (failed && !first_failure && !scope.cancelled()) {
+      if (failed && !first_failure && !ctx.log.scope().cancelled()) {
         first_failure = i;
         siblings.cancel(SIGTERM);
       }
@@ -359,37 +362,28 @@ run_summary run_forall(const command_options& options, const std::vector<std::st
   const descriptor_budget budget = current_descriptor_budget();
   const std::size_t threads = std::min(wanted, budget.commands_at_once(per_attempt));
   if (threads < wanted && (jobs != 0 || options.verbose)) {
-    ctx.log.write(fmt::format(
+    ctx.log.line(fmt::format(
         "backoff: forall: {} items at once, not {}: the descriptor limit (ulimit -n {}, {} open) "
         "allows {} commands of {} descriptors each; the other items wait their turn",
         threads, wanted, budget.limit, budget.open, threads, per_attempt));
   }
-  {
-    std::vector<std::jthread> pool;
-    for (std::size_t t = 1; t < threads; ++t) {
-      try {
-        pool.emplace_back(worker);
-      } catch (const std::system_error& e) {  // no thread left (ulimit -u, memory): fewer workers
-        ctx.log.write(
-            fmt::format("backoff: forall: {} items at once, not {}: {}", t, threads, e.what()));
-        break;
-      }
-    }
-    worker();
-  }
+  // No thread left (ulimit -u, memory): fewer workers, said once (workers.hpp).
+  run_workers(threads, worker, [&](std::size_t got, const std::system_error& e) {
+    ctx.log.line(fmt::format(
+        "backoff: forall: {} items at once, not {}: no thread left for more ({}); the other "
+        "items wait their turn",
+        got, threads, e.code().message()));
+  });
   if (error) std::rethrow_exception(error);
 
-  if (scope.cancelled()) {
-    summary.why = outcome::cancelled;
-    summary.interrupted = scope.signal();
-    summary.status = status_signal_base + scope.signal();
-  } else if (first_failure) {
+  if (stopped(summary, scope, ctx.log)) return summary;
+  if (first_failure) {
     summary.decisive = first_failure;
     summary.why = summary.items[*first_failure].result.why;
     summary.status = item_status(summary.items[*first_failure]);
     if (options.verbose) {
-      ctx.log.write("backoff: forall: " + items[*first_failure] +
-                    " failed; the others were stopped");
+      ctx.log.line("backoff: forall: " + items[*first_failure] +
+                   " failed; the others were stopped");
     }
   } else {
     summary.why = outcome::succeeded;
@@ -407,6 +401,7 @@ nlohmann::json to_json(const run_summary& summary) {
   out["status"] = summary.status;
   out["interrupted_by_signal"] =
       summary.interrupted == 0 ? json(nullptr) : json(summary.interrupted);
+  if (summary.output_closed) out["output_closed"] = true;
   json items = json::array();
   for (const item_summary& item : summary.items) {
     json j;

@@ -5,7 +5,8 @@
 //   command_options options;                     // --times, --for, --timeout, --until, ...
 //   cancel_scope run;                            // cancelled by the signal watcher on Ctrl-C
 //   run_summary s = run_try(options, {"curl", "-fsS", url}, run, rng);
-//   return s.status;                             // 0, the last status, 124, 126, 127, 128+n
+//   return s.status;                             // 0, the last status, 124, 126, 127, 128+n,
+//                                                // 141 when our output was closed under us
 //
 // forany tries the items one after another (from a random start with `shuffle`, as ftsh) and stops
 // at the first success; forall runs them in parallel, at most `jobs` at once, and on the first
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,6 +30,10 @@
 
 namespace backoff::tool {
 
+// --replay-stdin's bound on what it spools when --replay-stdin-limit is not given: stdin that
+// never ends (`yes | backoff try --replay-stdin ...`) must not fill the disk.
+inline constexpr std::uint64_t default_stdin_replay_limit = std::uint64_t{1} << 30;  // 1 GiB
+
 struct command_options {
   loop_options loop;                // policy (with --times and --for), --every, inherited deadline
   std::optional<duration> timeout;  // per attempt
@@ -37,6 +43,7 @@ struct command_options {
   // --replay-stdin: stdin, spooled once before the first attempt (spool::fill_from), given from
   // its start to every attempt. Null: attempts inherit stdin.
   std::shared_ptr<const spool> stdin_replay;
+  std::uint64_t stdin_replay_limit = default_stdin_replay_limit;  // what it may spool (0: no bound)
   bool stdout_on_success = false;  // an attempt's stdout to stdout if it succeeded, else stderr
   // Where the commands' stdout goes: the tool's stdout, or its stderr when stdout carries the
   // JSON report (--report -), so that the report is never mixed with the commands' output.
@@ -65,6 +72,9 @@ struct run_summary {
   outcome why = outcome::succeeded;
   int status = 0;       // the tool's exit status
   int interrupted = 0;  // the signal that stopped the run, if one did
+  // A write to the tool's stderr or stdout found its reader gone (EPIPE): the run was stopped
+  // and its status is 141 (run_output.hpp).
+  bool output_closed = false;
 };
 
 // Throws std::system_error when the tool itself

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <system_error>
 
@@ -63,9 +64,14 @@ spool::~spool() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::uint64_t spool::fill_from(int source) {
+std::uint64_t spool::fill_from(int source, std::uint64_t limit) {
   char buf[65536];
   std::uint64_t total = 0;
+  // What was spooled goes at once, not when the tool exits: the disk may be full because of it.
+  const auto give_up = [this](spool_full::reason why, const std::string& message) {
+    (void)::ftruncate(fd_, 0);
+    throw spool_full(why, message);
+  };
   for (;;) {
     const ssize_t n = ::read(source, buf, sizeof buf);
     if (n == 0) break;
@@ -73,7 +79,22 @@ std::uint64_t spool::fill_from(int source) {
       if (errno == EINTR) continue;
       throw_errno("cannot read standard input");
     }
-    write_all(fd_, buf, static_cast<std::size_t>(n), "cannot write the spool file");
+    if (limit != 0 && static_cast<std::uint64_t>(n) > limit - total) {
+      give_up(spool_full::reason::limit,
+              "standard input is larger than the limit of " + std::to_string(limit) + " bytes");
+    }
+    try {
+      write_all(fd_, buf, static_cast<std::size_t>(n), "cannot write the spool file");
+    } catch (const std::system_error& e) {
+      const int error = e.code().value();
+      const std::string where = "standard input does not fit in the spool file in " +
+                                temp_directory() + ": " + std::strerror(error);
+      if (error == EFBIG) {
+        give_up(spool_full::reason::file_size_limit, where + " (the file-size limit, ulimit -f)");
+      }
+      if (error == ENOSPC || error == EDQUOT) give_up(spool_full::reason::no_space, where);
+      throw;
+    }
     total += static_cast<std::uint64_t>(n);
   }
   return total;

@@ -19,9 +19,13 @@
 // with one background grandchild; TERM during the wait; forall INT with one grandchild per item;
 // forall -j 1 INT; forany TERM. script_cli_test.cpp: TERM reaches every forall branch.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -420,6 +424,162 @@ TEST(HygieneSignals, AFailingForallItemUnderALowDescriptorLimitLeavesNoProcess) 
   const auto left = strays_after(prefix, 2s);
   EXPECT_TRUE(left.empty()) << left.size() << " processes left";
   kill_all(left);
+}
+
+// --- Output closed under backoff (issue 40) ------------------------------------------------------
+
+fs::path write_script(const fs::path& dir, const std::string& text);  // below, with the scripts
+
+// `backoff ARGS` with stderr, or stdout, or both, on a pipe whose reader has already gone, as
+// after `backoff forall ... 2>&1 | head -n1` once head has exited: every write there fails (EPIPE;
+// SIGPIPE at its default action, as a shell leaves it). Waits up to `limit`; a hung tool is
+// killed with its process group.
+struct closed_run {
+  bool finished = false;
+  bool exited = false;
+  int status = -1;
+  double elapsed_s = 0;
+};
+
+closed_run run_with_closed_output(const std::vector<std::string>& args, bool close_stdout,
+                                  bool close_stderr, const fs::path& dir,
+                                  std::chrono::milliseconds limit = 20s) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2");
+  ::close(pipe_fds[0]);  // the reader is gone before the tool writes anything
+  const std::string kept = (dir / "kept-output").string();
+  posix_spawn_file_actions_t actions;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_addopen(&actions, 3, kept.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::posix_spawn_file_actions_adddup2(&actions, close_stdout ? pipe_fds[1] : 3, 1);
+  ::posix_spawn_file_actions_adddup2(&actions, close_stderr ? pipe_fds[1] : 3, 2);
+  ::posix_spawn_file_actions_addclose(&actions, 3);
+  posix_spawnattr_t attributes;
+  ::posix_spawnattr_init(&attributes);
+  sigset_t none;
+  sigemptyset(&none);
+  ::posix_spawnattr_setsigmask(&attributes, &none);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ}) {
+    sigaddset(&defaults, sig);
+  }
+  ::posix_spawnattr_setsigdefault(&attributes, &defaults);
+  ::posix_spawnattr_setpgroup(&attributes, 0);
+  ::posix_spawnattr_setflags(
+      &attributes,
+      static_cast<short>(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP));
+  std::vector<std::string> argv{BACKOFF_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> argv_p;
+  for (auto& a : argv) argv_p.push_back(a.data());
+  argv_p.push_back(nullptr);
+  pid_t pid = -1;
+  const auto started = std::chrono::steady_clock::now();
+  const int error = ::posix_spawn(&pid, argv_p[0], &actions, &attributes, argv_p.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attributes);
+  ::close(pipe_fds[1]);
+  if (error != 0) throw std::runtime_error("cannot start backoff");
+  closed_run r;
+  int raw = 0;
+  for (;;) {
+    const pid_t got = ::waitpid(pid, &raw, WNOHANG);
+    if (got == pid) {
+      r.finished = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() - started > limit) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &raw, 0);
+      break;
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  r.exited = WIFEXITED(raw);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  return r;
+}
+
+// The attempt that was running when the output closed: `sh -c 'echo $$ > running; exec sleep
+// 30'`. Gone soon after backoff has exited (before: it ran on with PPID 1, backoff dead of
+// SIGPIPE at its next log line).
+void expect_running_attempt_gone(const closed_run& r, const fs::path& pid_file) {
+  EXPECT_TRUE(r.finished) << "backoff hung";
+  EXPECT_TRUE(r.exited) << "backoff died of signal " << r.status - 128;
+  EXPECT_EQ(r.status, 141);
+  ASSERT_TRUE(backoff::test::wait_for_file(pid_file, 1s)) << "the long attempt never started";
+  const pid_t pid = backoff::test::read_pids(pid_file).at(0);
+  EXPECT_TRUE(backoff::test::wait_until_gone(pid, 3s)) << "the running attempt was left running";
+  backoff::test::kill_if_alive(pid);
+}
+
+// The long item is running when the other item's retry line meets the closed stderr.
+TEST(HygieneOutputClosed, ForallStderrClosedStopsTheRunningItems) {
+  const hygiene_scratch s;
+  const std::string d = shell_quote(s.dir().string());
+  const closed_run r = run_with_closed_output(
+      {"forall", "--times", "3", "--grace", "200ms", "--policy", "constant(initial=5s)", "long",
+       "short", "--", "sh", "-c",
+       "cd " + d +
+           " || exit 99; if [ {} = long ]; then echo $$ > running; exec sleep 30; fi; "
+           "while [ ! -s running ]; do sleep 0.01; done; echo x >> short; exit 1"},
+      false, true, s.dir());
+  expect_running_attempt_gone(r, s / "running");
+  EXPECT_LT(r.elapsed_s, 4.0) << "waited for the retry after the closed output";
+  EXPECT_EQ(line_count(s / "short"), 1U) << "an attempt started after the output was closed";
+}
+
+// The same through stdout: --stdout-on-success passes the short item's output on.
+TEST(HygieneOutputClosed, ForallStdoutClosedStopsTheRunningItems) {
+  const hygiene_scratch s;
+  const std::string d = shell_quote(s.dir().string());
+  const closed_run r = run_with_closed_output(
+      {"forall", "--times", "1", "--grace", "200ms", "--stdout-on-success", "long", "short", "--",
+       "sh", "-c",
+       "cd " + d +
+           " || exit 99; if [ {} = long ]; then echo $$ > running; exec sleep 30; fi; "
+           "while [ ! -s running ]; do sleep 0.01; done; echo done"},
+      true, false, s.dir());
+  expect_running_attempt_gone(r, s / "running");
+  EXPECT_NE(slurp(s / "kept-output").find("its output was closed"), std::string::npos)
+      << slurp(s / "kept-output");
+}
+
+// A script's -v line for the short branch's command meets the closed stderr.
+TEST(HygieneOutputClosed, ScriptStderrClosedStopsTheRunningBranches) {
+  const hygiene_scratch s;
+  const fs::path file =
+      write_script(s.dir(),
+                   "forall b in long short\n"
+                   "  sh -c 'cd " +
+                       s.dir().string() +
+                       " || exit 99; if [ $1 = long ]; then echo $$ > running; exec sleep 30; fi; "
+                       "while [ ! -s running ]; do sleep 0.01; done' x ${b}\n"
+                       "end\n");
+  const closed_run r = run_with_closed_output({"script", "-v", "--grace", "200ms", file.string()},
+                                              false, true, s.dir());
+  expect_running_attempt_gone(r, s / "running");
+}
+
+// try and forany: the retry line meets the closed stderr; no attempt starts after it, and the
+// tool does not wait out the delay.
+TEST(HygieneOutputClosed, TryAndForanyStopRetryingWhenStderrIsClosed) {
+  const hygiene_scratch s;
+  for (const std::string mode : {"try", "forany"}) {
+    SCOPED_TRACE(mode);
+    const fs::path log = s / ("attempts-" + mode);
+    std::vector<std::string> args{mode, "--times", "3", "--policy", "constant(initial=5s)"};
+    if (mode == "forany") args.insert(args.end(), {"a", "b"});
+    args = cat(args, {"--", "sh", "-c", "echo x >> " + shell_quote(log.string()) + "; exit 1"});
+    const closed_run r = run_with_closed_output(args, false, true, s.dir());
+    EXPECT_TRUE(r.finished && r.exited) << r.status;
+    EXPECT_EQ(r.status, 141);
+    EXPECT_LT(r.elapsed_s, 4.0);
+    EXPECT_EQ(line_count(log), 1U);
+  }
 }
 
 // --- The documented limit: setsid ---------------------------------------------------------------

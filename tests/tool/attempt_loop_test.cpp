@@ -87,25 +87,52 @@ TEST(AttemptLoop, StopsAfterTheLastAttemptWithoutAFinalSleep) {
   EXPECT_EQ(f.sleeps.size(), 2u);  // minfrin/retry 1.0.5 sleeps once more after the last
 }
 
-// The library's deadline rule (retry.hpp), as the sync and coroutine loops apply it.
-TEST(AttemptLoop, ClampsTheLastWaitToTheDeadlineAndMakesOneLastAttemptThere) {
+// The deadline is a hard cap (issue 40): the library's rule would cut the wait to end at the
+// deadline and make one last attempt there, with no time left, never stopped (a nested run got no
+// BACKOFF_DEADLINE and ran for ten minutes). The tool's loop ends the run instead.
+TEST(AttemptLoop, AWaitThatWouldReachTheDeadlineEndsTheRunAtOnce) {
   // 10 s budget, 1 s attempts, 4 s waits: attempts at 0 and 5; the next wait would end at 10 s,
-  // the deadline, so it is the last: one more attempt at 10 s, not stopped by the deadline.
+  // the deadline: no attempt there, and no wait for nothing either.
   fake_run f;
   const loop_result r = f.run(constant(4s, 0, 10s));
   EXPECT_EQ(r.why, outcome::deadline_exceeded);
-  EXPECT_EQ(r.attempts, 3u);
-  EXPECT_EQ(f.sleeps, (std::vector<duration>{4s, 4s}));
-  EXPECT_EQ(f.starts, (std::vector<duration>{100s, 105s, 110s}));
-  ASSERT_EQ(f.infos.size(), 3u);
-  EXPECT_EQ(f.infos[1].deadline, std::optional<duration>(110s));
-  EXPECT_EQ(f.infos[2].deadline, std::nullopt);
-  EXPECT_EQ(f.clock, 100s + 11s);
+  EXPECT_TRUE(r.no_time_left);
+  EXPECT_EQ(r.attempts, 2u);
+  EXPECT_EQ(r.last.status, 1);
+  EXPECT_EQ(f.sleeps, (std::vector<duration>{4s}));
+  EXPECT_EQ(f.starts, (std::vector<duration>{100s, 105s}));
+  EXPECT_EQ(r.refused_delay, 4s);
+  EXPECT_EQ(r.left, 4s);
+  EXPECT_EQ(f.clock, 100s + 6s);
 }
 
-TEST(AttemptLoop, TheObserverIsToldWhichWaitWasCutToTheDeadline) {
+TEST(AttemptLoop, AWaitThatWouldPassTheDeadlineEndsTheRunAtOnce) {
+  // Waits of 3 s: attempts at 0, 4 and 8 s; the wait after the third would end at 12 s.
   fake_run f;
-  std::vector<bool> cut;
+  const loop_result r = f.run(constant(3s, 0, 10s));
+  EXPECT_EQ(f.sleeps, (std::vector<duration>{3s, 3s}));
+  EXPECT_EQ(f.starts.back(), 108s);
+  EXPECT_EQ(r.attempts, 3u);
+  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+  EXPECT_EQ(f.clock, 109s) << "ended when the third attempt did";
+}
+
+// Every attempt is bounded by the deadline: none is ever handed "no deadline" inside a run that
+// has one.
+TEST(AttemptLoop, EveryAttemptIsGivenTheDeadline) {
+  fake_run f;
+  f.runtime = 100ms;
+  f.run(constant(1s, 0, 10s));
+  // At 0, 1.1, ..., 9.9 s (the tenth with exactly the 100 ms minimum left).
+  ASSERT_EQ(f.infos.size(), 10u);
+  for (const attempt_info& info : f.infos) {
+    EXPECT_EQ(info.deadline, std::optional<duration>(110s)) << "attempt " << info.number;
+  }
+}
+
+TEST(AttemptLoop, TheObserverSeesNoDelayAfterTheAttemptThatTimeRanOutOn) {
+  fake_run f;
+  std::vector<std::optional<duration>> delays;
   const auto attempt = [&](const attempt_info&) {
     f.clock += f.runtime;
     attempt_result a;
@@ -114,30 +141,43 @@ TEST(AttemptLoop, TheObserverIsToldWhichWaitWasCutToTheDeadline) {
   };
   run_attempt_loop(
       constant(4s, 0, 10s), f.scope, f.rng, attempt, classify_status(std::nullopt, std::nullopt),
-      [&](const attempt_record& r) {
-        if (r.delay) cut.push_back(r.next_at_deadline);
-      },
-      f.env());
-  EXPECT_EQ(cut, (std::vector<bool>{false, true}));
+      [&](const attempt_record& r) { delays.push_back(r.delay); }, f.env());
+  EXPECT_EQ(delays, (std::vector<std::optional<duration>>{4s, std::nullopt}));
 }
 
-TEST(AttemptLoop, ASleepThatWouldPassTheDeadlineIsCutToEndAtIt) {
-  // Waits of 3 s: attempts at 0, 4 (after 1 s + 3 s), then 8 s of 10: the 3 s wait is cut to 1 s.
-  fake_run f;
-  const loop_result r = f.run(constant(3s, 0, 10s));
-  EXPECT_EQ(f.sleeps, (std::vector<duration>{3s, 3s, 1s}));
-  EXPECT_EQ(f.starts.back(), 110s);
-  EXPECT_EQ(r.attempts, 4u);
-  EXPECT_EQ(r.why, outcome::deadline_exceeded);
+// A retry starts only with at least minimum_left (100 ms) before the deadline.
+TEST(AttemptLoop, ARetryStartsOnlyWithTheMinimumTimeLeft) {
+  {
+    fake_run f;  // attempts at 0 and 5 s; the third would start at 10 s with exactly 100 ms left
+    const loop_result r = f.run(constant(4s, 0, 10s + 100ms));
+    EXPECT_EQ(r.attempts, 3u);
+    EXPECT_EQ(f.starts.back(), 110s);
+    EXPECT_FALSE(r.no_time_left) << "ended by the third attempt's deadline, not by the rule";
+  }
+  {
+    fake_run f;  // 99 ms left then: not made
+    const loop_result r = f.run(constant(4s, 0, 10s + 99ms));
+    EXPECT_EQ(r.attempts, 2u);
+    EXPECT_TRUE(r.no_time_left);
+    EXPECT_EQ(f.sleeps, (std::vector<duration>{4s}));
+  }
+  {
+    fake_run f;  // a minimum of its own
+    loop_options o = constant(4s, 0, 10s + 99ms);
+    o.minimum_left = 50ms;
+    EXPECT_EQ(f.run(o).attempts, 3u);
+  }
 }
 
-TEST(AttemptLoop, TheLastAttemptAtTheDeadlineCanSucceed) {
+TEST(AttemptLoop, EveryKeepsTheMinimumTimeLeftToo) {
   fake_run f;
-  f.statuses = {1, 1, 0};
-  const loop_result r = f.run(constant(4s, 0, 10s));
-  EXPECT_EQ(r.why, outcome::succeeded);
+  f.runtime = 300ms;
+  loop_options o = constant(1h, 0, 950ms);
+  o.every = 200ms;  // shorter than an attempt: no wait; starts at 0, 0.3, 0.6; 50 ms left at 0.9
+  const loop_result r = f.run(o);
   EXPECT_EQ(r.attempts, 3u);
-  EXPECT_EQ(r.last.status, 0);
+  EXPECT_TRUE(r.no_time_left);
+  EXPECT_EQ(f.clock, 100s + 900ms);
 }
 
 TEST(AttemptLoop, AWaitThatOverranTheDeadlineStartsNoAttempt) {
@@ -175,13 +215,6 @@ TEST(AttemptLoop, RetryAfterBeyondTheDeadlineEndsAtOnce) {
   EXPECT_TRUE(f.sleeps.empty());
 }
 
-TEST(AttemptLoop, AWaitThatEndsJustBeforeTheDeadlineIsKept) {
-  fake_run f;
-  const loop_result r = f.run(constant(4s, 0, 10s + 1ns));
-  EXPECT_EQ(r.attempts, 3u);  // the third starts 1 ns before the deadline
-  EXPECT_EQ(f.starts.back(), 100s + 10s);
-}
-
 TEST(AttemptLoop, EachAttemptKnowsTheDeadline) {
   fake_run f;
   f.run(constant(1s, 2, 30s));
@@ -201,8 +234,7 @@ TEST(AttemptLoop, TheTighterOfTheOuterAndOwnDeadlineWins) {
   EXPECT_LE(f.clock, 100s + 5s);
 }
 
-// The enclosing run stops everything at its deadline: a last attempt there would be stopped at
-// once, so when the outer deadline binds, the loop ends instead of waiting for it.
+// The same rule at an enclosing deadline: the loop ends instead of waiting for it.
 TEST(AttemptLoop, NoLastAttemptAtAnEnclosingDeadline) {
   fake_run f;
   loop_options o = constant(3s, 0, 1h);
@@ -214,16 +246,15 @@ TEST(AttemptLoop, NoLastAttemptAtAnEnclosingDeadline) {
   EXPECT_EQ(f.clock, 100s + 5s);
 }
 
-// Own deadline first, an outer one later: the last attempt at the own deadline is bounded by
-// the outer one only.
-TEST(AttemptLoop, TheLastAttemptKeepsTheEnclosingDeadline) {
+// Own deadline first, an outer one later: every attempt is bounded by the tighter, the own one.
+TEST(AttemptLoop, EveryAttemptKeepsTheTighterDeadline) {
   fake_run f;
   loop_options o = constant(4s, 0, 10s);
   o.outer_deadline = f.clock + 1h;
   f.run(o);
-  ASSERT_EQ(f.infos.size(), 3u);
+  ASSERT_EQ(f.infos.size(), 2u);
+  EXPECT_EQ(f.infos[0].deadline, std::optional<duration>(110s));
   EXPECT_EQ(f.infos[1].deadline, std::optional<duration>(110s));
-  EXPECT_EQ(f.infos[2].deadline, std::optional<duration>(100s + 1h));
 }
 
 TEST(AttemptLoop, ADeadlineAlreadyPastRunsNothingAndTimesOut) {

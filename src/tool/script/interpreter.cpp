@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -13,12 +14,13 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "backoff/error.hpp"
 #include "tool/attempt_loop.hpp"
 #include "tool/deadline_env.hpp"
 #include "tool/process.hpp"
+#include "tool/run_output.hpp"
+#include "tool/workers.hpp"
 
 namespace backoff::tool::script {
 namespace {
@@ -60,7 +62,8 @@ struct frame {
 
 class interpreter {
  public:
-  interpreter(const script& s, const script_options& options) : script_(s), options_(options) {}
+  interpreter(const script& s, const script_options& options, run_output& out)
+      : script_(s), options_(options), out_(out) {}
 
   script_result run_block(const block& statements, frame& f) {
     for (const statement& st : statements) {
@@ -77,9 +80,12 @@ class interpreter {
   }
 
   void log(int line, const std::string& message) {
-    const std::lock_guard lock(log_mutex_);
-    std::string text = fmt::format("{}:{}: {}\n", script_.file, line, message);
-    [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+    out_.line(fmt::format("{}:{}: {}", script_.file, line, message));
+  }
+
+  // The tool's own failure at a statement, as FILE:LINE: message.
+  [[noreturn]] void fail_at(int line, const std::exception& e) const {
+    throw script_error(fmt::format("{}:{}: {}", script_.file, line, e.what()));
   }
 
   // nullopt (after logging why) when a variable is not set.
@@ -207,6 +213,9 @@ class interpreter {
     const duration started = steady_now();
     try {
       r = run_attempt(spec, limits, *f.scope);
+    } catch (const std::exception& e) {
+      close_opened();
+      fail_at(c.line, e);
     } catch (...) {
       close_opened();
       throw;
@@ -295,8 +304,16 @@ class interpreter {
     if (result.why == outcome::succeeded) return {};
     if (result.why == outcome::cancelled || f.scope->cancelled()) return cancelled(f);
     if (options_.verbose) {
-      log(t.line, result.why == outcome::deadline_exceeded ? "try: time expired"
-                                                           : "try: attempts exhausted");
+      if (result.no_time_left) {
+        log(t.line,
+            fmt::format("try: time expired: the next wait would leave {:.3f}s before the "
+                        "deadline, less than the {:.3f}s an attempt needs",
+                        to_seconds(std::max(duration{0}, result.left - result.refused_delay)),
+                        to_seconds(minimum_attempt_time)));
+      } else {
+        log(t.line, result.why == outcome::deadline_exceeded ? "try: time expired"
+                                                             : "try: attempts exhausted");
+      }
     }
     // The deadline left no attempt at all: like a command stopped at it.
     const int status = result.attempts == 0 ? status_timed_out : result.last.status;
@@ -375,11 +392,22 @@ class interpreter {
         siblings.cancel(SIGTERM);
       }
     };
-    {
-      std::vector<std::jthread> threads;
-      for (std::size_t i = 1; i < items.size(); ++i) threads.emplace_back(branch, i);
-      branch(0);
-    }
+    // Every branch at once, as ftsh; when the system refuses threads, fewer at once and the
+    // others wait their turn, in order (workers.hpp). A branch not started when a failure (or a
+    // signal) came never starts.
+    std::atomic<std::size_t> next{0};
+    run_workers(
+        items.size(),
+        [&] {
+          for (std::size_t i; !siblings.cancelled() && (i = next.fetch_add(1)) < items.size();) {
+            branch(i);
+          }
+        },
+        [&](std::size_t got, const std::system_error& e) {
+          log(l.line, fmt::format("forall: {} branches at once, not {}: no thread left for more "
+                                  "({}); the other items wait their turn",
+                                  got, items.size(), e.code().message()));
+        });
     if (error) std::rethrow_exception(error);
     if (f.scope->cancelled()) return cancelled(f);
     return first_failure.value_or(script_result{});
@@ -396,7 +424,7 @@ class interpreter {
  private:
   const script& script_;
   const script_options& options_;
-  std::mutex log_mutex_;
+  run_output& out_;
   std::mutex events_mutex_;
   const duration start_ = steady_now();
 };
@@ -405,11 +433,18 @@ class interpreter {
 
 script_result run_script(const script& s, const script_options& options, const cancel_scope& scope,
                          random_ref rng, std::vector<script_event>* events) {
+  run_output out(scope);  // its scope is cancelled too when our output is closed
   variables vars;
-  frame top{&vars, std::nullopt, &scope, rng, std::nullopt};
-  interpreter run(s, options);
+  frame top{&vars, std::nullopt, &out.scope(), rng, std::nullopt};
+  interpreter run(s, options, out);
   run.events_ = events;
-  return run.run_block(s.body, top);
+  script_result result = run.run_block(s.body, top);
+  if (out.closed() && !scope.cancelled()) {
+    result.ok = false;
+    result.status = status_output_closed;
+    result.output_closed = true;
+  }
+  return result;
 }
 
 }  // namespace backoff::tool::script

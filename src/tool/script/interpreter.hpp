@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,9 +60,21 @@ struct script_event {
 struct script_result {
   bool ok = true;
   int status = 0;  // 0; the failing command's status (124 timed out, 128+n signal); 1 `failure`
+  // The tool's stderr (its -v lines, a command that cannot run) or its stdout was closed by its
+  // reader (EPIPE): everything running was stopped, and the status is 141 (run_output.hpp).
+  bool output_closed = false;
 };
 
-// `events` (may be null) receives every command and attempt, in the order they ended.
+// The tool's own failure while the script ran (no process or descriptor left to start a command
+// while nothing else runs to free one, ...): what() is one line, "FILE:LINE: message", naming the
+// statement. Whatever else was running has been stopped.
+class script_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// `events` (may be null) receives every command and attempt, in the order they ended. Throws
+// script_error.
 script_result run_script(const script& s, const script_options& options, const cancel_scope& scope,
                          random_ref rng, std::vector<script_event>* events = nullptr);
 
