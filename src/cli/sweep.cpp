@@ -315,7 +315,7 @@ int emit_command(const sweep_options& o) {
   }
   std::cerr << "backoff sweep: wrote " << escape_controls(job.files.front().string()) << " ("
             << spec.shards << " shards of "
-            << sc.points().size() * sc.strategies().size() * sc.replications() << " runs, up to "
+            << sc.point_count() * sc.strategies().size() * sc.replications() << " runs, up to "
             << spec.retries << " retries each); submit it with: " << escape_controls(job.submit)
             << "; once every task has succeeded, merge with the command on stdout\n";
   return exit_ok;

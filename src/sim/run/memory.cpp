@@ -32,10 +32,6 @@ constexpr double typical_fields = 4;
 // fifty JSON values), its text, the sweep.csv row and the comparison table's row of cells.
 // Measured with `backoff sim` on a 50,000-point mm1 sweep (docs/PERFORMANCE.md, "Sweep memory").
 constexpr double per_written_cell = 4096;
-// The grid: each point's values, as scenario::points() lists them (a vector per point, and
-// malloc's header for its block).
-constexpr double per_grid_value = sizeof(std::pair<const void*, const void*>);
-constexpr double per_grid_point = sizeof(sweep_point) + 16;
 
 struct term {
   double bytes = 0;
@@ -181,12 +177,12 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t li
   // point sets the figure. Building each point's model checks the point too (and the scenario's
   // own, which the runner builds as well).
   (void)make_model(sc);
-  const std::vector<sweep_point> points = sc.points();
-  const std::size_t runs = points.size() * sc.strategies().size() * sc.replications();
+  const std::size_t points = sc.point_count();
+  const std::size_t runs = points * sc.strategies().size() * sc.replications();
   const unsigned workers = workers_for(threads, runs);
   term state, series;
-  for (const auto& p : points) {
-    scenario at = sc.at(p);
+  for (std::size_t p = 0; p < points; ++p) {
+    scenario at = sc.at(sc.point(p));
     const memory_need t = make_model(at)->memory();
     if (t.state_bytes >= state.bytes) state = {t.state_bytes, t.state_what};
     if (2 * t.buckets * bucket_bytes >= series.bytes) {
@@ -196,23 +192,20 @@ memory_estimate estimate_memory(scenario& sc, unsigned threads, std::uint64_t li
   const auto w = static_cast<double>(workers);
   const double run_bytes = per_sweep_run + typical_fields * per_model_field;
   const double per_point = static_cast<double>(sc.strategies().size() * sc.replications());
-  const double cells = static_cast<double>(points.size() * sc.strategies().size());
+  const double cells = static_cast<double>(points * sc.strategies().size());
   std::vector<term> terms{
       {state.bytes * w, fmt::format("{}, on {} worker threads", state.what, workers)},
-      {series.bytes * w, fmt::format("{}, on {} worker threads", series.what, workers)},
-      {static_cast<double>(points.size()) *
-           (per_grid_point + static_cast<double>(sc.axes().size()) * per_grid_value),
-       fmt::format("the grid of {} points", points.size())}};
+      {series.bytes * w, fmt::format("{}, on {} worker threads", series.what, workers)}};
   if (spooled) {
     // Points leave for the spool in order: those started and the ones a slow point holds back.
     terms.push_back({(4 * w + 16) * per_point * run_bytes, "the points in flight"});
   } else {
     terms.push_back({static_cast<double>(runs) * run_bytes,
                      fmt::format("{} runs: {} points x {} strategies x replications = {}", runs,
-                                 points.size(), sc.strategies().size(), sc.replications())});
+                                 points, sc.strategies().size(), sc.replications())});
     terms.push_back({cells * per_written_cell,
                      fmt::format("the outputs of {} points x {} strategies, built in memory",
-                                 points.size(), sc.strategies().size())});
+                                 points, sc.strategies().size())});
   }
   memory_estimate e = add_up(baseline, terms);
   e.workers = workers;

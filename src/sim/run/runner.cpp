@@ -113,14 +113,14 @@ report::point_result lay_out_point(const scenario& sc, const sweep_point& point)
 }
 
 // The result's shape before any run; with a spool, the points are laid out as they start.
-void lay_out_sweep(const scenario& sc, const std::vector<sweep_point>& points, bool spooled,
-                   report::scenario_result& result) {
+void lay_out_sweep(const scenario& sc, bool spooled, report::scenario_result& result) {
   result.sweep = true;
   result.replications = sc.replications();
   for (const auto& axis : sc.axes()) result.sweep_keys.push_back(axis.key);
   if (spooled) return;
-  result.points.reserve(points.size());
-  for (const auto& point : points) result.points.push_back(lay_out_point(sc, point));
+  const std::size_t points = sc.point_count();
+  result.points.reserve(points);
+  for (std::size_t p = 0; p < points; ++p) result.points.push_back(lay_out_point(sc, sc.point(p)));
 }
 
 // A sweep's tasks run on a pool of threads. Tasks are numbered point-major; each worker builds
@@ -130,17 +130,20 @@ class sweep_pool {
  public:
   // `spool`: points go there as they finish, in order (every point has all its tasks here: not
   // a shard); none: into result.points.
-  sweep_pool(scenario& sc, const std::vector<sweep_point>& points, std::vector<std::size_t> tasks,
+  // The tasks are this shard's: every part.count-th of the grid's, from part.index - 1.
+  sweep_pool(scenario& sc, const report::shard_spec& part, std::size_t tasks,
              const run_options& options, report::scenario_result& result,
              report::sweep_spool* spool)
       : sc_(sc),
-        points_(points),
-        tasks_(std::move(tasks)),
+        points_(sc.point_count()),
+        first_task_(part.index - 1),
+        task_step_(part.count),
+        tasks_(tasks),
         per_point_(sc.strategies().size() * sc.replications()),
         result_(result),
         spool_(spool),
         bar_(options.progress && ::isatty(STDERR_FILENO) == 1,
-             fmt::format("{} ({} runs)", sc.name(), tasks_.size())) {
+             fmt::format("{} ({} runs)", sc.name(), tasks_)) {
     limits_.memory_limit = options.memory_limit;
   }
 
@@ -148,25 +151,25 @@ class sweep_pool {
   // (task_pool.hpp). A stop keeps the one with the largest resident set, for its message.
   void run(unsigned threads) {
     run_tasks(
-        tasks_.size(), threads,
+        tasks_, threads,
         [this] {
           // The worker's current point and its model, replaced when a task is of another point.
-          return [this, point = points_.size(),
+          return [this, point = points_,
                   model = std::unique_ptr<model_runner>()](std::size_t slot) mutable {
             limits_.check_between_runs();
-            run_task(tasks_[slot], point, model);
+            run_task(task(slot), point, model);
           };
         },
         [this](std::size_t slot, const run_stopped& stopped) {
           // Not an error: the runs done so far are kept and the outputs marked partial.
           if (!stop_ || stopped.resident > stop_->resident) {
             stop_ = stopped;
-            stop_task_ = tasks_[slot];
+            stop_task_ = task(slot);
           }
         },
         [this](std::size_t finished) {
           done_ = finished;
-          bar_.update(static_cast<double>(finished) / static_cast<double>(tasks_.size()));
+          bar_.update(static_cast<double>(finished) / static_cast<double>(tasks_));
         });
   }
 
@@ -176,10 +179,10 @@ class sweep_pool {
   // A stopped sweep: the points not yet spooled, in order, with the runs they have (if any).
   void spool_the_rest() {
     if (spool_ == nullptr) return;
-    for (; next_point_ < points_.size(); ++next_point_) {
+    for (; next_point_ < points_; ++next_point_) {
       const auto it = pending_.find(next_point_);
       spool_->add(it != pending_.end() ? it->second.result
-                                       : lay_out_point(sc_, points_[next_point_]));
+                                       : lay_out_point(sc_, sc_.point(next_point_)));
       if (it != pending_.end()) pending_.erase(it);
     }
   }
@@ -191,7 +194,7 @@ class sweep_pool {
   }
   std::string stopped_point() const {
     std::string text;
-    for (const auto& [axis, value] : points_[stop_task_ / per_point_].params) {
+    for (const auto& [axis, value] : sc_.point(stop_task_ / per_point_).params) {
       text += (text.empty() ? "" : ", ") + axis->key + " = " + value->text;
     }
     if (sc_.replications() > 1) {
@@ -209,7 +212,7 @@ class sweep_pool {
     const std::size_t s = (task % per_point_) / sc_.replications();
     const auto rep = static_cast<std::uint32_t>(task % sc_.replications());
     if (p != point) {
-      scenario at = sc_.at(points_[p]);
+      scenario at = sc_.at(sc_.point(p));
       model = make_model(at);
       point = p;
     }
@@ -231,7 +234,7 @@ class sweep_pool {
     }
     auto it = pending_.find(p);
     if (it == pending_.end()) {
-      it = pending_.emplace(p, pending_point{lay_out_point(sc_, points_[p]), per_point_}).first;
+      it = pending_.emplace(p, pending_point{lay_out_point(sc_, sc_.point(p)), per_point_}).first;
     }
     it->second.result.strategies[s].runs[rep] = std::move(summary);
     it->second.result.strategies[s].ran[rep] = 1;
@@ -252,8 +255,10 @@ class sweep_pool {
   };
 
   scenario& sc_;
-  const std::vector<sweep_point>& points_;
-  const std::vector<std::size_t> tasks_;
+  std::size_t task(std::size_t slot) const { return first_task_ + slot * task_step_; }
+
+  const std::size_t points_;  // of the grid
+  const std::size_t first_task_, task_step_, tasks_;
   const std::size_t per_point_;
   report::scenario_result& result_;
   report::sweep_spool* spool_;
@@ -273,21 +278,21 @@ class sweep_pool {
 void run_sweep(scenario& sc, const model_runner& model, const run_options& options, bool checked,
                report::scenario_result& result, std::optional<interrupt_deferral>& deferred,
                std::optional<report::output_folder>& folder) {
-  const std::vector<sweep_point> points = sc.points();
+  // The grid is walked by index, never held: a million points cost no memory of their own.
+  const std::size_t points = sc.point_count();
   // Check every point before running any, so a bad value at the last point fails at once.
-  for (const auto& p : checked ? std::vector<sweep_point>{} : points) {
-    scenario at = sc.at(p);
+  for (std::size_t p = 0; !checked && p < points; ++p) {
+    scenario at = sc.at(sc.point(p));
     (void)make_model(at);
   }
   // From the first run to the last output written, a signal stops the runs instead of the
   // process, so that what was done is written (before, the process simply exits).
   deferred.emplace();
-  const std::size_t all_tasks = points.size() * sc.strategies().size() * sc.replications();
+  const std::size_t all_tasks = points * sc.strategies().size() * sc.replications();
   // This shard's tasks: every count-th from index - 1 (round robin spreads the costly points).
   const report::shard_spec part = options.shard.value_or(report::shard_spec{});
-  std::vector<std::size_t> mine;
-  for (std::size_t t = part.index - 1; t < all_tasks; t += part.count) mine.push_back(t);
-  const std::size_t tasks = mine.size();
+  const std::size_t first = part.index - 1;
+  const std::size_t tasks = all_tasks <= first ? 0 : (all_tasks - first - 1) / part.count + 1;
   result.shard = options.shard;
   // The folder is made once every point is checked, and holds the spool (on the disk the outputs
   // go to); without one, the temporary folder does.
@@ -298,12 +303,12 @@ void run_sweep(scenario& sc, const model_runner& model, const run_options& optio
         folder ? folder->dir() : std::filesystem::temp_directory_path(), model.outage().has_value(),
         sc.axes().size());
   }
-  lay_out_sweep(sc, points, spool != nullptr, result);
+  lay_out_sweep(sc, spool != nullptr, result);
 
   unsigned threads = options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
   threads = std::max(
       1U, std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(tasks, 1))));
-  sweep_pool pool(sc, points, std::move(mine), options, result, spool.get());
+  sweep_pool pool(sc, part, tasks, options, result, spool.get());
   pool.run(threads);
   pool.spool_the_rest();
   result.spool = spool;
@@ -394,8 +399,8 @@ void check_scenario(scenario& sc) {
     return;
   }
   (void)make_model(sc);
-  for (const auto& p : sc.is_sweep() ? sc.points() : std::vector<sweep_point>{}) {
-    scenario at = sc.at(p);
+  for (std::size_t p = 0; sc.is_sweep() && p < sc.point_count(); ++p) {
+    scenario at = sc.at(sc.point(p));
     (void)make_model(at);
   }
 }

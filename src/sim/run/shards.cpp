@@ -676,11 +676,11 @@ void check_against_scenario(const merged_sweep& merged, const std::string& where
   std::vector<std::string> keys;
   for (const auto& axis : sc.axes()) keys.push_back(axis.key);
   if (keys != r.sweep_keys) throw differs("axes");
-  const std::vector<sweep_point> points = sc.points();
-  if (points.size() != r.points.size()) throw differs("points");
-  for (std::size_t p = 0; p < points.size(); ++p) {
-    for (std::size_t k = 0; k < points[p].params.size(); ++k) {
-      const report::sweep_value& ours = *points[p].params[k].second;
+  if (sc.point_count() != r.points.size()) throw differs("points");
+  for (std::size_t p = 0; p < r.points.size(); ++p) {
+    const sweep_point point = sc.point(p);
+    for (std::size_t k = 0; k < point.params.size(); ++k) {
+      const report::sweep_value& ours = *point.params[k].second;
       const report::sweep_value& theirs = r.points[p].params[k].second;
       if (ours.toml != theirs.toml || ours.text != theirs.text || ours.type != theirs.type) {
         throw differs("values (point " + std::to_string(p + 1) + ")");

@@ -918,23 +918,30 @@ std::string scenario::fingerprint() const {
   return out;
 }
 
-std::vector<sweep_point> scenario::points() const {
-  std::vector<sweep_point> out;
+std::size_t scenario::point_count() const {
   std::size_t total = 1;
   for (const auto& a : axes_) total *= a.values.size();
-  out.reserve(total);
-  for (std::size_t i = 0; i < total; ++i) {
-    sweep_point p;
-    p.index = i;
-    std::size_t rest = i;
-    p.params.resize(axes_.size());
-    for (std::size_t k = axes_.size(); k-- > 0;) {  // the last axis varies fastest
-      const auto n = axes_[k].values.size();
-      p.params[k] = {&axes_[k], &axes_[k].values[rest % n]};
-      rest /= n;
-    }
-    out.push_back(std::move(p));
+  return total;
+}
+
+sweep_point scenario::point(std::size_t index) const {
+  sweep_point p;
+  p.index = index;
+  std::size_t rest = index;
+  p.params.resize(axes_.size());
+  for (std::size_t k = axes_.size(); k-- > 0;) {  // the last axis varies fastest
+    const auto n = axes_[k].values.size();
+    p.params[k] = {&axes_[k], &axes_[k].values[rest % n]};
+    rest /= n;
   }
+  return p;
+}
+
+std::vector<sweep_point> scenario::points() const {
+  std::vector<sweep_point> out;
+  const std::size_t total = point_count();
+  out.reserve(total);
+  for (std::size_t i = 0; i < total; ++i) out.push_back(point(i));
   return out;
 }
 

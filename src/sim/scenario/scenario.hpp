@@ -169,7 +169,11 @@ class scenario {
   const std::vector<map_spec>& maps() const noexcept { return maps_; }
   const std::vector<sweep_axis>& axes() const noexcept { return axes_; }
   std::uint32_t replications() const noexcept { return replications_; }
-  // The grid (one empty point when there are no axes). Points refer into axes().
+  // The grid (one empty point when there are no axes). Points refer into axes(); the last axis
+  // varies fastest. point(i) is the i-th of points(), made on demand, so that a runner can walk
+  // a grid of a million points without holding it.
+  std::size_t point_count() const;
+  sweep_point point(std::size_t index) const;
   std::vector<sweep_point> points() const;
   // The scenario of one point: the same file and --set overrides, plus the point's values; it
   // keeps this scenario's seed and is not itself a sweep.
