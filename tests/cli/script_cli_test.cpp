@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -258,12 +259,41 @@ long tasks_of(uid_t uid) {
 
 // Runs `backoff ARGS` (words already quoted for the shell) as nobody with at most `spare` more
 // tasks than nobody has now (RLIMIT_NPROC binds no process with CAP_SYS_RESOURCE, so not root's).
-cli_result run_as_nobody(const std::string& args, long spare) {
+cli_result run_as_nobody(const fs::path& backoff, const std::string& args, long spare) {
   const long limit = tasks_of(65534) + spare;
   return backoff::test::run_captured(
       "setpriv --reuid=65534 --regid=65534 --clear-groups -- prlimit --nproc=" +
-      std::to_string(limit) + " " + backoff::test::shell_quote(BACKOFF_CLI_PATH) + " " + args);
+      std::to_string(limit) + " " + backoff::test::shell_quote(backoff.string()) + " " + args);
 }
+
+// A folder under /tmp that nobody can reach, holding the tool (a hard link, or a copy) and the
+// test's scripts: the build, like the clone it is in, may sit under a folder closed to others
+// (CI clones into a `mktemp -d` folder, mode 0700). Removed with everything in it.
+class nobody_folder {
+ public:
+  nobody_folder() {
+    std::string name = "/tmp/backoff-nobody-XXXXXX";
+    if (::mkdtemp(name.data()) == nullptr) throw std::runtime_error("mkdtemp: /tmp");
+    dir_ = name;
+    fs::permissions(dir_, fs::perms::others_read | fs::perms::others_exec, fs::perm_options::add);
+    std::error_code linked;
+    fs::create_hard_link(BACKOFF_CLI_PATH, backoff(), linked);
+    if (linked) fs::copy_file(BACKOFF_CLI_PATH, backoff());
+    fs::permissions(backoff(), fs::perms::others_read | fs::perms::others_exec,
+                    fs::perm_options::add);
+  }
+  nobody_folder(const nobody_folder&) = delete;
+  nobody_folder& operator=(const nobody_folder&) = delete;
+  ~nobody_folder() {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  fs::path operator/(const std::string& name) const { return dir_ / name; }
+  fs::path backoff() const { return dir_ / "backoff"; }
+
+ private:
+  fs::path dir_;
+};
 
 // Whether the test can lower nobody's process limit: root, with setpriv and prlimit.
 std::string cannot_run_as_nobody() {
@@ -283,9 +313,7 @@ std::string cannot_run_as_nobody() {
 // thread, LSan's tracer at exit), which a process limit this low refuses.
 TEST(ForallProcessesExhausted, AForallThatCannotStartAllItsThreadsRunsFewerAtOnce) {
   if (const std::string why = cannot_run_as_nobody(); !why.empty()) GTEST_SKIP() << why;
-  const backoff::test::test_scratch scratch("script");
-  fs::permissions(scratch.dir(), fs::perms::others_read | fs::perms::others_exec,
-                  fs::perm_options::add);
+  const nobody_folder scratch;
   const fs::path file = scratch / "threads.ftsh";
   std::string items;
   for (int i = 1; i <= 20; ++i) items += " " + std::to_string(i);
@@ -293,15 +321,15 @@ TEST(ForallProcessesExhausted, AForallThatCannotStartAllItsThreadsRunsFewerAtOnc
   fs::permissions(file, fs::perms::others_read, fs::perm_options::add);
   const std::string nobody_reads =
       "setpriv --reuid=65534 --regid=65534 --clear-groups -- test -r " +
-      backoff::test::shell_quote(file.string());
-  if (std::system(nobody_reads.c_str()) != 0) {
-    GTEST_SKIP() << "nobody cannot read " << file << " (a folder above it is closed to others)";
-  }
+      backoff::test::shell_quote(file.string()) + " -a -x " +
+      backoff::test::shell_quote(scratch.backoff().string());
+  ASSERT_EQ(std::system(nobody_reads.c_str()), 0) << "nobody cannot reach " << file;
   // The tool's own two tasks (its thread and the signal watcher) and room for eight more: the
   // forall gets a few threads, and keeps half of them, so that each branch's command can start.
   const auto start = std::chrono::steady_clock::now();
   const std::string script_args = "script --policy 'constant(initial=10ms)' ";
-  const cli_result r = run_as_nobody(script_args + backoff::test::shell_quote(file.string()), 10);
+  const cli_result r =
+      run_as_nobody(scratch.backoff(), script_args + backoff::test::shell_quote(file.string()), 10);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.status, 0) << r.err;
@@ -323,14 +351,16 @@ TEST(ForallProcessesExhausted, AForallThatCannotStartAllItsThreadsRunsFewerAtOnc
   const fs::path one = scratch / "one.ftsh";
   std::ofstream(one) << "sleep 0.1\n";
   fs::permissions(one, fs::perms::others_read, fs::perm_options::add);
-  const cli_result none = run_as_nobody(script_args + backoff::test::shell_quote(one.string()), 2);
+  const cli_result none =
+      run_as_nobody(scratch.backoff(), script_args + backoff::test::shell_quote(one.string()), 2);
   EXPECT_EQ(none.status, 125) << none.err;
   ASSERT_EQ(none.err_lines().size(), 1u) << none.err;
   EXPECT_EQ(none.err_lines()[0].rfind(one.string() + ":1: cannot start 'sleep': ", 0), 0u)
       << none.err;
 
   // `backoff forall`: the same rule.
-  const cli_result command = run_as_nobody("forall --times 1" + items + " -- sleep 0.2", 10);
+  const cli_result command =
+      run_as_nobody(scratch.backoff(), "forall --times 1" + items + " -- sleep 0.2", 10);
   EXPECT_EQ(command.status, 0) << command.err;
   ASSERT_EQ(command.err_lines().size(), 1u) << command.err;
   const std::regex command_said(
