@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backoff/spelling.hpp"
 #include "commands.hpp"
 #include "output.hpp"
 #include "seed_flags.hpp"
@@ -18,24 +19,6 @@ namespace {
 // mistake is never taken for the command's status (docs/EXIT_CODES.md).
 bool is_retry_command(std::string_view n) {
   return n == "try" || n == "forany" || n == "forall" || n == "script";
-}
-
-// Edits between a and b, a swap of two neighbours counting as one (optimal string alignment):
-// "tyr" is one edit from "try".
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t change = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + change});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
 }
 
 // For the first word of argv (after the subcommand) that looks like a flag the subcommand does
@@ -123,19 +106,6 @@ void one_value_per_occurrence(CLI::App& command) {
 }
 
 }  // namespace
-
-std::string_view closest_name(std::string_view word, std::span<const std::string_view> names) {
-  std::string_view best;
-  std::size_t best_distance = 3;
-  for (const std::string_view name : names) {
-    const std::size_t d = edit_distance(word, name);
-    if (d < best_distance && 2 * d < std::max(word.size(), name.size())) {
-      best = name;
-      best_distance = d;
-    }
-  }
-  return best;
-}
 
 int run_subcommands(int argc, char** argv, std::span<const subcommand> all,
                     reference_printer reference) {

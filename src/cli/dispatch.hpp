@@ -28,8 +28,4 @@ using reference_printer = int (*)(const CLI::App& app, int argc, char** argv);
 int run_subcommands(int argc, char** argv, std::span<const subcommand> all,
                     reference_printer reference = nullptr);
 
-// The closest name to `word` among `names` when it is a likely typo (edit distance at most 2,
-// and less than half the word), or "".
-std::string_view closest_name(std::string_view word, std::span<const std::string_view> names);
-
 }  // namespace backoff::cli
