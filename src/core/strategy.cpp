@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backoff/strategy.hpp"
+
+#include <array>
+#include <charconv>
+#include <limits>
+#include <utility>
+
+#include "backoff/presets.hpp"
+#include "backoff/spec.hpp"
+#include "backoff/spelling.hpp"
+
+namespace backoff {
+namespace {
+
+// One row per key: how it is read, written and tested for its default. Every list of the keys
+// (keys(), the unknown-key message, to_string's order) comes from this table.
+struct strategy_key {
+  std::string_view name;
+  void (*read)(strategy& s, std::string_view text);
+  std::string (*write)(const strategy& s);  // "" when at its default
+};
+
+template <class T>
+std::string written(const std::optional<T>& value) {
+  return value ? value->to_string() : std::string();
+}
+
+std::uint32_t attempt_count(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() ||
+      value > std::numeric_limits<std::uint32_t>::max()) {
+    throw parse_error("max_attempts=" + escape_controls(text) +
+                      " must be a whole number in 0..4294967295 (0: no limit)");
+  }
+  return static_cast<std::uint32_t>(value);
+}
+
+constexpr std::array<strategy_key, 8> key_table{{
+    {"policy", [](strategy& s, std::string_view t) { s.policy = parse_policy(t); },
+     [](const strategy& s) {
+       return s.retries_at_once() ? std::string("none") : s.policy.to_string();
+     }},
+    {"max_attempts", [](strategy& s, std::string_view t) { s.max_attempts = attempt_count(t); },
+     [](const strategy& s) {
+       return s.max_attempts == 0 ? std::string() : std::to_string(s.max_attempts);
+     }},
+    {"window", [](strategy& s, std::string_view t) { s.window = parse_window(t); },
+     [](const strategy& s) { return written(s.window); }},
+    {"budget", [](strategy& s, std::string_view t) { s.budget = parse_budget(t); },
+     [](const strategy& s) { return s.budget ? backoff::to_string(*s.budget) : std::string(); }},
+    {"throttle", [](strategy& s, std::string_view t) { s.throttle = parse_throttle(t); },
+     [](const strategy& s) {
+       return s.throttle ? backoff::to_string(*s.throttle) : std::string();
+     }},
+    {"breaker", [](strategy& s, std::string_view t) { s.breaker = parse_breaker(t); },
+     [](const strategy& s) { return written(s.breaker); }},
+    {"hedge", [](strategy& s, std::string_view t) { s.hedge = parse_hedge(t); },
+     [](const strategy& s) { return written(s.hedge); }},
+    {"deadline", [](strategy& s, std::string_view t) { s.deadline = parse_deadline(t); },
+     [](const strategy& s) { return written(s.deadline); }},
+}};
+
+constexpr std::array<std::string_view, key_table.size()> key_names = [] {
+  std::array<std::string_view, key_table.size()> names{};
+  for (std::size_t i = 0; i < key_table.size(); ++i) names[i] = key_table[i].name;
+  return names;
+}();
+
+std::string known_keys() {
+  std::string out;
+  for (const std::string_view name : key_names) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+const strategy_key& find_key(std::string_view key) {
+  for (const strategy_key& k : key_table) {
+    if (k.name == key) return k;
+  }
+  throw parse_error("unknown strategy key " + quote_for_message(key) +
+                    did_you_mean(key, key_names) + " (known: " + known_keys() + ")");
+}
+
+bool always_zero(const backoff_policy& b) noexcept {
+  const duration zero{0};
+  if (b.max == zero && b.cap == cap_mode::after) return true;
+  if (b.jitter == jitter_kind::decorrelated) return b.initial == zero || b.max == zero;
+  const bool base_zero =
+      (b.initial == zero && (b.schedule != schedule_kind::linear || b.step == zero)) ||
+      (b.max == zero && b.cap == cap_mode::before);
+  switch (b.jitter) {
+    case jitter_kind::additive:
+      return base_zero && b.jitter_max == zero;
+    case jitter_kind::gaussian:
+      return base_zero && b.sd == zero;
+    default:
+      return base_zero;  // none, full, equal, multiplicative, proportional scale the base
+  }
+}
+
+std::string_view trimmed(std::string_view s) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+const backoff_policy& no_wait_policy() noexcept {
+  static const backoff_policy none = find_preset("none")->policy;
+  return none;
+}
+
+strategy_error::strategy_error(std::vector<std::string_view> keys, std::string rule,
+                               std::string remedy)
+    : parse_error(compose(std::vector<std::string>(keys.begin(), keys.end()), rule, remedy)),
+      keys_(std::move(keys)),
+      rule_(std::move(rule)),
+      remedy_(std::move(remedy)) {}
+
+std::string strategy_error::compose(const std::vector<std::string>& names, const std::string& rule,
+                                    const std::string& remedy) {
+  std::string list;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) list += i + 1 == names.size() ? " or " : ", ";
+    list += names[i];
+  }
+  return rule + ": " + remedy + " " + list;
+}
+
+std::span<const std::string_view> strategy::keys() noexcept {
+  return key_names;
+}
+
+void strategy::set(std::string_view key, std::string_view text) {
+  find_key(key).read(*this, text);
+}
+
+bool strategy::has(std::string_view key) const {
+  if (key == "policy") return !retries_at_once();
+  return !find_key(key).write(*this).empty();
+}
+
+void strategy::validate() const {
+  if (!hedge) return;
+  // gRPC A6: a method has a retry policy or a hedging policy, never both.
+  std::vector<std::string_view> retrying;
+  for (const std::string_view key : {"policy", "max_attempts", "window"}) {
+    if (has(key)) retrying.push_back(key);
+  }
+  if (!retrying.empty()) {
+    throw strategy_error(std::move(retrying), "hedge replaces retrying (gRPC A6)", "give it no");
+  }
+  if (deadline && (deadline->per_attempt.count() > 0 || deadline->min_useful.count() > 0)) {
+    throw parse_error(
+        "with hedge, a deadline takes total (and propagate) only: copies have no per-attempt "
+        "timeout of their own");
+  }
+}
+
+std::string strategy::to_string() const {
+  std::string out;
+  for (const strategy_key& k : key_table) {
+    const std::string value = k.write(*this);
+    if (value.empty()) continue;
+    if (!out.empty()) out += ", ";
+    out.append(k.name).append("=").append(value);
+  }
+  return out;
+}
+
+std::optional<guard_refusal> strategy::refusal(const guard_support& can) const {
+  if (breaker && !can.breaker) return guard_refusal{"breaker", std::string(can.breaker_why_not)};
+  if (breaker && breaker->keyed && !can.keys) {
+    return guard_refusal{"breaker", "keyed=true needs keys (hosts, shards or users), and " +
+                                        std::string(can.keys_why_not)};
+  }
+  if (hedge && !can.hedge) {
+    return guard_refusal{"hedge", "it has no way to put two attempts of one operation in flight"};
+  }
+  if (deadline && !can.deadline) {
+    return guard_refusal{"deadline", "it has no per-attempt timeouts"};
+  }
+  return std::nullopt;
+}
+
+retry_policy strategy::retry() const {
+  return {policy, max_attempts, deadline ? deadline->total : duration{0}};
+}
+
+bool strategy::retries_at_once() const noexcept {
+  return policy == no_wait_policy();
+}
+
+bool strategy::retries_forever_at_zero_delay() const noexcept {
+  return max_attempts == 0 && !budget && always_zero(policy);
+}
+
+strategy::live strategy::instantiate() const {
+  live l;
+  if (window) l.window.emplace(*window);
+  if (budget) l.budget.emplace(*budget);
+  if (throttle) l.throttle.emplace(*throttle);
+  if (breaker) l.breaker = std::make_unique<circuit_breaker>(*breaker);
+  return l;
+}
+
+strategy parse_strategy(std::string_view text) {
+  strategy s;
+  const auto fail = [&](const std::string& why) {
+    throw parse_error("strategy " + quote_for_message(text) + ": " + why);
+  };
+  std::vector<std::string_view> seen;
+  std::size_t start = 0;
+  int depth = 0;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    const char c = i < text.size() ? text[i] : ',';
+    if (c == '(' || c == '[') ++depth;
+    if ((c == ')' || c == ']') && --depth < 0) fail("unbalanced '" + std::string(1, c) + "'");
+    if (c != ',' || depth > 0) continue;
+    const std::string_view item = trimmed(text.substr(start, i - start));
+    start = i + 1;
+    if (item.empty()) {
+      if (i == text.size() && seen.empty()) break;  // "" is the default strategy
+      fail("an empty item at column " + std::to_string(i + 1));
+    }
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) fail("expected KEY=VALUE, got " + quote_for_message(item));
+    const std::string_view key = trimmed(item.substr(0, eq));
+    for (const std::string_view before : seen) {
+      if (before == key) fail("key " + quote_for_message(key) + " given twice");
+    }
+    try {
+      s.set(key, trimmed(item.substr(eq + 1)));
+    } catch (const parse_error& e) {
+      fail(e.what());
+    }
+    seen.push_back(find_key(key).name);
+  }
+  if (depth > 0) fail("unbalanced '(' or '['");
+  try {
+    s.validate();
+  } catch (const parse_error& e) {
+    fail(e.what());
+  }
+  return s;
+}
+
+}  // namespace backoff
