@@ -3,10 +3,12 @@
 #include "backoff/aimd_window.hpp"
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spec_keys.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
@@ -28,41 +30,61 @@ void aimd_config::validate() const {
   }
 }
 
+namespace {
+
+constexpr std::string_view window_what = "window";
+constexpr std::string_view window_names[] = {"aimd"};
+
+std::optional<std::string> number_text(double v) {
+  return detail::spec_number_text(v);
+}
+
+// The window spec's keys: one variant, aimd.
+constexpr spec_key<aimd_config> window_keys[] = {
+    {"initial", all_variants, "a number >= 1", "20", "cwnd at the start and after a Tahoe cut",
+     [](aimd_config& c, const spec_value& v) { c.initial = v.number(); },
+     [](const aimd_config& c) { return number_text(c.initial); }},
+    {"ssthresh", all_variants, "a number > 0", "1024", "the starting slow-start threshold",
+     [](aimd_config& c, const spec_value& v) { c.ssthresh = v.number(); },
+     [](const aimd_config& c) { return number_text(c.ssthresh); }},
+    {"decrease", all_variants, "a number in (0, 1)", "0.5", "on a cut, ssthresh = cwnd * decrease",
+     [](aimd_config& c, const spec_value& v) { c.decrease = v.number(); },
+     [](const aimd_config& c) { return number_text(c.decrease); }},
+    {"variant", all_variants, "`tahoe` or `reno`", "`tahoe`",
+     "after a cut, cwnd = initial (tahoe) or ssthresh (reno)",
+     [](aimd_config& c, const spec_value& v) {
+       if (v.text() == "tahoe") {
+         c.variant = aimd_variant::tahoe;
+       } else if (v.text() == "reno") {
+         c.variant = aimd_variant::reno;
+       } else {
+         detail::spec_fail(v.what, v.spec, "variant=" + v.text() + " must be tahoe or reno");
+       }
+     },
+     [](const aimd_config& c) -> std::optional<std::string> {
+       return std::string(backoff::to_string(c.variant));
+     }},
+};
+
+}  // namespace
+
 std::string aimd_config::to_string() const {
-  using detail::spec_number_text;
-  return "aimd(initial=" + spec_number_text(initial) + ", ssthresh=" + spec_number_text(ssthresh) +
-         ", decrease=" + spec_number_text(decrease) +
-         ", variant=" + std::string(backoff::to_string(variant)) + ")";
+  return write_spec(window_names[0], window_keys, *this);
 }
 
 aimd_config parse_window(std::string_view text) {
-  constexpr std::string_view what = "window";
-  const spec_call call = parse_spec_call(text, what);
-  if (call.name != "aimd") {
-    detail::spec_fail(what, text, "unknown window " + detail::quoted(call.name) + " (known: aimd)");
+  const spec_call call = parse_spec_call(text, window_what);
+  if (call.name != window_names[0]) {
+    detail::unknown_name(window_what, text, "window", call.name, window_names);
   }
   aimd_config c;
-  for (const spec_argument& arg : call.arguments) {
-    if (arg.key == "initial") {
-      c.initial = spec_number(text, arg, what);
-    } else if (arg.key == "ssthresh") {
-      c.ssthresh = spec_number(text, arg, what);
-    } else if (arg.key == "decrease") {
-      c.decrease = spec_number(text, arg, what);
-    } else if (arg.key == "variant") {
-      if (arg.value == "tahoe") {
-        c.variant = aimd_variant::tahoe;
-      } else if (arg.value == "reno") {
-        c.variant = aimd_variant::reno;
-      } else {
-        detail::spec_fail(what, text, "variant=" + arg.value + " must be tahoe or reno");
-      }
-    } else {
-      detail::unknown_parameter(what, text, arg, "initial, ssthresh, decrease, variant");
-    }
-  }
-  detail::validate_spec(what, text, c);
+  detail::read_spec_keys(window_what, text, call, window_keys, c);
+  detail::validate_spec(window_what, text, c);
   return c;
+}
+
+std::string detail::window_keys_markdown() {
+  return key_table_markdown(window_keys, spec_variants{window_names, {}});
 }
 
 aimd_window::aimd_window(const aimd_config& config)

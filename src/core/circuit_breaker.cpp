@@ -7,12 +7,15 @@
 #include <cmath>
 #include <limits>
 #include <list>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 
 #include "backoff/error.hpp"
 #include "backoff/keyed_breakers.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spec_keys.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
@@ -24,36 +27,10 @@ constexpr std::string_view breaker_what = "breaker";
 constexpr std::uint32_t max_count = 1'000'000;  // failures, calls, min_calls, max_keys
 constexpr std::uint32_t max_half_open = 1000;
 
-// Which keys each kind takes (besides kind, keyed and max_keys, which every kind takes).
-struct kind_keys {
-  bool failures, threshold, window, min_calls, open, half_open, trials;
-};
-constexpr kind_keys keys_of(breaker_kind kind) noexcept {
-  switch (kind) {
-    case breaker_kind::consecutive:
-      return {true, false, false, false, true, true, false};
-    case breaker_kind::rate:
-      return {false, true, true, true, true, true, true};
-    case breaker_kind::retry_only:
-      return {false, true, true, false, false, false, false};
-    case breaker_kind::run_ratio:
-      return {false, true, false, false, false, false, false};
-  }
-  return {};
-}
-std::string_view key_list(breaker_kind kind) noexcept {
-  switch (kind) {
-    case breaker_kind::consecutive:
-      return "failures, open, half_open";
-    case breaker_kind::rate:
-      return "threshold, window, min_calls, open, half_open, trials";
-    case breaker_kind::retry_only:
-      return "threshold, window";
-    case breaker_kind::run_ratio:
-      return "threshold";
-  }
-  return "";
-}
+// Bit i: breaker_kind i.
+constexpr std::string_view kind_names[] = {"consecutive", "rate", "retry-only", "run-ratio"};
+// The spec names: the general one, then the presets.
+constexpr std::string_view breaker_names[] = {"breaker", "retry-only-10pct", "run-ratio-10pct"};
 
 // The threshold counts in millionths, so that the comparisons are exact in integers and the
 // canonical text ("12.5%") reads back as the same double.
@@ -101,10 +78,9 @@ std::uint32_t whole_number(std::string_view spec, const spec_argument& arg, doub
 }
 
 bool parse_kind(std::string_view name, breaker_kind& kind) {
-  for (const breaker_kind k : {breaker_kind::consecutive, breaker_kind::rate,
-                               breaker_kind::retry_only, breaker_kind::run_ratio}) {
-    if (name == to_string(k)) {
-      kind = k;
+  for (std::size_t i = 0; i < std::size(kind_names); ++i) {
+    if (name == kind_names[i]) {
+      kind = static_cast<breaker_kind>(i);
       return true;
     }
   }
@@ -118,20 +94,126 @@ std::int64_t saturating_add(std::int64_t a, std::int64_t b) noexcept {
   return a + b;
 }
 
+constexpr variant_set consecutive = variant_bit(breaker_kind::consecutive);
+constexpr variant_set rate = variant_bit(breaker_kind::rate);
+constexpr variant_set retry_only = variant_bit(breaker_kind::retry_only);
+constexpr variant_set run_ratio = variant_bit(breaker_kind::run_ratio);
+
+// A key that holds a whole number in lo..hi.
+template <std::uint32_t breaker_config::*member, std::uint32_t lo, std::uint32_t hi>
+constexpr spec_key<breaker_config> whole_key(std::string_view name, variant_set applies_to,
+                                             std::string_view values, std::string_view fallback,
+                                             std::string_view meaning) {
+  return {name,
+          applies_to,
+          values,
+          fallback,
+          meaning,
+          [](breaker_config& c, const spec_value& v) {
+            c.*member = whole_number(v.spec, v.arg, lo, hi);
+          },
+          [](const breaker_config& c) -> std::optional<std::string> {
+            return std::to_string(c.*member);
+          }};
+}
+
+constexpr spec_key<breaker_config> breaker_keys[] = {
+    // Read before the others (it decides which apply), so its reader has nothing left to do.
+    {"kind", all_variants, "`consecutive`, `rate`, `retry-only` or `run-ratio`", "`consecutive`",
+     "the rule that opens the breaker (the table above); not with a preset",
+     [](breaker_config&, const spec_value&) {},
+     [](const breaker_config& c) -> std::optional<std::string> {
+       return std::string(to_string(c.kind));
+     }},
+    whole_key<&breaker_config::failures, 1, max_count>("failures", consecutive,
+                                                       "a whole number in 1..1000000", "5",
+                                                       "failures in a row that open it"),
+    {"threshold", rate | retry_only | run_ratio,
+     "a percentage (`10%`) or a fraction (`0.1`) in (0%, 100%], in millionths",
+     "50%; 10% for retry-only and run-ratio", "the failure ratio that opens it",
+     [](breaker_config& c, const spec_value& v) {
+       const double f = v.fraction();
+       const double scaled = f * 1e6;
+       if (std::abs(scaled - std::round(scaled)) > 1e-6 * std::max(1.0, scaled)) {
+         detail::spec_fail(
+             v.what, v.spec,
+             "threshold=" + v.text() + " is finer than a millionth (4 decimals of a percent)");
+       }
+       c.threshold = static_cast<double>(millionths(f)) / 1e6;
+     },
+     [](const breaker_config& c) -> std::optional<std::string> {
+       return percent_text(c.threshold);
+     }},
+    {"window", rate | retry_only, "a duration in (0, 1d], or calls: `100calls` (1..1000000)",
+     "10s; 200ms for retry-only", "the sliding window whose failure ratio counts",
+     [](breaker_config& c, const spec_value& v) {
+       if (const std::optional<std::uint64_t> n = spec_calls(v.spec, v.arg, v.what)) {
+         if (*n == 0 || *n > max_count) {
+           detail::spec_fail(v.what, v.spec,
+                             "window=" + v.text() + " must be 1calls..1000000calls");
+         }
+         c.window_calls = static_cast<std::uint32_t>(*n);
+         c.window = duration{0};
+       } else {
+         c.window = v.time();
+         c.window_calls = 0;
+       }
+     },
+     [](const breaker_config& c) -> std::optional<std::string> { return window_text(c); }},
+    whole_key<&breaker_config::min_calls, 1, max_count>("min_calls", rate,
+                                                        "a whole number in 1..1000000", "20",
+                                                        "calls in the window before it may open"),
+    {"open", consecutive | rate, "a duration in (0, 1d]", "5s", "how long it stays open",
+     [](breaker_config& c, const spec_value& v) { c.open = v.time(); },
+     [](const breaker_config& c) -> std::optional<std::string> { return format_duration(c.open); }},
+    whole_key<&breaker_config::half_open, 1, max_half_open>(
+        "half_open", consecutive | rate, "a whole number in 1..1000", "1; 3 for rate",
+        "trial calls admitted when half-open"),
+    {"trials", rate, "`all` or `ratio`", "`all`",
+     "how the trials decide: the first failure reopens it, or their failure ratio",
+     [](breaker_config& c, const spec_value& v) {
+       if (v.text() == "all") {
+         c.trials = half_open_rule::all;
+       } else if (v.text() == "ratio") {
+         c.trials = half_open_rule::ratio;
+       } else {
+         detail::spec_fail(v.what, v.spec,
+                           "trials=" + v.text() + " is not a half-open rule (known: all, ratio)");
+       }
+     },
+     [](const breaker_config& c) -> std::optional<std::string> {
+       if (c.trials != half_open_rule::ratio) return std::nullopt;  // `all` is implied
+       return "ratio";
+     }},
+    {"keyed", all_variants, "`true` or `false`", "`false`",
+     "one breaker per key (host, shard, user)",
+     [](breaker_config& c, const spec_value& v) { c.keyed = v.boolean(); },
+     [](const breaker_config& c) -> std::optional<std::string> {
+       if (!c.keyed) return std::nullopt;
+       return "true";
+     }},
+    {"max_keys", all_variants, "a whole number in 1..1000000; only with `keyed=true`", "1000",
+     "breakers kept at most, the least recently used evicted",
+     [](breaker_config& c, const spec_value& v) {
+       c.max_keys = whole_number(v.spec, v.arg, 1, max_count);
+     },
+     [](const breaker_config& c) -> std::optional<std::string> {
+       if (!c.keyed) return std::nullopt;
+       return std::to_string(c.max_keys);
+     }},
+};
+
+// Whether the key applies to the kind, by the table.
+bool takes(breaker_kind kind, std::string_view key) {
+  const spec_key<breaker_config>* k = find_spec_key(breaker_keys, key);
+  return k != nullptr && key_applies(*k, variant_bit(kind));
+}
+
 }  // namespace
 
 std::string_view to_string(breaker_kind kind) noexcept {
-  switch (kind) {
-    case breaker_kind::consecutive:
-      return "consecutive";
-    case breaker_kind::rate:
-      return "rate";
-    case breaker_kind::retry_only:
-      return "retry-only";
-    case breaker_kind::run_ratio:
-      return "run-ratio";
-  }
-  return "?";
+  const auto i = static_cast<std::size_t>(kind);
+  return i < std::size(kind_names) ? kind_names[i] : "?";
 }
 
 std::string_view to_string(breaker_state state) noexcept {
@@ -170,17 +252,16 @@ breaker_config breaker_config::defaults(breaker_kind kind) noexcept {
 }
 
 void breaker_config::validate() const {
-  const kind_keys k = keys_of(kind);
   const breaker_config base;
   const std::string on_kind = " does not apply to kind=" + std::string(backoff::to_string(kind));
-  if (k.failures) {
+  if (takes(kind, "failures")) {
     if (failures == 0 || failures > max_count) {
       invalid("failures=" + std::to_string(failures) + " must be in 1..1000000");
     }
   } else if (failures != base.failures) {
     invalid("failures=" + std::to_string(failures) + on_kind);
   }
-  if (k.threshold) {
+  if (takes(kind, "threshold")) {
     if (!(std::isfinite(threshold) && threshold > 0.0 && threshold <= 1.0)) {
       invalid("threshold=" + threshold_text(threshold) + " must be in (0%, 100%]");
     }
@@ -191,7 +272,7 @@ void breaker_config::validate() const {
   } else if (threshold != base.threshold) {
     invalid("threshold=" + threshold_text(threshold) + on_kind);
   }
-  if (k.window) {
+  if (takes(kind, "window")) {
     if (window_calls > 0) {
       if (window != duration{0}) {
         invalid("window=" + format_duration(window) + " and window=" +
@@ -206,7 +287,7 @@ void breaker_config::validate() const {
   } else if (window != base.window || window_calls != base.window_calls) {
     invalid("window=" + window_text(*this) + on_kind);
   }
-  if (k.min_calls) {
+  if (takes(kind, "min_calls")) {
     if (min_calls == 0 || min_calls > max_count) {
       invalid("min_calls=" + std::to_string(min_calls) + " must be in 1..1000000");
     }
@@ -217,21 +298,21 @@ void breaker_config::validate() const {
   } else if (min_calls != base.min_calls) {
     invalid("min_calls=" + std::to_string(min_calls) + on_kind);
   }
-  if (k.open) {
+  if (takes(kind, "open")) {
     if (open <= duration{0} || open > duration{24h}) {
       invalid("open=" + format_duration(open) + " must be in (0, 1d]");
     }
   } else if (open != base.open) {
     invalid("open=" + format_duration(open) + on_kind);
   }
-  if (k.half_open) {
+  if (takes(kind, "half_open")) {
     if (half_open == 0 || half_open > max_half_open) {
       invalid("half_open=" + std::to_string(half_open) + " must be in 1..1000");
     }
   } else if (half_open != base.half_open) {
     invalid("half_open=" + std::to_string(half_open) + on_kind);
   }
-  if (!k.trials && trials != base.trials) invalid("trials=ratio" + on_kind);
+  if (!takes(kind, "trials") && trials != base.trials) invalid("trials=ratio" + on_kind);
   if (keyed) {
     if (max_keys == 0 || max_keys > max_count) {
       invalid("max_keys=" + std::to_string(max_keys) + " must be in 1..1000000");
@@ -242,133 +323,67 @@ void breaker_config::validate() const {
 }
 
 std::string breaker_config::to_string() const {
-  const kind_keys k = keys_of(kind);
-  std::string out = "breaker(kind=" + std::string(backoff::to_string(kind));
-  if (k.failures) out += ", failures=" + std::to_string(failures);
-  if (k.threshold) out += ", threshold=" + percent_text(threshold);
-  if (k.window) out += ", window=" + window_text(*this);
-  if (k.min_calls) out += ", min_calls=" + std::to_string(min_calls);
-  if (k.open) out += ", open=" + format_duration(open);
-  if (k.half_open) out += ", half_open=" + std::to_string(half_open);
-  if (k.trials && trials == half_open_rule::ratio) out += ", trials=ratio";  // `all` is implied
-  if (keyed) out += ", keyed=true, max_keys=" + std::to_string(max_keys);
-  return out + ")";
+  return write_spec(breaker_names[0], breaker_keys, *this, variant_bit(kind));
 }
 
 breaker_config parse_breaker(std::string_view text) {
   const spec_call call = parse_spec_call(text, breaker_what);
   breaker_config c;
   bool preset = false;
-  if (call.name == "breaker") {
+  if (call.name == breaker_names[0]) {
     breaker_kind kind = breaker_kind::consecutive;
     for (const spec_argument& arg : call.arguments) {
       if (arg.key == "kind" && !parse_kind(arg.value, kind)) {
         detail::spec_fail(breaker_what, text,
-                          "kind=" + arg.value +
-                              " is not a breaker kind (known: consecutive, rate, retry-only, "
-                              "run-ratio)");
+                          "kind=" + arg.value + " is not a breaker kind (known: " +
+                              join_names(kind_names) + ")" + name_hint(arg.value, kind_names));
       }
     }
     c = breaker_config::defaults(kind);
-  } else if (call.name == "retry-only-10pct") {
+  } else if (call.name == breaker_names[1]) {
     c = breaker_config::defaults(breaker_kind::retry_only);
     preset = true;
-  } else if (call.name == "run-ratio-10pct") {
+  } else if (call.name == breaker_names[2]) {
     c = breaker_config::defaults(breaker_kind::run_ratio);
     preset = true;
   } else {
-    detail::spec_fail(breaker_what, text,
-                      "unknown breaker " + detail::quoted(call.name) +
-                          " (known: breaker, retry-only-10pct, run-ratio-10pct)");
+    detail::unknown_name(breaker_what, text, "breaker", call.name, breaker_names);
   }
-  const kind_keys k = keys_of(c.kind);
+  const variant_set in_effect = variant_bit(c.kind);
   bool max_keys_given = false;
   for (const spec_argument& arg : call.arguments) {
-    const std::string& key = arg.key;
-    bool applies = true;
-    if (key == "kind") {
+    const spec_key<breaker_config>* key = find_spec_key(breaker_keys, arg.key);
+    if (key == nullptr) detail::unknown_parameter(breaker_what, text, arg, breaker_keys);
+    if (key == &breaker_keys[0]) {  // kind, read above
       if (preset) {
         detail::spec_fail(breaker_what, text,
                           "parameter \"kind\" is fixed by the preset " + call.name +
                               " (it is kind=" + std::string(to_string(c.kind)) + ")");
       }
       continue;
-    } else if (key == "failures") {
-      applies = k.failures;
-    } else if (key == "threshold") {
-      applies = k.threshold;
-    } else if (key == "window") {
-      applies = k.window;
-    } else if (key == "min_calls") {
-      applies = k.min_calls;
-    } else if (key == "open") {
-      applies = k.open;
-    } else if (key == "half_open") {
-      applies = k.half_open;
-    } else if (key == "trials") {
-      applies = k.trials;
-    } else if (key != "keyed" && key != "max_keys") {
-      detail::unknown_parameter(
-          breaker_what, text, arg,
-          "kind, failures, threshold, window, min_calls, open, half_open, trials, keyed, "
-          "max_keys");
     }
-    if (!applies) {
+    if (!key_applies(*key, in_effect)) {
+      // The keys it takes, but kind: that one is already given.
+      std::vector<std::string_view> takes =
+          spec_key_names(std::span<const spec_key<breaker_config>>(breaker_keys), in_effect);
+      takes.erase(takes.begin());
       detail::spec_fail(breaker_what, text,
-                        "parameter " + detail::quoted(key) +
+                        "parameter " + detail::quoted(arg.key) +
                             " does not apply to kind=" + std::string(to_string(c.kind)) +
-                            " (it takes " + std::string(key_list(c.kind)) + ", keyed, max_keys)");
+                            " (it takes " + join_names(takes) + ")");
     }
-    if (key == "failures") {
-      c.failures = whole_number(text, arg, 1, max_count);
-    } else if (key == "threshold") {
-      const double v = spec_fraction(text, arg, breaker_what);
-      const double scaled = v * 1e6;
-      if (std::abs(scaled - std::round(scaled)) > 1e-6 * std::max(1.0, scaled)) {
-        detail::spec_fail(
-            breaker_what, text,
-            "threshold=" + arg.value + " is finer than a millionth (4 decimals of a percent)");
-      }
-      c.threshold = static_cast<double>(millionths(v)) / 1e6;
-    } else if (key == "window") {
-      if (const std::optional<std::uint64_t> n = spec_calls(text, arg, breaker_what)) {
-        if (*n == 0 || *n > max_count) {
-          detail::spec_fail(breaker_what, text,
-                            "window=" + arg.value + " must be 1calls..1000000calls");
-        }
-        c.window_calls = static_cast<std::uint32_t>(*n);
-        c.window = duration{0};
-      } else {
-        c.window = spec_duration(text, arg, breaker_what);
-        c.window_calls = 0;
-      }
-    } else if (key == "min_calls") {
-      c.min_calls = whole_number(text, arg, 1, max_count);
-    } else if (key == "open") {
-      c.open = spec_duration(text, arg, breaker_what);
-    } else if (key == "half_open") {
-      c.half_open = whole_number(text, arg, 1, max_half_open);
-    } else if (key == "trials") {
-      if (arg.value == "all") {
-        c.trials = half_open_rule::all;
-      } else if (arg.value == "ratio") {
-        c.trials = half_open_rule::ratio;
-      } else {
-        detail::spec_fail(breaker_what, text,
-                          "trials=" + arg.value + " is not a half-open rule (known: all, ratio)");
-      }
-    } else if (key == "keyed") {
-      c.keyed = spec_bool(text, arg, breaker_what);
-    } else if (key == "max_keys") {
-      c.max_keys = whole_number(text, arg, 1, max_count);
-      max_keys_given = true;
-    }
+    key->read(c, spec_value{text, breaker_what, arg});
+    if (arg.key == "max_keys") max_keys_given = true;
   }
   if (max_keys_given && !c.keyed) {
     detail::spec_fail(breaker_what, text, "parameter \"max_keys\" applies only with keyed=true");
   }
   detail::validate_spec(breaker_what, text, c);
   return c;
+}
+
+std::string detail::breaker_keys_markdown() {
+  return key_table_markdown(breaker_keys, spec_variants{kind_names, {}});
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,8 +2,12 @@
 // The deadline spec: reader, checks and canonical text (deadline.hpp).
 #include "backoff/deadline.hpp"
 
+#include <optional>
+#include <string>
+
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spec_keys.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
@@ -20,43 +24,64 @@ void deadline_config::validate() const {
   }
 }
 
+namespace {
+
+constexpr std::string_view deadline_what = "deadline";
+constexpr std::string_view deadline_names[] = {"deadline"};
+
+// A duration key, written only when set (0 is "none").
+template <duration deadline_config::*member>
+constexpr spec_key<deadline_config> deadline_duration(std::string_view name,
+                                                      std::string_view meaning) {
+  return {name,
+          all_variants,
+          "a duration",
+          "none",
+          meaning,
+          [](deadline_config& c, const spec_value& v) { c.*member = v.time(); },
+          [](const deadline_config& c) -> std::optional<std::string> {
+            if ((c.*member).count() <= 0) return std::nullopt;
+            return format_duration(c.*member);
+          }};
+}
+
+constexpr spec_key<deadline_config> deadline_keys[] = {
+    deadline_duration<&deadline_config::total>(
+        "total", "no attempt starts after it (the loop's `max_elapsed`)"),
+    deadline_duration<&deadline_config::per_attempt>(
+        "per_attempt", "each attempt gets min(per_attempt, time left)"),
+    deadline_duration<&deadline_config::min_useful>(
+        "min_useful", "no attempt starts, and no failed one waits, with less than this left"),
+    {"propagate", all_variants, "`true` or `false`", "`false`",
+     "the time left and the attempt number travel as headers",
+     [](deadline_config& c, const spec_value& v) { c.propagate = v.boolean(); },
+     [](const deadline_config& c) -> std::optional<std::string> {
+       if (!c.propagate) return std::nullopt;
+       return "true";
+     }},
+};
+
+}  // namespace
+
 std::string deadline_config::to_string() const {
-  std::string out = "deadline(";
-  const auto add = [&](std::string_view key, const std::string& value) {
-    if (out.back() != '(') out += ", ";
-    out += std::string(key) + "=" + value;
-  };
-  if (total.count() > 0) add("total", format_duration(total));
-  if (per_attempt.count() > 0) add("per_attempt", format_duration(per_attempt));
-  if (min_useful.count() > 0) add("min_useful", format_duration(min_useful));
-  if (propagate) add("propagate", "true");
-  return out + ")";
+  return write_spec(deadline_names[0], deadline_keys, *this);
 }
 
 deadline_config parse_deadline(std::string_view text) {
-  constexpr std::string_view what = "deadline";
-  const spec_call call = parse_spec_call(text, what);
-  if (call.name != "deadline") {
+  const spec_call call = parse_spec_call(text, deadline_what);
+  if (call.name != deadline_names[0]) {
     detail::spec_fail(
-        what, text,
+        deadline_what, text,
         "unknown deadline " + detail::quoted(call.name) + " (write deadline(per_attempt=1s, ...))");
   }
   deadline_config c;
-  for (const spec_argument& arg : call.arguments) {
-    if (arg.key == "total") {
-      c.total = spec_duration(text, arg, what);
-    } else if (arg.key == "per_attempt") {
-      c.per_attempt = spec_duration(text, arg, what);
-    } else if (arg.key == "min_useful") {
-      c.min_useful = spec_duration(text, arg, what);
-    } else if (arg.key == "propagate") {
-      c.propagate = spec_bool(text, arg, what);
-    } else {
-      detail::unknown_parameter(what, text, arg, "total, per_attempt, min_useful, propagate");
-    }
-  }
-  detail::validate_spec(what, text, c);
+  detail::read_spec_keys(deadline_what, text, call, deadline_keys, c);
+  detail::validate_spec(deadline_what, text, c);
   return c;
+}
+
+std::string detail::deadline_keys_markdown() {
+  return key_table_markdown(deadline_keys, spec_variants{deadline_names, {}});
 }
 
 }  // namespace backoff

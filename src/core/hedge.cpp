@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "backoff/error.hpp"
 #include "backoff/http.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spec_keys.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
@@ -44,6 +46,49 @@ std::string status_list(const std::vector<int>& statuses) {
   return out + "]";
 }
 
+constexpr std::string_view hedge_names[] = {"hedge"};
+
+constexpr spec_key<hedge_policy> hedge_keys[] = {
+    {"max_attempts", all_variants, "a whole number in 1..5", "required",
+     "copies of the call at most, the first included (gRPC A6's cap is 5)",
+     [](hedge_policy& p, const spec_value& v) {
+       const double n = v.number();
+       if (!(n >= 1.0 && n <= hedge_policy::max_attempts_limit && n == std::floor(n))) {
+         detail::spec_fail(v.what, v.spec,
+                           "max_attempts=" + v.text() + " must be a whole number in 1.." +
+                               std::to_string(hedge_policy::max_attempts_limit) +
+                               " (gRPC A6's cap on copies of a call)");
+       }
+       p.max_attempts = static_cast<std::uint32_t>(n);
+     },
+     [](const hedge_policy& p) -> std::optional<std::string> {
+       return std::to_string(p.max_attempts);
+     }},
+    {"delay", all_variants, "a duration in [0, 1d]", "0s",
+     "a copy is sent every `delay` while none answered; 0: all at once",
+     [](hedge_policy& p, const spec_value& v) {
+       if (v.arg.is_list) detail::spec_fail(v.what, v.spec, "delay=" + v.text() + " is a list");
+       p.delay = v.time();
+     },
+     [](const hedge_policy& p) -> std::optional<std::string> { return signed_duration(p.delay); }},
+    {"non_fatal", all_variants, "a list of HTTP statuses, `[429, 503]`; one alone: `503`", "`[]`",
+     "a status that sends the next copy at once; any other failure status is fatal",
+     [](hedge_policy& p, const spec_value& v) {
+       for (const std::string& item : spec_list(v.spec, v.arg, v.what)) {
+         int status = 0;
+         const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), status);
+         if (ec != std::errc{} || end != item.data() + item.size() || status < lowest_status ||
+             status > highest_status) {
+           detail::spec_fail(
+               v.what, v.spec,
+               "non_fatal: " + detail::quoted(item) + " is not an HTTP status (100..599)");
+         }
+         p.non_fatal.push_back(status);
+       }
+     },
+     [](const hedge_policy& p) -> std::optional<std::string> { return status_list(p.non_fatal); }},
+};
+
 }  // namespace
 
 void hedge_policy::validate() const {
@@ -63,8 +108,7 @@ void hedge_policy::validate() const {
 }
 
 std::string hedge_policy::to_string() const {
-  return "hedge(max_attempts=" + std::to_string(max_attempts) +
-         ", delay=" + signed_duration(delay) + ", non_fatal=" + status_list(non_fatal) + ")";
+  return write_spec(hedge_names[0], hedge_keys, *this);
 }
 
 verdict hedge_policy::classify_status(int status, std::optional<duration> retry_after) const {
@@ -80,46 +124,20 @@ bool operator==(const hedge_policy& a, const hedge_policy& b) {
 
 hedge_policy parse_hedge(std::string_view text) {
   const spec_call call = parse_spec_call(text, hedge_what);
-  if (call.name != "hedge") {
-    detail::spec_fail(hedge_what, text,
-                      "unknown spec " + detail::quoted(call.name) + " (known: hedge)");
+  if (call.name != hedge_names[0]) {
+    detail::unknown_name(hedge_what, text, "spec", call.name, hedge_names);
   }
   hedge_policy p;
-  bool has_max_attempts = false;
-  for (const spec_argument& arg : call.arguments) {
-    if (arg.key == "max_attempts") {
-      const double v = spec_number(text, arg, hedge_what);
-      if (!(v >= 1.0 && v <= hedge_policy::max_attempts_limit && v == std::floor(v))) {
-        detail::spec_fail(hedge_what, text,
-                          "max_attempts=" + arg.value + " must be a whole number in 1.." +
-                              std::to_string(hedge_policy::max_attempts_limit) +
-                              " (gRPC A6's cap on copies of a call)");
-      }
-      p.max_attempts = static_cast<std::uint32_t>(v);
-      has_max_attempts = true;
-    } else if (arg.key == "delay") {
-      if (arg.is_list) detail::spec_fail(hedge_what, text, "delay=" + arg.value + " is a list");
-      p.delay = spec_duration(text, arg, hedge_what);
-    } else if (arg.key == "non_fatal") {
-      for (const std::string& item : spec_list(text, arg, hedge_what)) {
-        int status = 0;
-        const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), status);
-        if (ec != std::errc{} || end != item.data() + item.size() || status < lowest_status ||
-            status > highest_status) {
-          detail::spec_fail(
-              hedge_what, text,
-              "non_fatal: " + detail::quoted(item) + " is not an HTTP status (100..599)");
-        }
-        p.non_fatal.push_back(status);
-      }
-    } else {
-      detail::unknown_parameter(hedge_what, text, arg, "max_attempts, delay, non_fatal");
-    }
-  }
-  if (!has_max_attempts) detail::spec_fail(hedge_what, text, "max_attempts is required (1..5)");
+  p.max_attempts = 0;  // required: no default, and 0 is below any value it reads
+  detail::read_spec_keys(hedge_what, text, call, hedge_keys, p);
+  if (p.max_attempts == 0) detail::spec_fail(hedge_what, text, "max_attempts is required (1..5)");
   p.non_fatal = sorted_set(std::move(p.non_fatal));
   detail::validate_spec(hedge_what, text, p);
   return p;
+}
+
+std::string detail::hedge_keys_markdown() {
+  return key_table_markdown(hedge_keys, spec_variants{hedge_names, {}});
 }
 
 std::string_view to_string(hedge_stop s) noexcept {

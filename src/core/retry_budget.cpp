@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spec_keys.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
@@ -23,6 +25,126 @@ bool has_at_most_3_decimals(double v) {
   const double milli = v * 1000.0;
   return std::abs(milli - std::round(milli)) <= 1e-6 * std::max(1.0, std::abs(milli));
 }
+
+constexpr std::string_view budget_what = "budget";
+// Bit 0: token-bucket, bit 1: ratio, the variants of budget_config in order.
+constexpr std::string_view budget_names[] = {"token-bucket", "ratio"};
+constexpr variant_set bucket_only = variant_bit(0);
+constexpr variant_set ratio_only = variant_bit(1);
+
+token_bucket_config& bucket_of(budget_config& c) {
+  return std::get<token_bucket_config>(c);
+}
+const token_bucket_config& bucket_of(const budget_config& c) {
+  return std::get<token_bucket_config>(c);
+}
+ratio_budget_config& ratio_of(budget_config& c) {
+  return std::get<ratio_budget_config>(c);
+}
+const ratio_budget_config& ratio_of(const budget_config& c) {
+  return std::get<ratio_budget_config>(c);
+}
+
+void read_threshold(budget_config& config, const spec_value& v, bool inclusive) {
+  token_bucket_config& c = bucket_of(config);
+  if (c.threshold) detail::spec_fail(v.what, v.spec, "give one of above= and at_least=, not both");
+  c.threshold = v.number();
+  c.inclusive = inclusive;
+}
+
+std::optional<std::string> threshold_text(const budget_config& config, bool inclusive) {
+  const token_bucket_config& c = bucket_of(config);
+  if (!c.threshold || c.inclusive != inclusive) return std::nullopt;
+  return spec_number_text(*c.threshold);
+}
+
+constexpr spec_key<budget_config> budget_keys[] = {
+    {"max", bucket_only, "a whole number in 1..1000", "10",
+     "tokens in a full bucket (gRPC's maxTokens); it starts full",
+     [](budget_config& c, const spec_value& v) {
+       const double n = v.number();
+       if (!(n >= 1.0 && n <= 1000.0 && n == std::floor(n))) {
+         detail::spec_fail(v.what, v.spec,
+                           "max=" + v.text() + " must be a whole number of tokens in 1..1000");
+       }
+       bucket_of(c).max_tokens = static_cast<std::uint32_t>(n);
+     },
+     [](const budget_config& c) -> std::optional<std::string> {
+       return std::to_string(bucket_of(c).max_tokens);
+     }},
+    {"ratio", bucket_only, "a number in (0, 1000], at most 3 decimals", "0.1",
+     "tokens each earning event adds (gRPC's tokenRatio)",
+     [](budget_config& c, const spec_value& v) { bucket_of(c).token_ratio = v.number(); },
+     [](const budget_config& c) -> std::optional<std::string> {
+       return spec_number_text(bucket_of(c).token_ratio);
+     }},
+    {"earn", bucket_only, "`success`, `request` or `first-success`", "`success`",
+     "what adds `ratio`: a successful attempt, a first attempt sent, a successful first attempt",
+     [](budget_config& c, const spec_value& v) {
+       token_bucket_config& b = bucket_of(c);
+       if (v.text() == "success") {
+         b.earn = token_earn::success;
+       } else if (v.text() == "request") {
+         b.earn = token_earn::request;
+       } else if (v.text() == "first-success") {
+         b.earn = token_earn::first_success;
+       } else {
+         detail::spec_fail(v.what, v.spec,
+                           "earn=" + v.text() + " is not one of success, request, first-success");
+       }
+     },
+     [](const budget_config& c) -> std::optional<std::string> {
+       switch (bucket_of(c).earn) {
+         case token_earn::request:
+           return "request";
+         case token_earn::first_success:
+           return "first-success";
+         case token_earn::success:
+           break;
+       }
+       return std::nullopt;
+     }},
+    {"spend", bucket_only, "`failure` or `retry`", "`failure`",
+     "what takes a token: a failed attempt, or a retry the bucket allows",
+     [](budget_config& c, const spec_value& v) {
+       if (v.text() == "failure") {
+         bucket_of(c).spend = token_spend::failure;
+       } else if (v.text() == "retry") {
+         bucket_of(c).spend = token_spend::retry;
+       } else {
+         detail::spec_fail(v.what, v.spec, "spend=" + v.text() + " is not one of failure, retry");
+       }
+     },
+     [](const budget_config& c) -> std::optional<std::string> {
+       if (bucket_of(c).spend != token_spend::retry) return std::nullopt;
+       return "retry";
+     }},
+    {"above", bucket_only, "a number in [0, max], at most 3 decimals", "`max`/2",
+     "a retry is allowed while tokens > above",
+     [](budget_config& c, const spec_value& v) { read_threshold(c, v, false); },
+     [](const budget_config& c) { return threshold_text(c, false); }},
+    {"at_least", bucket_only, "a number in [0, max], at most 3 decimals", "none",
+     "a retry is allowed while tokens >= at_least (instead of `above`)",
+     [](budget_config& c, const spec_value& v) { read_threshold(c, v, true); },
+     [](const budget_config& c) { return threshold_text(c, true); }},
+    {"percent", ratio_only, "a number in [0, 1000], at most 3 decimals", "20",
+     "retries allowed per 100 requests in the window",
+     [](budget_config& c, const spec_value& v) { ratio_of(c).percent = v.number(); },
+     [](const budget_config& c) -> std::optional<std::string> {
+       return spec_number_text(ratio_of(c).percent);
+     }},
+    {"min_per_s", ratio_only, "a number in [0, 1000000]", "10",
+     "retries allowed per second on top, however few the requests",
+     [](budget_config& c, const spec_value& v) { ratio_of(c).min_per_s = v.number(); },
+     [](const budget_config& c) -> std::optional<std::string> {
+       return spec_number_text(ratio_of(c).min_per_s);
+     }},
+    {"window", ratio_only, "a duration in (0, 1d]", "10s", "the sliding window that is counted",
+     [](budget_config& c, const spec_value& v) { ratio_of(c).window = v.time(); },
+     [](const budget_config& c) -> std::optional<std::string> {
+       return format_duration(ratio_of(c).window);
+     }},
+};
 
 }  // namespace
 
@@ -53,13 +175,7 @@ void token_bucket_config::validate() const {
 }
 
 std::string token_bucket_config::to_string() const {
-  std::string out =
-      "token-bucket(max=" + std::to_string(max_tokens) + ", ratio=" + spec_number_text(token_ratio);
-  if (earn == token_earn::request) out += ", earn=request";
-  if (earn == token_earn::first_success) out += ", earn=first-success";
-  if (spend == token_spend::retry) out += ", spend=retry";
-  if (threshold) out += (inclusive ? ", at_least=" : ", above=") + spec_number_text(*threshold);
-  return out + ")";
+  return write_spec(budget_names[0], budget_keys, budget_config{*this}, variant_bit(0));
 }
 
 void ratio_budget_config::validate() const {
@@ -78,8 +194,7 @@ void ratio_budget_config::validate() const {
 }
 
 std::string ratio_budget_config::to_string() const {
-  return "ratio(percent=" + spec_number_text(percent) +
-         ", min_per_s=" + spec_number_text(min_per_s) + ", window=" + format_duration(window) + ")";
+  return write_spec(budget_names[1], budget_keys, budget_config{*this}, variant_bit(1));
 }
 
 ratio_budget::ratio_budget(const ratio_budget_config& config) noexcept
@@ -97,70 +212,24 @@ double ratio_budget::available(duration now) const noexcept {
 }
 
 budget_config parse_budget(std::string_view text) {
-  constexpr std::string_view what = "budget";
-  const spec_call call = parse_spec_call(text, what);
-  if (call.name == "token-bucket") {
-    token_bucket_config c;
-    for (const spec_argument& arg : call.arguments) {
-      if (arg.key == "max") {
-        const double v = spec_number(text, arg, what);
-        if (!(v >= 1.0 && v <= 1000.0 && v == std::floor(v))) {
-          detail::spec_fail(what, text,
-                            "max=" + arg.value + " must be a whole number of tokens in 1..1000");
-        }
-        c.max_tokens = static_cast<std::uint32_t>(v);
-      } else if (arg.key == "ratio") {
-        c.token_ratio = spec_number(text, arg, what);
-      } else if (arg.key == "earn") {
-        if (arg.value == "success") {
-          c.earn = token_earn::success;
-        } else if (arg.value == "request") {
-          c.earn = token_earn::request;
-        } else if (arg.value == "first-success") {
-          c.earn = token_earn::first_success;
-        } else {
-          detail::spec_fail(what, text,
-                            "earn=" + arg.value + " is not one of success, request, first-success");
-        }
-      } else if (arg.key == "spend") {
-        if (arg.value == "failure") {
-          c.spend = token_spend::failure;
-        } else if (arg.value == "retry") {
-          c.spend = token_spend::retry;
-        } else {
-          detail::spec_fail(what, text, "spend=" + arg.value + " is not one of failure, retry");
-        }
-      } else if (arg.key == "above" || arg.key == "at_least") {
-        if (c.threshold) {
-          detail::spec_fail(what, text, "give one of above= and at_least=, not both");
-        }
-        c.threshold = spec_number(text, arg, what);
-        c.inclusive = arg.key == "at_least";
-      } else {
-        detail::unknown_parameter(what, text, arg, "max, ratio, earn, spend, above, at_least");
-      }
-    }
-    detail::validate_spec(what, text, c);
-    return c;
+  const spec_call call = parse_spec_call(text, budget_what);
+  budget_config c;
+  std::size_t variant = 0;
+  if (call.name == budget_names[0]) {
+    c = token_bucket_config{};
+  } else if (call.name == budget_names[1]) {
+    c = ratio_budget_config{};
+    variant = 1;
+  } else {
+    detail::unknown_name(budget_what, text, "budget", call.name, budget_names);
   }
-  if (call.name == "ratio") {
-    ratio_budget_config c;
-    for (const spec_argument& arg : call.arguments) {
-      if (arg.key == "percent") {
-        c.percent = spec_number(text, arg, what);
-      } else if (arg.key == "min_per_s") {
-        c.min_per_s = spec_number(text, arg, what);
-      } else if (arg.key == "window") {
-        c.window = spec_duration(text, arg, what);
-      } else {
-        detail::unknown_parameter(what, text, arg, "percent, min_per_s, window");
-      }
-    }
-    detail::validate_spec(what, text, c);
-    return c;
-  }
-  detail::spec_fail(
-      what, text, "unknown budget " + detail::quoted(call.name) + " (known: token-bucket, ratio)");
+  detail::read_spec_keys(budget_what, text, call, budget_keys, c, variant_bit(variant));
+  std::visit([&](const auto& config) { detail::validate_spec(budget_what, text, config); }, c);
+  return c;
+}
+
+std::string detail::budget_keys_markdown() {
+  return key_table_markdown(budget_keys, spec_variants{budget_names, {}});
 }
 
 std::string to_string(const budget_config& config) {

@@ -2,6 +2,7 @@
 // Policy specs: the call tokenizer shared by every spec kind, and the policy reader/writer.
 #include "backoff/spec.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +13,8 @@
 
 #include "backoff/error.hpp"
 #include "backoff/presets.hpp"
+#include "backoff/spec_keys.hpp"
+#include "overload_spec.hpp"
 
 namespace backoff {
 namespace {
@@ -304,15 +307,20 @@ backoff_policy schedule_defaults(schedule_kind kind) {
 }
 
 std::string known_names() {
-  std::string out = "constant, linear, exponential, fibonacci";
+  std::vector<std::string_view> names;
+  for (schedule_kind kind : all_schedules) names.push_back(to_string(kind));
   for (const preset& p : presets()) {
-    if (p.name != "constant" && p.name != "exponential") out += ", " + std::string(p.name);
+    if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
   }
-  return out;
+  return join_names(names);
 }
 
-constexpr std::string_view policy_keys =
-    "initial, factor, step, max, jitter, jitter_max, lo, hi, r, sigma, sd, cap, grow, jitter_first";
+std::vector<std::string_view> policy_names() {
+  std::vector<std::string_view> names;
+  for (schedule_kind kind : all_schedules) names.push_back(to_string(kind));
+  for (const preset& p : presets()) names.push_back(p.name);
+  return names;
+}
 
 // Puts every parameter that the schedule and jitter do not use back to its default, so that
 // equal behaviour means equal values (and to_string round-trips).
@@ -355,7 +363,8 @@ backoff_policy starting_policy(std::string_view text, const spec_call& call) {
     const preset* pr = find_preset(call.name);
     if (pr == nullptr) {
       fail(policy_what, text,
-           "unknown policy " + quoted(call.name) + " (known: " + known_names() + ")");
+           "unknown policy " + quoted(call.name) + " (known: " + known_names() + ")" +
+               name_hint(call.name, policy_names()));
     }
     p = pr->policy;
   }
@@ -363,13 +372,14 @@ backoff_policy starting_policy(std::string_view text, const spec_call& call) {
 }
 
 jitter_kind jitter_named(std::string_view text, const spec_argument& arg) {
+  std::vector<std::string_view> names;
   for (jitter_kind j : all_jitters) {
     if (arg.value == to_string(j)) return j;
+    names.push_back(to_string(j));
   }
   fail(policy_what, text,
-       "unknown jitter " + quoted(arg.value) +
-           " (known: none, full, equal, decorrelated, additive, multiplicative, "
-           "proportional, gaussian)");
+       "unknown jitter " + quoted(arg.value) + " (known: " + join_names(names) + ")" +
+           name_hint(arg.value, names));
 }
 
 cap_mode cap_named(std::string_view text, const spec_argument& arg) {
@@ -384,63 +394,125 @@ growth growth_named(std::string_view text, const spec_argument& arg) {
   fail(policy_what, text, "grow=" + escape_controls(arg.value) + " must be base or previous");
 }
 
-void set_parameter(backoff_policy& p, std::string_view text, const spec_argument& arg) {
-  const std::string& k = arg.key;
-  if (k == "initial") {
-    p.initial = spec_duration(text, arg, policy_what);
-  } else if (k == "factor") {
-    p.factor = spec_number(text, arg, policy_what);
-  } else if (k == "step") {
-    p.step = spec_duration(text, arg, policy_what);
-  } else if (k == "max") {
-    p.max = (arg.value == "none") ? duration::max() : spec_duration(text, arg, policy_what);
-  } else if (k == "jitter") {
-    p.jitter = jitter_named(text, arg);
-  } else if (k == "jitter_max") {
-    p.jitter_max = spec_duration(text, arg, policy_what);
-  } else if (k == "lo") {
-    p.lo = spec_number(text, arg, policy_what);
-  } else if (k == "hi") {
-    p.hi = spec_number(text, arg, policy_what);
-  } else if (k == "r") {
-    p.r = spec_number(text, arg, policy_what);
-  } else if (k == "sigma") {
-    p.sigma = spec_number(text, arg, policy_what);
-  } else if (k == "sd") {
-    p.sd = spec_duration(text, arg, policy_what);
-  } else if (k == "cap") {
-    p.cap = cap_named(text, arg);
-  } else if (k == "grow") {
-    p.grow = growth_named(text, arg);
-  } else if (k == "jitter_first") {
-    p.jitter_first = spec_bool(text, arg, policy_what);
-  } else {
-    fail(policy_what, text,
-         "unknown parameter " + quoted(k) + " (known: " + std::string(policy_keys) + ")");
-  }
+// The variants of a policy: bits 0-3 its schedule, bits 4-11 its jitter.
+constexpr variant_set schedule_bit(schedule_kind kind) noexcept {
+  return variant_bit(kind);
+}
+constexpr variant_set jitter_bit(jitter_kind kind) noexcept {
+  return variant_bit(static_cast<unsigned>(kind) + std::size(all_schedules));
+}
+constexpr variant_set every_schedule = variant_bit(std::size(all_schedules)) - 1;
+constexpr variant_set every_jitter =
+    (variant_bit(std::size(all_schedules) + std::size(all_jitters)) - 1) & ~every_schedule;
+constexpr variant_set policy_groups[] = {every_schedule, every_jitter};
+// A key for one schedule, whatever the jitter, and the other way round.
+constexpr variant_set only(schedule_kind kind) noexcept {
+  return schedule_bit(kind) | every_jitter;
+}
+constexpr variant_set only(jitter_kind kind) noexcept {
+  return every_schedule | jitter_bit(kind);
 }
 
-// A key that the chosen schedule or jitter would ignore is a mistake worth reporting.
-void reject_inapplicable_keys(const backoff_policy& p, std::string_view text,
-                              const std::set<std::string, std::less<>>& given) {
-  const auto requires_key = [&](std::string_view key, bool applies, std::string_view needs) {
-    if (given.contains(key) && !applies) {
-      fail(policy_what, text,
-           "parameter " + quoted(key) + " applies only to " + std::string(needs));
+variant_set in_effect(const backoff_policy& p) noexcept {
+  return schedule_bit(p.schedule) | jitter_bit(p.jitter);
+}
+
+std::optional<std::string> duration_text(duration d) {
+  return format_duration(d);
+}
+std::optional<std::string> number_text(double v) {
+  return format_number(v);
+}
+
+constexpr spec_key<backoff_policy> policy_keys[] = {
+    {"initial", all_variants, "a duration", "the schedule's (above)", "the first base delay",
+     [](backoff_policy& p, const spec_value& v) { p.initial = v.time(); },
+     [](const backoff_policy& p) { return duration_text(p.initial); }},
+    {"factor", only(schedule_kind::exponential), "a number >= 1", "2",
+     "the base grows by this factor each retry",
+     [](backoff_policy& p, const spec_value& v) { p.factor = v.number(); },
+     [](const backoff_policy& p) { return number_text(p.factor); }},
+    {"step", only(schedule_kind::linear), "a duration", "1s",
+     "the base grows by this much each retry",
+     [](backoff_policy& p, const spec_value& v) { p.step = v.time(); },
+     [](const backoff_policy& p) { return duration_text(p.step); }},
+    {"max", all_variants, "a duration >= `initial`, or `none`", "the schedule's (above)",
+     "the cap (before or after the jitter, see `cap`)",
+     [](backoff_policy& p, const spec_value& v) {
+       p.max = v.text() == "none" ? duration::max() : v.time();
+     },
+     [](const backoff_policy& p) -> std::optional<std::string> {
+       return p.max == duration::max() ? std::string("none") : format_duration(p.max);
+     }},
+    {"jitter", all_variants, "a jitter of the table above", "`none`", "how the delay is randomized",
+     [](backoff_policy& p, const spec_value& v) { p.jitter = jitter_named(v.spec, v.arg); },
+     [](const backoff_policy& p) -> std::optional<std::string> {
+       return std::string(to_string(p.jitter));
+     }},
+    {"jitter_max", only(jitter_kind::additive), "a duration", "1s", "the largest random time added",
+     [](backoff_policy& p, const spec_value& v) { p.jitter_max = v.time(); },
+     [](const backoff_policy& p) { return duration_text(p.jitter_max); }},
+    {"lo", only(jitter_kind::multiplicative), "a number <= `hi`", "1", "the lowest multiplier",
+     [](backoff_policy& p, const spec_value& v) { p.lo = v.number(); },
+     [](const backoff_policy& p) { return number_text(p.lo); }},
+    {"hi", only(jitter_kind::multiplicative), "a number >= `lo`", "2", "the highest multiplier",
+     [](backoff_policy& p, const spec_value& v) { p.hi = v.number(); },
+     [](const backoff_policy& p) { return number_text(p.hi); }},
+    {"r", only(jitter_kind::proportional), "a number in [0, 1]", "0.2",
+     "the delay is the base times U(1 - r, 1 + r)",
+     [](backoff_policy& p, const spec_value& v) { p.r = v.number(); },
+     [](const backoff_policy& p) { return number_text(p.r); }},
+    {"sigma", only(jitter_kind::gaussian), "a number", "0.1",
+     "the standard deviation relative to the base; not with `sd`",
+     [](backoff_policy& p, const spec_value& v) { p.sigma = v.number(); },
+     [](const backoff_policy& p) -> std::optional<std::string> {
+       if (p.sd.count() > 0) return std::nullopt;
+       return format_number(p.sigma);
+     }},
+    {"sd", only(jitter_kind::gaussian), "a duration", "none",
+     "the standard deviation as a time; not with `sigma`",
+     [](backoff_policy& p, const spec_value& v) { p.sd = v.time(); },
+     [](const backoff_policy& p) -> std::optional<std::string> {
+       if (p.sd.count() <= 0) return std::nullopt;
+       return format_duration(p.sd);
+     }},
+    {"cap", all_variants, "`before` or `after`", "`before`",
+     "whether `max` bounds the base or the jittered delay",
+     [](backoff_policy& p, const spec_value& v) { p.cap = cap_named(v.spec, v.arg); },
+     [](const backoff_policy& p) -> std::optional<std::string> {
+       if (p.cap != cap_mode::after) return std::nullopt;
+       return "after";
+     }},
+    {"grow", only(schedule_kind::exponential), "`base` or `previous`", "`base`",
+     "grow from the previous base, or from the previous actual delay",
+     [](backoff_policy& p, const spec_value& v) { p.grow = growth_named(v.spec, v.arg); },
+     [](const backoff_policy& p) -> std::optional<std::string> {
+       if (p.grow != growth::previous) return std::nullopt;
+       return "previous";
+     }},
+    {"jitter_first", all_variants, "`true` or `false`", "`true`",
+     "`false`: the first delay is the bare base",
+     [](backoff_policy& p, const spec_value& v) { p.jitter_first = v.boolean(); },
+     [](const backoff_policy& p) -> std::optional<std::string> {
+       if (p.jitter_first) return std::nullopt;
+       return "false";
+     }},
+};
+
+// What a key is restricted to, in the words of its error: "the exponential schedule" or
+// "jitter=gaussian".
+std::string restriction(variant_set applies_to) {
+  std::vector<std::string_view> names;
+  if ((applies_to & every_schedule) != every_schedule) {
+    for (schedule_kind kind : all_schedules) {
+      if (applies_to & schedule_bit(kind)) names.push_back(to_string(kind));
     }
-  };
-  requires_key("factor", p.schedule == schedule_kind::exponential, "the exponential schedule");
-  requires_key("grow", p.schedule == schedule_kind::exponential, "the exponential schedule");
-  requires_key("step", p.schedule == schedule_kind::linear, "the linear schedule");
-  requires_key("jitter_max", p.jitter == jitter_kind::additive, "jitter=additive");
-  requires_key("lo", p.jitter == jitter_kind::multiplicative, "jitter=multiplicative");
-  requires_key("hi", p.jitter == jitter_kind::multiplicative, "jitter=multiplicative");
-  requires_key("r", p.jitter == jitter_kind::proportional, "jitter=proportional");
-  requires_key("sigma", p.jitter == jitter_kind::gaussian, "jitter=gaussian");
-  requires_key("sd", p.jitter == jitter_kind::gaussian, "jitter=gaussian");
-  if (given.contains("sigma") && given.contains("sd")) {
-    fail(policy_what, text, "give sigma (relative) or sd (absolute), not both");
+    return "the " + join_names(names) + " schedule";
   }
+  for (jitter_kind kind : all_jitters) {
+    if (applies_to & jitter_bit(kind)) names.push_back(to_string(kind));
+  }
+  return "jitter=" + join_names(names);
 }
 
 }  // namespace
@@ -448,13 +520,28 @@ void reject_inapplicable_keys(const backoff_policy& p, std::string_view text,
 backoff_policy parse_policy(std::string_view text) {
   const spec_call call = parse_spec_call(text, policy_what);
   backoff_policy p = starting_policy(text, call);
-  std::set<std::string, std::less<>> given;
   for (const spec_argument& arg : call.arguments) {
-    given.insert(arg.key);
-    set_parameter(p, text, arg);
+    const spec_key<backoff_policy>* key = find_spec_key(policy_keys, arg.key);
+    if (key == nullptr) {
+      fail(policy_what, text,
+           "unknown parameter " + quoted(arg.key) + " (known: " + spec_key_list(policy_keys) + ")" +
+               spec_key_hint(arg.key, policy_keys));
+    }
+    key->read(p, spec_value{text, policy_what, arg});
   }
-  reject_inapplicable_keys(p, text, given);
-  if (given.contains("sigma")) p.sd = duration{0};
+  // Only now are the schedule and the jitter known: a key either would ignore is a mistake.
+  bool sigma = false, sd = false;
+  for (const spec_argument& arg : call.arguments) {
+    const spec_key<backoff_policy>& key = *find_spec_key(policy_keys, arg.key);
+    if (!key_applies(key, in_effect(p))) {
+      fail(policy_what, text,
+           "parameter " + quoted(arg.key) + " applies only to " + restriction(key.applies_to));
+    }
+    sigma = sigma || arg.key == "sigma";
+    sd = sd || arg.key == "sd";
+  }
+  if (sigma && sd) fail(policy_what, text, "give sigma (relative) or sd (absolute), not both");
+  if (sigma) p.sd = duration{0};
 
   p = normalized(p);
   try {
@@ -467,34 +554,16 @@ backoff_policy parse_policy(std::string_view text) {
 
 std::string backoff_policy::to_string() const {
   const backoff_policy p = normalized(*this);
-  std::string out(backoff::to_string(p.schedule));
-  out += "(initial=" + format_duration(p.initial);
-  if (p.schedule == schedule_kind::exponential) out += ", factor=" + format_number(p.factor);
-  if (p.schedule == schedule_kind::linear) out += ", step=" + format_duration(p.step);
-  out += ", max=" + (p.max == duration::max() ? std::string("none") : format_duration(p.max));
-  out += ", jitter=" + std::string(backoff::to_string(p.jitter));
-  switch (p.jitter) {
-    case jitter_kind::additive:
-      out += ", jitter_max=" + format_duration(p.jitter_max);
-      break;
-    case jitter_kind::multiplicative:
-      out += ", lo=" + format_number(p.lo) + ", hi=" + format_number(p.hi);
-      break;
-    case jitter_kind::proportional:
-      out += ", r=" + format_number(p.r);
-      break;
-    case jitter_kind::gaussian:
-      out +=
-          p.sd.count() > 0 ? ", sd=" + format_duration(p.sd) : ", sigma=" + format_number(p.sigma);
-      break;
-    default:
-      break;
-  }
-  if (p.cap == cap_mode::after) out += ", cap=after";
-  if (p.grow == growth::previous) out += ", grow=previous";
-  if (!p.jitter_first) out += ", jitter_first=false";
-  out += ")";
-  return out;
+  return write_spec(backoff::to_string(p.schedule), policy_keys, p, in_effect(p));
+}
+
+std::string detail::policy_keys_markdown() {
+  // The variants as the docs name them: the schedules, then jitter=NAME.
+  std::vector<std::string> storage;
+  for (schedule_kind kind : all_schedules) storage.emplace_back(to_string(kind));
+  for (jitter_kind kind : all_jitters) storage.push_back("jitter=" + std::string(to_string(kind)));
+  const std::vector<std::string_view> names(storage.begin(), storage.end());
+  return key_table_markdown(policy_keys, spec_variants{names, policy_groups});
 }
 
 }  // namespace backoff

@@ -5,11 +5,13 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spec_keys.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
@@ -29,6 +31,70 @@ std::int64_t floor_div(std::int64_t n, std::int64_t d) {
   return q;
 }
 
+constexpr std::string_view throttle_what = "throttle";
+// Bit 0: sre, bit 1: cubic, the variants of throttle_config in order.
+constexpr std::string_view throttle_names[] = {"sre", "cubic"};
+constexpr variant_set sre_only = variant_bit(0);
+constexpr variant_set cubic_only = variant_bit(1);
+
+adaptive_throttle_config& sre_of(throttle_config& c) {
+  return std::get<adaptive_throttle_config>(c);
+}
+const adaptive_throttle_config& sre_of(const throttle_config& c) {
+  return std::get<adaptive_throttle_config>(c);
+}
+cubic_rate_config& cubic_of(throttle_config& c) {
+  return std::get<cubic_rate_config>(c);
+}
+const cubic_rate_config& cubic_of(const throttle_config& c) {
+  return std::get<cubic_rate_config>(c);
+}
+
+// A cubic key that holds a plain number.
+template <double cubic_rate_config::*member>
+constexpr spec_key<throttle_config> cubic_number(std::string_view name, std::string_view values,
+                                                 std::string_view fallback,
+                                                 std::string_view meaning) {
+  return {name,
+          cubic_only,
+          values,
+          fallback,
+          meaning,
+          [](throttle_config& c, const spec_value& v) { cubic_of(c).*member = v.number(); },
+          [](const throttle_config& c) -> std::optional<std::string> {
+            return spec_number_text(cubic_of(c).*member);
+          }};
+}
+
+constexpr spec_key<throttle_config> throttle_keys[] = {
+    {"k", sre_only, "a number in (0, 1000]", "2",
+     "accepts weigh k requests: fewer refusals as k grows",
+     [](throttle_config& c, const spec_value& v) { sre_of(c).k = v.number(); },
+     [](const throttle_config& c) -> std::optional<std::string> {
+       return spec_number_text(sre_of(c).k);
+     }},
+    {"window", sre_only, "a duration in (0, 1d]", "2m", "the sliding window that is counted",
+     [](throttle_config& c, const spec_value& v) { sre_of(c).window = v.time(); },
+     [](const throttle_config& c) -> std::optional<std::string> {
+       return format_duration(sre_of(c).window);
+     }},
+    cubic_number<&cubic_rate_config::beta>("beta", "a number in (0, 1)", "0.7",
+                                           "the multiplicative decrease on a throttle"),
+    cubic_number<&cubic_rate_config::scale>("scale", "a number > 0", "0.4",
+                                            "CUBIC's C: how fast the rate grows back"),
+    cubic_number<&cubic_rate_config::smooth>("smooth", "a number in [0, 1]", "0.8",
+                                             "the weight of the newest rate measurement"),
+    cubic_number<&cubic_rate_config::min_rate>("min_rate", "a number > 0", "0.5",
+                                               "the lowest send rate, in tokens per second"),
+    cubic_number<&cubic_rate_config::min_capacity>("min_capacity", "a number > 0", "1",
+                                                   "the smallest bucket, in tokens"),
+    {"bucket", cubic_only, "a duration > 0", "500ms", "the time bucket of the rate measurement",
+     [](throttle_config& c, const spec_value& v) { cubic_of(c).bucket = v.time(); },
+     [](const throttle_config& c) -> std::optional<std::string> {
+       return format_duration(cubic_of(c).bucket);
+     }},
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -44,7 +110,7 @@ void adaptive_throttle_config::validate() const {
 }
 
 std::string adaptive_throttle_config::to_string() const {
-  return "sre(k=" + spec_number_text(k) + ", window=" + format_duration(window) + ")";
+  return write_spec(throttle_names[0], throttle_keys, throttle_config{*this}, variant_bit(0));
 }
 
 void cubic_rate_config::validate() const {
@@ -67,10 +133,7 @@ void cubic_rate_config::validate() const {
 }
 
 std::string cubic_rate_config::to_string() const {
-  return "cubic(beta=" + spec_number_text(beta) + ", scale=" + spec_number_text(scale) +
-         ", smooth=" + spec_number_text(smooth) + ", min_rate=" + spec_number_text(min_rate) +
-         ", min_capacity=" + spec_number_text(min_capacity) +
-         ", bucket=" + format_duration(bucket) + ")";
+  return write_spec(throttle_names[1], throttle_keys, throttle_config{*this}, variant_bit(1));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -203,47 +266,24 @@ cubic_rate_limiter::state cubic_rate_limiter::snapshot() const noexcept {
 // Specs.
 
 throttle_config parse_throttle(std::string_view text) {
-  constexpr std::string_view what = "throttle";
-  const spec_call call = parse_spec_call(text, what);
-  if (call.name == "sre") {
-    adaptive_throttle_config c;
-    for (const spec_argument& arg : call.arguments) {
-      if (arg.key == "k") {
-        c.k = spec_number(text, arg, what);
-      } else if (arg.key == "window") {
-        c.window = spec_duration(text, arg, what);
-      } else {
-        detail::unknown_parameter(what, text, arg, "k, window");
-      }
-    }
-    detail::validate_spec(what, text, c);
-    return c;
+  const spec_call call = parse_spec_call(text, throttle_what);
+  throttle_config c;
+  std::size_t variant = 0;
+  if (call.name == throttle_names[0]) {
+    c = adaptive_throttle_config{};
+  } else if (call.name == throttle_names[1]) {
+    c = cubic_rate_config{};
+    variant = 1;
+  } else {
+    detail::unknown_name(throttle_what, text, "throttle", call.name, throttle_names);
   }
-  if (call.name == "cubic") {
-    cubic_rate_config c;
-    for (const spec_argument& arg : call.arguments) {
-      if (arg.key == "beta") {
-        c.beta = spec_number(text, arg, what);
-      } else if (arg.key == "scale") {
-        c.scale = spec_number(text, arg, what);
-      } else if (arg.key == "smooth") {
-        c.smooth = spec_number(text, arg, what);
-      } else if (arg.key == "min_rate") {
-        c.min_rate = spec_number(text, arg, what);
-      } else if (arg.key == "min_capacity") {
-        c.min_capacity = spec_number(text, arg, what);
-      } else if (arg.key == "bucket") {
-        c.bucket = spec_duration(text, arg, what);
-      } else {
-        detail::unknown_parameter(what, text, arg,
-                                  "beta, scale, smooth, min_rate, min_capacity, bucket");
-      }
-    }
-    detail::validate_spec(what, text, c);
-    return c;
-  }
-  detail::spec_fail(what, text,
-                    "unknown throttle " + detail::quoted(call.name) + " (known: sre, cubic)");
+  detail::read_spec_keys(throttle_what, text, call, throttle_keys, c, variant_bit(variant));
+  std::visit([&](const auto& config) { detail::validate_spec(throttle_what, text, config); }, c);
+  return c;
+}
+
+std::string detail::throttle_keys_markdown() {
+  return key_table_markdown(throttle_keys, spec_variants{throttle_names, {}});
 }
 
 std::string to_string(const throttle_config& config) {

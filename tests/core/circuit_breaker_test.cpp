@@ -520,9 +520,11 @@ TEST(BreakerSpec, ErrorsAreOneLineNamingTheBadPart) {
   EXPECT_EQ(parse_error_of("breaker(kind=fast)"),
             "bad breaker \"breaker(kind=fast)\": kind=fast is not a breaker kind (known: "
             "consecutive, rate, retry-only, run-ratio)");
-  EXPECT_EQ(parse_error_of("breaker(failurs=5)"),
-            "bad breaker \"breaker(failurs=5)\": unknown parameter \"failurs\" (known: kind, "
-            "failures, threshold, window, min_calls, open, half_open, trials, keyed, max_keys)");
+  EXPECT_EQ(
+      parse_error_of("breaker(failurs=5)"),
+      "bad breaker \"breaker(failurs=5)\": unknown parameter \"failurs\" (known: kind, "
+      "failures, threshold, window, min_calls, open, half_open, trials, keyed, max_keys); did "
+      "you mean 'failures'?");
   EXPECT_EQ(parse_error_of("breaker(max_keys=10)"),
             "bad breaker \"breaker(max_keys=10)\": parameter \"max_keys\" applies only with "
             "keyed=true");
