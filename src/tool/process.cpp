@@ -324,7 +324,7 @@ attempt_result ended_by_itself(const running_child& child, duration grace,
   } else {
     result.ended = attempt_end::signaled;
     result.signal = info.si_status;
-    result.status = status_signal_base + info.si_status;
+    result.status = status_of_signal(info.si_status);
   }
   // A group that cannot be inspected may still hold a process: it is stopped like a live one.
   if (child.own_group() && !succeeded(result) && inspect_group(child.pid()) != group_state::gone) {
@@ -352,7 +352,7 @@ attempt_result stopped_by_us(const running_child& child, attempt_stop why, durat
     result.status = status_timed_out;
   } else {
     result.ended = attempt_end::cancelled;
-    result.status = status_signal_base + scope.signal();
+    result.status = status_of_signal(scope.signal());
   }
   return result;
 }
@@ -360,7 +360,7 @@ attempt_result stopped_by_us(const running_child& child, attempt_stop why, durat
 attempt_result cancelled_before_start(const cancel_scope& scope, duration started) {
   attempt_result result;
   result.ended = attempt_end::cancelled;
-  result.status = status_signal_base + scope.signal();
+  result.status = status_of_signal(scope.signal());
   result.elapsed = steady_now() - started;
   return result;
 }

@@ -29,15 +29,18 @@
 
 #include "backoff/duration.hpp"
 #include "cancel_scope.hpp"
+#include "config/exit_status.hpp"
 
 namespace backoff::tool {
 
-// Exit statuses the tool gives for what happened to an attempt (GNU timeout's conventions).
-inline constexpr int status_timed_out = 124;
-inline constexpr int status_tool_error = 125;
-inline constexpr int status_not_executable = 126;
-inline constexpr int status_not_found = 127;
-inline constexpr int status_signal_base = 128;  // 128 + n: died of (or stopped by) signal n
+// Exit statuses the tool gives for what happened to an attempt (GNU timeout's conventions),
+// defined with the CLI's in config/exit_status.hpp.
+inline constexpr int status_timed_out = config::exit_timed_out;
+inline constexpr int status_tool_error = config::exit_tool_error;
+inline constexpr int status_not_executable = config::exit_not_executable;
+inline constexpr int status_not_found = config::exit_not_found;
+inline constexpr int status_signal_base = config::exit_signal_base;  // 128 + n: signal n
+using config::status_of_signal;
 
 struct launch_spec {
   std::vector<std::string> argv;         // argv[0] is looked up in PATH unless it has a '/'

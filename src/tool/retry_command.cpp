@@ -164,7 +164,7 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
         r.elapsed = steady_now() - waited_from;
         if (scope.cancelled()) {
           r.ended = attempt_end::cancelled;
-          r.status = status_signal_base + scope.signal();
+          r.status = status_of_signal(scope.signal());
           return r;
         }
         if (info.deadline && steady_now() >= *info.deadline) {
@@ -226,7 +226,7 @@ bool stopped(run_summary& summary, const cancel_scope& scope, const run_output& 
   if (scope.cancelled()) {
     summary.why = outcome::cancelled;
     summary.interrupted = scope.signal();
-    summary.status = status_signal_base + scope.signal();
+    summary.status = status_of_signal(scope.signal());
     return true;
   }
   if (out.closed()) {

@@ -26,7 +26,7 @@
 namespace backoff::tool {
 
 // The exit status of a run whose output was closed under it.
-inline constexpr int status_output_closed = status_signal_base + SIGPIPE;  // 141
+inline constexpr int status_output_closed = status_of_signal(SIGPIPE);  // 141
 
 class run_output {
  public:

@@ -57,43 +57,6 @@ std::uint64_t physical_memory() {
 
 }  // namespace
 
-std::optional<std::uint64_t> parse_size(std::string_view text, std::string& error) {
-  const std::string original(text);
-  if (text == "none" || text == "0") return 0;
-  std::size_t i = 0;
-  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
-  const std::string digits(text.substr(0, i));
-  std::string unit(text.substr(i));
-  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
-  double value = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) {
-    error = "expected a size such as 512MiB, 4GiB or none, got '" + original + "'";
-    return std::nullopt;
-  }
-  struct suffix {
-    const char* name;
-    double factor;
-  };
-  static const suffix units[] = {
-      {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},
-      {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GiB", 0x1p30},
-      {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40}, {"TB", 1e12},
-  };
-  for (const auto& u : units) {
-    if (unit != u.name) continue;
-    const double bytes = std::round(value * u.factor);
-    if (!(bytes < 0x1p63)) {
-      error = "'" + original + "' is too large";
-      return std::nullopt;
-    }
-    return static_cast<std::uint64_t>(bytes);
-  }
-  error = "unknown unit '" + unit + "' in '" + original +
-          "' (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)";
-  return std::nullopt;
-}
-
 std::string format_size(std::uint64_t bytes) {
   const auto b = static_cast<double>(bytes);
   if (bytes >= gib) return fmt::format("{:.1f} GiB", b / static_cast<double>(gib));

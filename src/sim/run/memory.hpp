@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/size.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace backoff::sim {
@@ -26,10 +27,9 @@ class memory_limit_error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// "4GiB", "512MiB", "1.5G", "100000000" (bytes); K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024,
-// KB/MB/GB/TB powers of 1000; "0" or "none": no limit (returns 0). nullopt and `error` set when
-// the text is not a size.
-std::optional<std::uint64_t> parse_size(std::string_view text, std::string& error);
+// "4GiB", "512MiB", "1.5G", "100000000" (bytes); "0" or "none": no limit (returns 0). The one
+// size parser, shared with the retry tool and the CLI's options (config/size.hpp).
+using config::parse_size;
 // "3.1 GiB", "512 MiB", "900 KiB", "12 B".
 std::string format_size(std::uint64_t bytes);
 

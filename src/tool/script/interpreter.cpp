@@ -76,7 +76,7 @@ class interpreter {
 
  private:
   static script_result cancelled(const frame& f) {
-    return {false, status_signal_base + f.scope->signal()};
+    return {false, status_of_signal(f.scope->signal())};
   }
 
   void log(int line, const std::string& message) {
