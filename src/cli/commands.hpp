@@ -9,37 +9,22 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <string_view>
 
+#include "config/exit_status.hpp"
+
 namespace backoff::cli {
 
-// Exit statuses shared by the subcommands (docs/EXIT_CODES.md).
-inline constexpr int exit_ok = 0;
-inline constexpr int exit_usage = 2;    // bad flags, bad policy spec, bad duration, bad scenario
-inline constexpr int exit_failure = 1;  // the work itself failed (e.g. an output not writable)
-
-// A whole number >= 0 written with digits only (CLI11 would otherwise accept "-1" for an unsigned
-// option and wrap it around).
-inline CLI::Validator whole_number() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-          return "must be a whole number >= 0, got '" + value + "'";
-        }
-        std::uint64_t parsed = 0;
-        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-        if (ec != std::errc{} || end != value.data() + value.size()) {
-          return "'" + value + "' is too large (at most 18446744073709551615)";
-        }
-        return {};
-      },
-      "UINT");
-}
+// Exit statuses shared by the subcommands, named once for them and the retry tool
+// (config/exit_status.hpp, docs/EXIT_CODES.md).
+using config::exit_failure;
+using config::exit_ok;
+using config::exit_usage;
+using config::status_of_signal;
 
 // A flag whose empty value would otherwise read as "not given" (--out '' writing nothing, with
 // nothing said): `what` is what it needs, as in "a folder".

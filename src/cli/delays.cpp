@@ -19,6 +19,7 @@
 #include "report/plots.hpp"
 #include "report/summary.hpp"
 #include "report/text_table.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -190,16 +191,14 @@ void setup_delays(CLI::App& app, int& status) {
                   "Policy spec, e.g. 'exponential(initial=50ms, max=30s, jitter=full)' or a "
                   "preset name such as gcp-iot (see 'backoff presets')")
       ->required();
-  cmd->add_option("-n,--attempts", options->attempts, "Number of retries to show per run")
-      ->check(whole_number())
-      ->check(CLI::Range(1u, 100'000'000u))
+  add_count_option<std::uint32_t>(*cmd, "-n,--attempts", options->attempts,
+                                  "Number of retries to show per run", 1, 100'000'000)
       ->capture_default_str();
-  cmd->add_option("-r,--runs", options->runs, "Independent runs (each with its own random stream)")
-      ->check(whole_number())
-      ->check(CLI::Range(1u, 100'000u))
+  add_count_option<std::uint32_t>(*cmd, "-r,--runs", options->runs,
+                                  "Independent runs (each with its own random stream)", 1, 100'000)
       ->capture_default_str();
-  cmd->add_option("-s,--seed", options->seed, "Random seed; the same seed gives the same delays")
-      ->check(whole_number())
+  add_seed_option(*cmd, "-s,--seed", options->seed,
+                  "Random seed; the same seed gives the same delays")
       ->capture_default_str();
   cmd->add_option("-f,--format", options->format, "Output format")
       ->check(CLI::IsMember({"table", "csv", "json"}))

@@ -7,6 +7,7 @@
 
 #include "backoff/error.hpp"
 #include "commands.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 
@@ -47,9 +48,8 @@ void add_fault_flags(CLI::App* sub, fault_flag_values& values) {
                 "x-envoy-fault-delay-request and their -percentage headers): any client can "
                 "then fail requests")
       ->group(group);
-  sub->add_option("--fault-seed", values.seed,
+  add_seed_option(*sub, "--fault-seed", values.seed,
                   "Seed of the faults' draws (which requests fail, the latencies)")
-      ->check(whole_number())
       ->capture_default_str()
       ->group(group);
 }

@@ -5,25 +5,28 @@
 // turn); the first item that fails for good stops the others (TERM, grace, KILL to their process
 // groups) and its status is the exit status.
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "commands.hpp"
 #include "retry_flags.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 
 void setup_forall(CLI::App& app, int& status, const command_tail& tail) {
   auto flags = std::make_shared<retry_flags>();
   auto items = std::make_shared<std::vector<std::string>>();
-  auto jobs = std::make_shared<std::string>("0");
+  auto jobs = std::make_shared<std::size_t>(0);
   CLI::App* sub = app.add_subcommand(
       "forall",
       "Run a command for every item in parallel; the first failure stops the rest "
       "(ITEM... -- COMMAND ... {} ...)");
   add_retry_flags(*sub, *flags);
-  sub->add_option("-j,--jobs", *jobs,
-                  "Items running at once (0: all); never more than the descriptor limit allows")
-      ->check(whole_number())
+  add_count_option<std::size_t>(
+      *sub, "-j,--jobs", *jobs,
+      "Items running at once (0: all); never more than the descriptor limit allows", 0,
+      std::numeric_limits<std::size_t>::max())
       ->capture_default_str();
   sub->add_option("items", *items, "The items, e.g. host names")->required();
   sub->callback([flags, items, jobs, &status, &tail] {
@@ -38,7 +41,7 @@ void setup_forall(CLI::App& app, int& status, const command_tail& tail) {
       status = exit_tool_error;
       return;
     }
-    const std::size_t parallel = std::stoull(*jobs);
+    const std::size_t parallel = *jobs;
     status = run_retry_command(
         "forall", *flags, options,
         [&](const tool::command_options& o, const tool::cancel_scope& scope, random_ref rng) {

@@ -16,6 +16,7 @@
 #include "output.hpp"
 #include "report/summary.hpp"
 #include "report/text_table.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -82,12 +83,10 @@ int run_presets(const presets_options& o) {
 void setup_presets(CLI::App& app, int& status) {
   auto options = std::make_shared<presets_options>();
   CLI::App* cmd = app.add_subcommand("presets", "Show every named policy's delays side by side");
-  cmd->add_option("-n,--attempts", options->attempts, "Number of retries to show")
-      ->check(whole_number())
-      ->check(CLI::Range(1u, 1000u))
+  add_count_option<std::uint32_t>(*cmd, "-n,--attempts", options->attempts,
+                                  "Number of retries to show", 1, 1000)
       ->capture_default_str();
-  cmd->add_option("-s,--seed", options->seed, "Random seed for the jittered presets")
-      ->check(whole_number())
+  add_seed_option(*cmd, "-s,--seed", options->seed, "Random seed for the jittered presets")
       ->capture_default_str();
   cmd->add_option("-f,--format", options->format, "Output format")
       ->check(CLI::IsMember({"table", "json"}))

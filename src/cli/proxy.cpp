@@ -22,6 +22,7 @@
 #include "fault_flags.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -30,27 +31,13 @@ struct proxy_flags {
   std::string listen = "127.0.0.1:8071";
   std::string upstream;
   bool rewrite_host = false;
-  std::string upstream_timeout = "10s";
-  std::string header_timeout = "60s";
-  std::string idle_timeout = "75s";
+  duration upstream_timeout = std::chrono::seconds(10);
+  duration header_timeout = std::chrono::seconds(60);
+  duration idle_timeout = std::chrono::seconds(75);
   std::string metrics_path = "/metrics";
   std::vector<std::string> toxics;
   fault_flag_values faults;
 };
-
-bool to_duration(const std::string& flag, const std::string& text, duration& out) {
-  try {
-    out = parse_flag_duration(text);
-  } catch (const parse_error& e) {
-    std::cerr << "backoff proxy: " << flag << ": " << e.what() << '\n';
-    return false;
-  }
-  if (out.count() == 0) {
-    std::cerr << "backoff proxy: " << flag << " must be more than 0\n";
-    return false;
-  }
-  return true;
-}
 
 bool to_address(const std::string& flag, const std::string& text, std::string& host,
                 std::uint16_t& port) {
@@ -65,12 +52,12 @@ bool to_address(const std::string& flag, const std::string& text, std::string& h
 int run_proxy(const proxy_flags& f) {
   net::proxy_options o;
   if (!to_address("--listen", f.listen, o.listen_host, o.listen_port) ||
-      !to_address("--upstream", f.upstream, o.upstream_host, o.upstream_port) ||
-      !to_duration("--upstream-timeout", f.upstream_timeout, o.upstream_timeout) ||
-      !to_duration("--header-timeout", f.header_timeout, o.header_timeout) ||
-      !to_duration("--idle-timeout", f.idle_timeout, o.idle_timeout)) {
+      !to_address("--upstream", f.upstream, o.upstream_host, o.upstream_port)) {
     return exit_usage;
   }
+  o.upstream_timeout = f.upstream_timeout;
+  o.header_timeout = f.header_timeout;
+  o.idle_timeout = f.idle_timeout;
   {
     boost::system::error_code ec;
     boost::asio::ip::make_address(o.listen_host, ec);
@@ -151,17 +138,20 @@ void setup_proxy(CLI::App& app, int& status) {
   sub->add_option("--upstream", f->upstream, "The server to forward to, HOST:PORT")->required();
   sub->add_flag("--rewrite-host", f->rewrite_host,
                 "Send Host: the upstream's HOST:PORT instead of the client's Host");
-  sub->add_option("--upstream-timeout", f->upstream_timeout,
-                  "Time the upstream has to accept a connection and to start answering (then "
-                  "504), and for each part of its answer after that")
+  add_duration_option(*sub, "--upstream-timeout", f->upstream_timeout,
+                      "Time the upstream has to accept a connection and to start answering "
+                      "(then 504), and for each part of its answer after that",
+                      {.positive = true})
       ->capture_default_str();
-  sub->add_option("--header-timeout", f->header_timeout,
-                  "Time a client has to send a request's header once begun (then 408), and to "
-                  "take each part of an answer")
-      ->capture_default_str();
-  sub->add_option("--idle-timeout", f->idle_timeout,
-                  "Time a kept-alive client connection may wait for its next request")
-      ->capture_default_str();
+  add_duration_option(*sub, "--header-timeout", f->header_timeout,
+                      "Time a client has to send a request's header once begun (then 408), and "
+                      "to take each part of an answer",
+                      {.positive = true})
+      ->default_str("60s");
+  add_duration_option(*sub, "--idle-timeout", f->idle_timeout,
+                      "Time a kept-alive client connection may wait for its next request",
+                      {.positive = true})
+      ->default_str("75s");
   sub->add_option("--metrics-path", f->metrics_path,
                   "Path of the proxy's own Prometheus metrics (GET); other requests to it are "
                   "forwarded")

@@ -4,12 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -24,85 +24,35 @@
 #include "report/output_files.hpp"
 #include "tool/deadline_env.hpp"
 #include "tool/signal_watcher.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace {
 
 constexpr std::uint32_t default_times = 5;
 
-bool parse_time(const std::string& name, const std::string& flag,
-                const std::optional<std::string>& text, bool allow_zero,
-                std::optional<duration>& out) {
-  if (!text) return true;
-  try {
-    const duration d = parse_flag_duration(*text);
-    if (!allow_zero && d.count() == 0) {
-      std::cerr << "backoff " << name << ": " << flag << " must be more than 0, got '" << *text
-                << "'\n";
-      return false;
-    }
-    out = d;
-    return true;
-  } catch (const parse_error& e) {
-    std::cerr << "backoff " << name << ": " << flag << ": " << e.what() << '\n';
-    return false;
-  }
-}
-
-// A size as `--memory-limit` takes it (sim/run/memory.hpp's parse_size, which this layer cannot
-// reach: the retry tool links nothing of the simulator): "512MiB", "1.5G", "100000" (bytes);
-// K/M/G/T and KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB powers of 1000; "0" or "none": no
-// limit (0). nullopt, with `error` set, when the text is not a size.
-std::optional<std::uint64_t> parse_size(std::string_view text, std::string& error) {
-  if (text == "none" || text == "0") return 0;
-  std::size_t i = 0;
-  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
-  const std::string digits(text.substr(0, i));
-  std::string_view unit = text.substr(i);
-  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
-  double value = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size()) {
-    error = "expected a size such as 512MiB, 4GiB or none, got '" + std::string(text) + "'";
-    return std::nullopt;
-  }
-  static constexpr std::pair<std::string_view, double> units[] = {
-      {"", 1},       {"B", 1},        {"K", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},
-      {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},     {"G", 0x1p30},   {"GiB", 0x1p30},
-      {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40}, {"TB", 1e12},
-  };
-  for (const auto& [name, factor] : units) {
-    if (unit != name) continue;
-    const double bytes = std::round(value * factor);
-    if (!(bytes < 0x1p63)) {
-      error = "'" + std::string(text) + "' is too large";
-      return std::nullopt;
-    }
-    return static_cast<std::uint64_t>(bytes);
-  }
-  error = "unknown unit '" + std::string(unit) + "' in '" + std::string(text) +
-          "' (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)";
-  return std::nullopt;
-}
-
 }  // namespace
 
 void add_retry_flags(CLI::App& sub, retry_flags& f) {
-  sub.add_option("--times", f.times,
-                 "Attempts at most (0: no limit). Default: 5, or no limit when --for is given")
-      ->check(whole_number());
-  sub.add_option("--for", f.within,
-                 "Deadline (e.g. 10m), a hard cap: the running attempt is stopped at it (status "
-                 "124), and a retry that would start with less than 100ms left is not made");
-  sub.add_option("--every", f.every,
-                 "Start attempts this far apart (start to start, as ftsh's `every`) instead of "
-                 "backing off");
-  sub.add_option("--timeout", f.timeout, "Stop an attempt after this long (status 124)");
+  add_count_option<std::uint32_t>(
+      sub, "--times", f.times,
+      "Attempts at most (0: no limit). Default: 5, or no limit when --for is given", 0,
+      std::numeric_limits<std::uint32_t>::max());
+  add_duration_option(sub, "--for", f.within,
+                      "Deadline (e.g. 10m), a hard cap: the running attempt is stopped at it "
+                      "(status 124), and a retry that would start with less than 100ms left is "
+                      "not made",
+                      {.positive = true});
+  add_duration_option(sub, "--every", f.every,
+                      "Start attempts this far apart (start to start, as ftsh's `every`) instead "
+                      "of backing off");
+  add_duration_option(sub, "--timeout", f.timeout, "Stop an attempt after this long (status 124)",
+                      {.positive = true});
   sub.add_option("--policy", f.policy,
                  "Backoff policy spec or preset (see `backoff presets`). Default: ftsh, "
                  "1 s doubling to 1 h, times U(1, 2)");
-  sub.add_option("--grace", f.grace,
-                 "Between TERM and KILL when an attempt is stopped (default: 5s)");
+  add_duration_option(sub, "--grace", f.grace,
+                      "Between TERM and KILL when an attempt is stopped (default: 5s)");
   sub.add_option("--until", f.until,
                  "Stop retrying on any of these statuses: success, fail, N, N-M, comma-separated "
                  "(default: success)");
@@ -110,9 +60,11 @@ void add_retry_flags(CLI::App& sub, retry_flags& f) {
                  "Retry only on these statuses (same syntax); stop on any other");
   sub.add_flag("--replay-stdin", f.replay_stdin,
                "Read stdin once (to a temporary file, not memory) and give it to every attempt");
-  sub.add_option("--replay-stdin-limit", f.replay_stdin_limit,
-                 "With --replay-stdin: the most stdin it reads (e.g. 512MiB; none: no limit); "
-                 "more is status 125, and nothing runs. Default: 1GiB");
+  add_size_option(sub, "--replay-stdin-limit", f.replay_stdin_limit,
+                  "With --replay-stdin: the most stdin it reads (e.g. 512MiB; none: no limit); "
+                  "more is status 125, and nothing runs. Default: 1GiB",
+                  {.none = true})
+      ->each([&f](const std::string& text) { f.replay_stdin_limit_text = text; });
   sub.add_flag("--stdout-on-success", f.stdout_on_success,
                "Hold each attempt's stdout (on disk) and pass it on only if the attempt "
                "succeeded; a failed attempt's goes to stderr");
@@ -127,8 +79,7 @@ void add_retry_flags(CLI::App& sub, retry_flags& f) {
                "Also log the attempt that succeeded, and waits for descriptors or processes");
   sub.add_option("--report", f.report,
                  "Write a JSON report of every attempt to FILE or - (stdout)");
-  sub.add_option("--seed", f.seed, "Seed for the jitter (reproducible delays)")
-      ->check(whole_number());
+  add_seed_option(sub, "--seed", f.seed, "Seed for the jitter (reproducible delays)");
 }
 
 bool to_command_options(const std::string& name, const retry_flags& f,
@@ -149,16 +100,6 @@ bool to_command_options(const std::string& name, const retry_flags& f,
   if (f.report && f.report->empty()) {
     return fail("--report: needs a FILE, or - for stdout");
   }
-  std::optional<duration> within;
-  std::optional<duration> every;
-  std::optional<duration> timeout;
-  std::optional<duration> grace;
-  if (!parse_time(name, "--for", f.within, false, within) ||
-      !parse_time(name, "--every", f.every, true, every) ||
-      !parse_time(name, "--timeout", f.timeout, false, timeout) ||
-      !parse_time(name, "--grace", f.grace, true, grace)) {
-    return false;
-  }
   try {
     options.loop.policy.backoff = parse_policy(f.policy.value_or("ftsh"));
   } catch (const parse_error& e) {
@@ -174,30 +115,20 @@ bool to_command_options(const std::string& name, const retry_flags& f,
   } catch (const parse_error& e) {
     return fail(std::string("--while: ") + e.what());
   }
-  std::uint32_t times = within ? 0 : default_times;
-  if (!f.times.empty()) {
-    const auto [end, ec] = std::from_chars(f.times.data(), f.times.data() + f.times.size(), times);
-    if (ec != std::errc{} || end != f.times.data() + f.times.size()) {
-      return fail("--times: '" + f.times + "' is too large (at most 4294967295)");
-    }
-  }
-  options.loop.policy.max_attempts = times;
-  options.loop.policy.max_elapsed = within.value_or(duration{0});
-  options.loop.every = every;
+  options.loop.policy.max_attempts = f.times.value_or(f.within ? 0 : default_times);
+  options.loop.policy.max_elapsed = f.within.value_or(duration{0});
+  options.loop.every = f.every;
   const tool::inherited_deadline inherited = tool::read_inherited_deadline(
       std::getenv("BACKOFF_DEADLINE"), std::getenv("BACKOFF_DEADLINE_OWNER"));
   if (!inherited.note.empty()) std::cerr << "backoff: " << inherited.note << '\n';
   options.loop.outer_deadline = inherited.deadline;
-  options.timeout = timeout;
-  options.grace = grace.value_or(std::chrono::seconds(5));
+  options.timeout = f.timeout;
+  options.grace = f.grace.value_or(std::chrono::seconds(5));
   if (f.replay_stdin_limit) {
     if (!f.replay_stdin) {
       return fail("--replay-stdin-limit is for --replay-stdin, which is not given");
     }
-    std::string error;
-    const auto limit = parse_size(*f.replay_stdin_limit, error);
-    if (!limit) return fail("--replay-stdin-limit: " + error);
-    options.stdin_replay_limit = *limit;
+    options.stdin_replay_limit = *f.replay_stdin_limit;
   }
   options.stdout_on_success = f.stdout_on_success;
   // With --report -, stdout is the report's alone: the commands' output goes to stderr.
@@ -218,16 +149,7 @@ int run_retry_command(
     const std::string& name, const retry_flags& f, tool::command_options options,
     const std::function<tool::run_summary(const tool::command_options&, const tool::cancel_scope&,
                                           random_ref)>& run) {
-  std::uint64_t seed = 0;
-  if (!f.seed.empty()) {
-    const auto [end, ec] = std::from_chars(f.seed.data(), f.seed.data() + f.seed.size(), seed);
-    if (ec != std::errc{} || end != f.seed.data() + f.seed.size()) {
-      std::cerr << "backoff " << name << ": --seed: '" << f.seed << "' is too large\n";
-      return exit_tool_error;
-    }
-  } else {
-    seed = fresh_seed();
-  }
+  const std::uint64_t seed = f.seed ? *f.seed : fresh_seed();
   // The report file is created (as a hidden temporary beside it) before the command runs, so an
   // unwritable --report fails at once; it is renamed into place when the summary is written.
   std::optional<report::atomic_file> report_file;
@@ -253,7 +175,7 @@ int run_retry_command(
         std::string why = e.what();
         if (e.why() == tool::spool_full::reason::limit) {
           why = "standard input is larger than --replay-stdin-limit (" +
-                f.replay_stdin_limit.value_or("1GiB") + ")";
+                (f.replay_stdin_limit ? f.replay_stdin_limit_text : std::string("1GiB")) + ")";
         }
         std::cerr << "backoff " << name << ": --replay-stdin: " << why << "; nothing was run\n";
         return exit_tool_error;

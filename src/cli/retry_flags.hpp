@@ -11,29 +11,33 @@
 #include <string>
 #include <vector>
 
+#include "backoff/duration.hpp"
+#include "config/exit_status.hpp"
 #include "tool/retry_command.hpp"
 
 namespace backoff::cli {
 
 // The retry tool's own errors (bad flags, bad spec) exit 125, as GNU timeout's do, so that they
 // cannot be mistaken for the command's statuses.
-inline constexpr int exit_tool_error = tool::status_tool_error;
+inline constexpr int exit_tool_error = config::exit_tool_error;
 
-// A flag given with an empty value (--timeout '') is a mistake to report, not the flag left out:
-// hence std::optional for the flags whose absence means a default.
+// Typed as CLI11 parses them (typed_options.hpp): a bad value is refused there, in one line
+// naming the flag. std::optional for the flags whose absence means a default, so that an empty
+// value (--timeout '') is a mistake to report, not the flag left out.
 struct retry_flags {
-  std::string times;
-  std::optional<std::string> within;  // --for
-  std::optional<std::string> every;
-  std::optional<std::string> timeout;
+  std::optional<std::uint32_t> times;
+  std::optional<duration> within;  // --for
+  std::optional<duration> every;
+  std::optional<duration> timeout;
   std::optional<std::string> policy;
-  std::optional<std::string> grace;
+  std::optional<duration> grace;
   std::optional<std::string> until;
   std::optional<std::string> while_;
   std::optional<std::string> report;
-  std::string seed;
+  std::optional<std::uint64_t> seed;  // nullopt: a fresh one
   bool replay_stdin = false;
-  std::optional<std::string> replay_stdin_limit;
+  std::optional<std::uint64_t> replay_stdin_limit;
+  std::string replay_stdin_limit_text;  // as given, for the message when stdin is larger
   bool stdout_on_success = false;
   bool foreground = false;
   bool verbose = false;

@@ -28,25 +28,21 @@ extern "C" void on_stop_signal(int signo) {
   if (sim::interrupt_signal() != 0 || !sim::interrupts_deferred()) {
     static constexpr char line[] = "backoff: interrupted\n";
     (void)!::write(STDERR_FILENO, line, sizeof line - 1);
-    ::_exit(128 + signo);
+    ::_exit(status_of_signal(signo));
   }
   sim::request_interrupt(signo);
 }
 
 }  // namespace
 
-std::optional<std::uint64_t> memory_limit_option(const std::string& text, std::string& error) {
-  if (text.empty()) return sim::default_memory_limit();
-  std::string why;
-  const auto bytes = sim::parse_size(text, why);
-  if (!bytes) error = "--memory-limit: " + why;
-  return bytes;
+std::uint64_t memory_limit_or_default(const std::optional<std::uint64_t>& given) {
+  return given ? *given : sim::default_memory_limit();
 }
 
 int interrupted_after_writing(int signo) {
   std::cerr << "backoff: interrupted (" << (signo == SIGINT ? "SIGINT" : "SIGTERM")
             << ") after the last run; its outputs are complete\n";
-  return 128 + signo;
+  return status_of_signal(signo);
 }
 
 namespace {

@@ -23,9 +23,9 @@ namespace backoff::cli {
 // Throws sim::scenario_error naming the built-in scenarios when `arg` is neither.
 sim::scenario_source resolve_scenario(const std::string& arg);
 
-// --memory-limit's value in bytes (0: none); empty text: the default. nullopt and `error` set on
-// a bad size.
-std::optional<std::uint64_t> memory_limit_option(const std::string& text, std::string& error);
+// --memory-limit's value in bytes (0: none), as add_size_option read it; not given: the default
+// (sim::default_memory_limit).
+std::uint64_t memory_limit_or_default(const std::optional<std::uint64_t>& given);
 
 // Runs `body` and turns what a simulation throws into one line on stderr, "WHO: message", and
 // the documented status: 2 for a bad scenario or spec, 1 for a memory limit, a chart, a write or
@@ -33,7 +33,7 @@ std::optional<std::uint64_t> memory_limit_option(const std::string& text, std::s
 int simulation_status(const char* who, const std::function<int()>& body);
 
 // A signal came after the last run, while its outputs were written (complete): says so on
-// stderr and gives the status, 128 + signo.
+// stderr and gives the status, status_of_signal(signo).
 int interrupted_after_writing(int signo);
 
 // While it lives, the runner's interrupt deferral (sim::interrupt_deferral: from the first run to

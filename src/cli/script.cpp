@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -27,6 +26,7 @@
 #include "tool/script/interpreter.hpp"
 #include "tool/script/parser.hpp"
 #include "tool/signal_watcher.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -34,8 +34,8 @@ namespace {
 struct script_flags {
   std::string file;
   std::string policy = "ftsh";
-  std::string grace = "5s";
-  std::string seed;
+  duration grace = std::chrono::seconds(5);
+  std::optional<std::uint64_t> seed;  // nullopt: a fresh one
   bool shuffle = false;
   bool check = false;
   bool verbose = false;
@@ -85,20 +85,8 @@ int run_script_command(const script_flags& f) {
   } catch (const parse_error& e) {
     return fail(e.what());
   }
-  try {
-    options.grace = parse_flag_duration(f.grace);
-  } catch (const parse_error& e) {
-    return fail(std::string("--grace: ") + e.what());
-  }
-  std::uint64_t seed = 0;
-  if (!f.seed.empty()) {
-    const auto [end, ec] = std::from_chars(f.seed.data(), f.seed.data() + f.seed.size(), seed);
-    if (ec != std::errc{} || end != f.seed.data() + f.seed.size()) {
-      return fail("--seed: '" + f.seed + "' is too large");
-    }
-  } else {
-    seed = fresh_seed();
-  }
+  options.grace = f.grace;
+  const std::uint64_t seed = f.seed ? *f.seed : fresh_seed();
   std::error_code ec;
   if (std::filesystem::is_directory(f.file, ec)) {
     return fail("cannot read '" + f.file + "': it is a folder, not a script");
@@ -145,8 +133,7 @@ int run_script_command(const script_flags& f) {
       random_generator rng(seed);
       result = tool::script::run_script(parsed, options, scope, rng, f.report ? &events : nullptr);
     }
-    const int status =
-        scope.cancelled() ? tool::status_signal_base + scope.signal() : result.status;
+    const int status = scope.cancelled() ? tool::status_of_signal(scope.signal()) : result.status;
     if (f.report) {
       const std::string json = report_json(f.file, events, status);
       const std::string note = "(the script's status was " + std::to_string(status) + ")";
@@ -188,11 +175,11 @@ void setup_script(CLI::App& app, int& status) {
   sub->add_option("file", flags->file, "The script (docs/SCRIPTS.md)")->required();
   sub->add_option("--policy", flags->policy, "Backoff between a try's attempts (spec or preset)")
       ->capture_default_str();
-  sub->add_option("--grace", flags->grace, "Between TERM and KILL when a command is stopped")
+  add_duration_option(*sub, "--grace", flags->grace,
+                      "Between TERM and KILL when a command is stopped")
       ->capture_default_str();
   sub->add_flag("--shuffle", flags->shuffle, "forany starts at a random item (as ftsh does)");
-  sub->add_option("--seed", flags->seed, "Seed for the jitter and --shuffle")
-      ->check(whole_number());
+  add_seed_option(*sub, "--seed", flags->seed, "Seed for the jitter and --shuffle");
   sub->add_flag("--check", flags->check, "Only parse the script: report errors, run nothing");
   sub->add_flag("-v,--verbose", flags->verbose,
                 "Log every command with its status, and every try's attempts and waits");

@@ -12,10 +12,10 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -27,71 +27,34 @@
 #include "fault_flags.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace {
 
 struct serve_options {
   std::string host = "127.0.0.1";
-  std::string port = "8070";
-  std::string limit = "30";
+  std::uint16_t port = 8070;
+  std::uint64_t limit = 30;
   double factor = 1.05;
   double k = 15;
-  std::string base_delay = "100ms";
-  std::string tick = "50ms";
-  std::string threads = "2";
-  std::string max_busy = "0";
+  duration base_delay = std::chrono::milliseconds(100);
+  duration tick = std::chrono::milliseconds(50);
+  unsigned threads = 2;
+  std::uint64_t max_busy = 0;
   int reject_status = 503;
-  std::string retry_after = "1s";
-  std::optional<std::string> max_connections;  // default: from the descriptor limit
-  std::string header_timeout = "60s";
-  std::string idle_timeout = "75s";
+  duration retry_after = std::chrono::seconds(1);
+  std::optional<std::uint64_t> max_connections;  // default: from the descriptor limit
+  duration header_timeout = std::chrono::seconds(60);
+  duration idle_timeout = std::chrono::seconds(75);
   std::optional<std::string> admin_token;
   std::optional<std::string> admin_token_file;
   bool reuse_port = false;
   bool cancel_on_disconnect = false;
-  std::string expired_cost = "5%";
+  double expired_cost = 0.05;
   bool quiet = false;
   fault_flag_values faults;
 };
-
-// "5%" or "0.05" as 0.05 (the library's reading of a percentage, spec_fraction); one line and
-// false when it is neither, or outside 0..100 %.
-bool to_fraction(const std::string& flag, const std::string& text, double& out) {
-  try {
-    out = spec_fraction(text, spec_argument{flag, text, 1, false, {}}, "flag");
-    return true;
-  } catch (const parse_error&) {
-    std::cerr << "backoff serve: " << flag << ": expected a percentage from 0% to 100% (or a "
-              << "fraction from 0 to 1), got " << quote_for_message(text) << "\n";
-    return false;
-  }
-}
-
-bool to_number(const std::string& flag, const std::string& text, std::int64_t lo, std::int64_t hi,
-               std::int64_t& out) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  if (ec != std::errc{} || end != text.data() + text.size() || out < lo || out > hi) {
-    std::cerr << "backoff serve: " << flag << ": expected a whole number from " << lo << " to "
-              << hi << ", got '" << text << "'\n";
-    return false;
-  }
-  return true;
-}
-
-bool to_duration(const std::string& flag, const std::string& text, bool allow_zero, duration& out) {
-  try {
-    out = parse_flag_duration(text);
-  } catch (const parse_error& e) {
-    std::cerr << "backoff serve: " << flag << ": " << e.what() << '\n';
-    return false;
-  }
-  if (!allow_zero && out.count() == 0) {
-    std::cerr << "backoff serve: " << flag << " must be more than 0\n";
-    return false;
-  }
-  return true;
-}
 
 // A Bearer token (RFC 6750's token68 characters, or any visible ASCII): no spaces or controls,
 // which would not survive an Authorization header.
@@ -144,21 +107,12 @@ std::optional<std::string> read_token_file(const std::string& path) {
 
 int run_serve(const serve_options& o) {
   net::server_options options;
-  std::int64_t port = 0, limit = 0, threads = 0, max_busy = 0, max_connections = 0;
-  if (!to_number("--port", o.port, 0, 65535, port) ||
-      !to_number("--limit", o.limit, 0, INT64_MAX, limit) ||
-      !to_number("--threads", o.threads, 1, 256, threads) ||
-      !to_number("--max-busy", o.max_busy, 0, INT64_MAX, max_busy) ||
-      (o.max_connections &&
-       !to_number("--max-connections", *o.max_connections, 1, INT64_MAX, max_connections)) ||
-      !to_duration("--base-delay", o.base_delay, true, options.service.base_delay) ||
-      !to_duration("--tick", o.tick, false, options.service.tick) ||
-      !to_duration("--retry-after", o.retry_after, true, options.retry_after) ||
-      !to_duration("--header-timeout", o.header_timeout, false, options.header_timeout) ||
-      !to_duration("--idle-timeout", o.idle_timeout, false, options.idle_timeout) ||
-      !to_fraction("--expired-cost", o.expired_cost, options.expired_cost)) {
-    return exit_usage;
-  }
+  options.service.base_delay = o.base_delay;
+  options.service.tick = o.tick;
+  options.retry_after = o.retry_after;
+  options.header_timeout = o.header_timeout;
+  options.idle_timeout = o.idle_timeout;
+  options.expired_cost = o.expired_cost;
   if (o.admin_token && o.admin_token_file) {
     std::cerr << "backoff serve: give --admin-token or --admin-token-file, not both\n";
     return exit_usage;
@@ -192,12 +146,12 @@ int run_serve(const serve_options& o) {
     }
   }
   options.host = o.host;
-  options.port = static_cast<std::uint16_t>(port);
-  options.service.limit = limit;
+  options.port = o.port;
+  options.service.limit = static_cast<std::int64_t>(o.limit);
   options.service.factor = o.factor;
   options.service.k = o.k;
-  options.threads = static_cast<unsigned>(threads);
-  options.max_busy = max_busy;
+  options.threads = o.threads;
+  options.max_busy = static_cast<std::int64_t>(o.max_busy);
   options.reject_status = o.reject_status;
   options.cancel_on_disconnect = o.cancel_on_disconnect;
   options.reuse_port = o.reuse_port;
@@ -209,8 +163,9 @@ int run_serve(const serve_options& o) {
   raise_descriptor_limit();
   // Past the descriptor limit accepts fail (EMFILE) and every client waits, /metrics included:
   // by default the server holds fewer connections than that, keeping descriptors in reserve.
-  const std::int64_t fitting = net::default_max_connections(static_cast<unsigned>(threads));
-  options.max_connections = o.max_connections ? max_connections : fitting;
+  const std::int64_t fitting = net::default_max_connections(o.threads);
+  options.max_connections =
+      o.max_connections ? static_cast<std::int64_t>(*o.max_connections) : fitting;
   if (options.max_connections > fitting) {
     std::cerr << fmt::format(
         "backoff serve: warning: --max-connections {} is more than the descriptor limit leaves "
@@ -241,7 +196,7 @@ int run_serve(const serve_options& o) {
     std::cerr << fmt::format(
                      "backoff serve: listening on {} ({} threads, at most {} connections; GET "
                      "/metrics, POST /admin/pause, POST /admin/resume)\n",
-                     net::api_url(o.host, server.port()), threads, options.max_connections)
+                     net::api_url(o.host, server.port()), o.threads, options.max_connections)
               << std::flush;
     print_fault_plan(options.faults, "serve");
     wait_for_stop_signal(stop_signals, "serve");
@@ -257,43 +212,54 @@ int run_serve(const serve_options& o) {
 }  // namespace
 
 void setup_serve(CLI::App& app, int& status) {
+  constexpr auto max_int64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   auto o = std::make_shared<serve_options>();
   CLI::App* sub = app.add_subcommand(
       "serve", "Seed 004's HTTP server: latency grows with concurrency (GET /api on loopback)");
   sub->add_option("--host", o->host, "Address to listen on")->capture_default_str();
-  sub->add_option("--port", o->port, "Port (0: any free one, printed at start)")
+  add_count_option<std::uint16_t>(*sub, "--port", o->port,
+                                  "Port (0: any free one, printed at start)", 0, 65535)
       ->capture_default_str();
-  sub->add_option("--limit", o->limit, "Concurrency served at the base delay (seed: -limit)")
+  add_count_option<std::uint64_t>(*sub, "--limit", o->limit,
+                                  "Concurrency served at the base delay (seed: -limit)", 0,
+                                  max_int64)
       ->capture_default_str();
   sub->add_option("--factor", o->factor, "Growth of the delay past the limit (seed: -factor)")
       ->capture_default_str();
-  sub->add_option("--base-delay", o->base_delay, "Service time up to the limit (seed: -baseDelay)")
+  add_duration_option(*sub, "--base-delay", o->base_delay,
+                      "Service time up to the limit (seed: -baseDelay)")
       ->capture_default_str();
   sub->add_option("--k", o->k, "Concurrency per factor of growth: D = base * factor^((N-limit)/k)")
       ->capture_default_str();
-  sub->add_option("--tick", o->tick, "How often a request in service checks its delay")
+  add_duration_option(*sub, "--tick", o->tick, "How often a request in service checks its delay",
+                      {.positive = true})
       ->capture_default_str();
-  sub->add_option("--threads", o->threads, "Server threads")->capture_default_str();
-  sub->add_option("--max-busy", o->max_busy,
-                  "Answer --reject-status with Retry-After once this many /api requests are in "
-                  "service (0: never)")
+  add_count_option<unsigned>(*sub, "--threads", o->threads, "Server threads", 1, 256)
+      ->capture_default_str();
+  add_count_option<std::uint64_t>(*sub, "--max-busy", o->max_busy,
+                                  "Answer --reject-status with Retry-After once this many /api "
+                                  "requests are in service (0: never)",
+                                  0, max_int64)
       ->capture_default_str();
   sub->add_option("--reject-status", o->reject_status, "503 or 429")
       ->check(CLI::IsMember({503, 429}))
       ->capture_default_str();
-  sub->add_option("--retry-after", o->retry_after, "Retry-After sent with a rejection")
+  add_duration_option(*sub, "--retry-after", o->retry_after, "Retry-After sent with a rejection")
       ->capture_default_str();
-  sub->add_option("--max-connections", o->max_connections,
-                  "Open connections at most; a new one past it replaces the oldest idle one, or "
-                  "is closed at once. Default: the descriptor limit (ulimit -n) minus 64 + 4 per "
-                  "thread");
-  sub->add_option("--header-timeout", o->header_timeout,
-                  "Time to receive a request's header once begun (and a new connection's first "
-                  "request, and a client to take an answer); then 408 and close")
-      ->capture_default_str();
-  sub->add_option("--idle-timeout", o->idle_timeout,
-                  "Time a kept-alive connection may wait for its next request")
-      ->capture_default_str();
+  add_count_option<std::uint64_t>(
+      *sub, "--max-connections", o->max_connections,
+      "Open connections at most; a new one past it replaces the oldest idle one, or is closed at "
+      "once. Default: the descriptor limit (ulimit -n) minus 64 + 4 per thread",
+      1, max_int64);
+  add_duration_option(*sub, "--header-timeout", o->header_timeout,
+                      "Time to receive a request's header once begun (and a new connection's "
+                      "first request, and a client to take an answer); then 408 and close",
+                      {.positive = true})
+      ->default_str("60s");
+  add_duration_option(*sub, "--idle-timeout", o->idle_timeout,
+                      "Time a kept-alive connection may wait for its next request",
+                      {.positive = true})
+      ->default_str("75s");
   sub->add_option("--admin-token", o->admin_token,
                   "Require 'Authorization: Bearer TOKEN' on /admin/* (visible in ps: prefer "
                   "--admin-token-file)");
@@ -305,10 +271,10 @@ void setup_serve(CLI::App& app, int& status) {
   sub->add_flag("--cancel-on-disconnect", o->cancel_on_disconnect,
                 "Stop counting a request whose client closed the connection (the seed's server "
                 "keeps it)");
-  sub->add_option("--expired-cost", o->expired_cost,
-                  "Share of its service time a request gets when the deadline it carries "
-                  "(grpc-timeout, x-envoy-expected-rq-timeout-ms) passed before it started; it is "
-                  "then answered 504, as is one whose deadline passes in service")
+  add_percent_option(*sub, "--expired-cost", o->expired_cost,
+                     "Share of its service time a request gets when the deadline it carries "
+                     "(grpc-timeout, x-envoy-expected-rq-timeout-ms) passed before it started; "
+                     "it is then answered 504, as is one whose deadline passes in service")
       ->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "No once-a-second concurrency line");
   add_fault_flags(sub, o->faults);

@@ -23,6 +23,7 @@
 #include "sim/run/map.hpp"
 #include "sim/run/runner.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -54,13 +55,13 @@ void check_folder_names(const std::vector<sim::scenario>& loaded) {
 struct sim_options {
   std::vector<std::string> scenarios;
   std::string out;
-  std::string seed;
+  std::optional<std::uint64_t> seed;  // nullopt: each scenario's own
   std::vector<std::string> sets;
   std::string format = "table";
   bool progress = true;
   bool plot = false;
-  unsigned threads = 0;      // 0: one per core
-  std::string memory_limit;  // empty: the default
+  unsigned threads = 0;                       // 0: one per core
+  std::optional<std::uint64_t> memory_limit;  // nullopt: the default; 0: none
 };
 
 // What a metastable map may name: the files given on the command line, then the built-in suite
@@ -87,7 +88,7 @@ std::vector<sim::scenario> load_all(const sim_options& o, std::uint64_t memory_l
   std::vector<sim::scenario> loaded;
   for (const auto& source : sources) {
     loaded.push_back(sim::scenario::load(source, o.sets));
-    if (!o.seed.empty()) loaded.back().set_seed(std::stoull(o.seed));
+    if (o.seed) loaded.back().set_seed(*o.seed);
   }
   for (auto& sc : loaded) {
     // A map's probes are plain runs of small scenarios; each is checked (and its models built)
@@ -124,7 +125,7 @@ int report_stopped_sim(const sim_options& o, const sim::run_options& run,
             << (run.out ? "partial outputs written to " + escape_controls(run.out->string())
                         : std::string("partial results above"))
             << '\n';
-  return 128 + r.stopped->signal;
+  return status_of_signal(r.stopped->signal);
 }
 
 // Runs one scenario; a status when the command must end now.
@@ -189,23 +190,18 @@ int run_sim(const sim_options& o) {
     std::cerr << "backoff sim: --plot needs --out DIR, where the charts and report.html go\n";
     return exit_usage;
   }
-  std::string error;
-  const auto limit = memory_limit_option(o.memory_limit, error);
-  if (!limit) {
-    std::cerr << "backoff sim: " << error << '\n';
-    return exit_usage;
-  }
+  const std::uint64_t limit = memory_limit_or_default(o.memory_limit);
   const stop_signals signals;
   return simulation_status("backoff sim", [&] {
     std::vector<sim::scenario_source> candidates;
-    std::vector<sim::scenario> loaded = load_all(o, *limit, candidates);
+    std::vector<sim::scenario> loaded = load_all(o, limit, candidates);
     // With several scenarios, --out holds one sub-folder each (and index.html with --plot); its
     // manifest lists them, so a later run removes what this one wrote and that one does not.
     std::optional<report::output_folder> top;
     if (!o.out.empty() && loaded.size() > 1) top.emplace(o.out);
     sim_outputs outputs;
     for (auto& sc : loaded) {
-      if (const auto status = run_one(o, sc, *limit, top ? &*top : nullptr, outputs, candidates)) {
+      if (const auto status = run_one(o, sc, limit, top ? &*top : nullptr, outputs, candidates)) {
         return *status;
       }
     }
@@ -231,21 +227,21 @@ void setup_sim(CLI::App& app, int& status) {
                   "Write summary.json, timeseries.csv and clients.csv here (one sub-folder per "
                   "scenario when there are several)")
       ->check(not_empty("a folder"));
-  cmd->add_option("-s,--seed", options->seed, "Override every scenario's seed")
-      ->check(whole_number());
+  add_seed_option(*cmd, "-s,--seed", options->seed, "Override every scenario's seed");
   cmd->add_option("--set", options->sets,
                   "Override a scenario key by its dotted path, e.g. --set server.max_busy=100 "
                   "(repeatable)");
   cmd->add_option("-f,--format", options->format, "Output on stdout")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  cmd->add_option("-j,--threads", options->threads,
-                  "Worker threads: a sweep's runs, or a scenario's strategies side by side "
-                  "(default: one per core); the results do not depend on it")
-      ->check(CLI::Range(1U, 4096U));
-  cmd->add_option("--memory-limit", options->memory_limit,
+  add_count_option<unsigned>(*cmd, "-j,--threads", options->threads,
+                             "Worker threads: a sweep's runs, or a scenario's strategies side by "
+                             "side (default: one per core); the results do not depend on it",
+                             1, 4096);
+  add_size_option(*cmd, "--memory-limit", options->memory_limit,
                   "Refuse a scenario estimated to need more memory than SIZE, and stop a run that "
-                  "grows past it (512MiB, 4GiB, none; default: half the memory, at most 8GiB)");
+                  "grows past it (512MiB, 4GiB, none; default: half the memory, at most 8GiB)",
+                  {.none = true});
   cmd->add_flag("--plot", options->plot,
                 "Also draw PNG and SVG charts (gnuplot) and a self-contained report.html into "
                 "--out");

@@ -9,9 +9,9 @@
 // parallel.
 // --memory-limit and Ctrl-C work as for `backoff sim`: an interrupted sweep writes its finished
 // cells and marks the others (an interrupted shard writes nothing: it cannot be merged).
-#include <charconv>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -29,6 +29,7 @@
 #include "sim/run/shards.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sweep_jobs.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -36,7 +37,8 @@ namespace {
 struct sweep_options {
   std::string scenario;
   std::string out;
-  std::string seed;
+  std::optional<std::uint64_t> seed;  // nullopt: the scenario's own
+  std::string seed_text;              // as given, for a job file's command line
   std::vector<std::string> sets;
   std::string shard;
   std::uint32_t shard_count = 0;  // --shard-count, with --shard auto; 0: not given
@@ -53,18 +55,18 @@ struct sweep_options {
   unsigned threads = 0;
   bool progress = true;
   bool plot = false;
-  std::string memory_limit;  // empty: the default
+  std::optional<std::uint64_t> memory_limit;  // nullopt: the default; 0: none
+  std::string memory_limit_text;              // as given, for a job file's command line
 };
 
 // "I/N" with 1 <= I <= N.
 std::optional<report::shard_spec> parse_shard(const std::string& text, std::string& error) {
   const auto slash = text.find('/');
   const auto number = [](std::string_view digits, std::uint32_t& v) {
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
-      return false;
-    }
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    return ec == std::errc{} && end == digits.data() + digits.size();
+    std::string why;
+    const auto n = parse_whole_number(digits, 0, std::numeric_limits<std::uint32_t>::max(), why);
+    if (n) v = static_cast<std::uint32_t>(*n);
+    return n.has_value();
   };
   report::shard_spec s;
   if (slash == std::string::npos || !number(std::string_view(text).substr(0, slash), s.index) ||
@@ -99,19 +101,14 @@ void plot(const report::scenario_result& r, const std::string& out,
 
 // `--merge DIR...`: joins a sweep's shards into the outputs of the whole sweep.
 int merge_command(const sweep_options& o) {
-  if (!o.scenario.empty() || !o.shard.empty() || !o.sets.empty() || !o.seed.empty()) {
+  if (!o.scenario.empty() || !o.shard.empty() || !o.sets.empty() || o.seed) {
     std::cerr << "backoff sweep: --merge takes shard folders only (no scenario, --shard, "
                  "--set or --seed)\n";
     return exit_usage;
   }
-  std::string error;
-  const auto limit = memory_limit_option(o.memory_limit, error);
-  if (!limit) {
-    std::cerr << "backoff sweep: " << error << '\n';
-    return exit_usage;
-  }
   std::vector<std::filesystem::path> inputs(o.merge.begin(), o.merge.end());
-  const sim::merged_sweep merged = sim::merge_sweep(inputs, *limit);
+  const sim::merged_sweep merged =
+      sim::merge_sweep(inputs, memory_limit_or_default(o.memory_limit));
   const report::scenario_result& r = merged.result;
   if (!o.out.empty()) {
     report::output_folder folder(o.out);
@@ -135,7 +132,7 @@ int report_stopped_sweep(const sweep_options& o, const std::optional<report::sha
                 : !o.out.empty() ? "partial outputs written to " + escape_controls(o.out)
                                  : std::string("partial results above"))
             << '\n';
-  return 128 + r.stopped->signal;
+  return status_of_signal(r.stopped->signal);
 }
 
 // Runs the sweep, or one shard of it.
@@ -143,7 +140,7 @@ int report_stopped_sweep(const sweep_options& o, const std::optional<report::sha
 std::optional<sim::scenario> load_sweep(const sweep_options& o,
                                         const sim::scenario_source& source) {
   sim::scenario sc = sim::scenario::load(source, o.sets);
-  if (!o.seed.empty()) sc.set_seed(std::stoull(o.seed));
+  if (o.seed) sc.set_seed(*o.seed);
   if (!sc.is_sweep()) {
     std::cerr << "backoff sweep: " << sc.path()
               << ": not a sweep (no [sweep] table and replications = 1); run it with "
@@ -189,12 +186,7 @@ int sweep_command(const sweep_options& o) {
   std::optional<sim::scenario> loaded = load_sweep(o, resolve_scenario(o.scenario));
   if (!loaded) return exit_usage;
   sim::scenario& sc = *loaded;
-  std::string error;
-  const auto limit = memory_limit_option(o.memory_limit, error);
-  if (!limit) {
-    std::cerr << "backoff sweep: " << error << '\n';
-    return exit_usage;
-  }
+  const std::uint64_t limit = memory_limit_or_default(o.memory_limit);
   if (shard) {
     // A rerun (a retry, a requeue, the whole array submitted again) skips a shard written whole
     // for this very scenario, overrides and seed.
@@ -217,7 +209,7 @@ int sweep_command(const sweep_options& o) {
   run.progress = o.progress;
   run.threads = o.threads;
   run.shard = shard;
-  run.memory_limit = *limit;
+  run.memory_limit = limit;
   // The charts read every point; without them the points go to disk as they finish, and memory
   // does not grow with the sweep.
   run.spool_points = !o.plot;
@@ -261,11 +253,6 @@ int emit_command(const sweep_options& o) {
     std::cerr << "backoff sweep: --image goes with --emit k8s\n";
     return exit_usage;
   }
-  std::string error;
-  if (!memory_limit_option(o.memory_limit, error)) {
-    std::cerr << "backoff sweep: " << error << '\n';
-    return exit_usage;
-  }
   // The scenario is checked now, point by point, so a mistake fails here and not in N tasks.
   const sim::scenario_source source = resolve_scenario(o.scenario);
   std::optional<sim::scenario> loaded = load_sweep(o, source);
@@ -279,9 +266,9 @@ int emit_command(const sweep_options& o) {
   spec.out = out;
   spec.scenario_text = source.text;
   spec.sets = o.sets;
-  spec.seed = o.seed;
+  spec.seed = o.seed_text;
   spec.threads = o.threads != 0 ? o.threads : 1;
-  spec.memory_limit = o.memory_limit;
+  spec.memory_limit = o.memory_limit_text;
   spec.image = o.image;
   spec.volume_claim = o.volume_claim;
   spec.name = o.job_name;
@@ -349,26 +336,27 @@ void setup_sweep(CLI::App& app, int& status) {
   cmd->add_option("-o,--out", options->out,
                   "Write summary.json and sweep.csv here (with --shard: shard-I-of-N.json)")
       ->check(not_empty("a folder"));
-  cmd->add_option("-j,--threads", options->threads,
-                  "Worker threads (default: one per core); the results do not depend on it")
-      ->check(CLI::Range(1U, 4096U));
+  add_count_option<unsigned>(
+      *cmd, "-j,--threads", options->threads,
+      "Worker threads (default: one per core); the results do not depend on it", 1, 4096);
   cmd->add_option("--shard", options->shard,
                   "Run only the I-th of N slices of the runs (I from 1), e.g. 3/8; 'auto': the "
                   "slice a Slurm, Kubernetes, AWS Batch or HTCondor array task is");
-  cmd->add_option("--shard-count", options->shard_count,
-                  "With --shard auto: the number of shards (required on Kubernetes; elsewhere "
-                  "checked against the scheduler's count)")
-      ->check(CLI::Range(1U, 4294967295U));
+  add_count_option<std::uint32_t>(
+      *cmd, "--shard-count", options->shard_count,
+      "With --shard auto: the number of shards (required on Kubernetes; elsewhere checked "
+      "against the scheduler's count)",
+      1, std::numeric_limits<std::uint32_t>::max());
   cmd->add_option("--emit", options->emit,
                   "Write a job file into --out that runs the sweep's shards as an array job, and "
                   "print the merge command")
       ->check(CLI::IsMember({"slurm", "condor", "k8s"}));
   std::vector<CLI::Option*> emit_only{
-      cmd->add_option("--shards", options->shards, "With --emit: the number of shards (tasks)")
-          ->check(CLI::Range(1U, 100000U)),
-      cmd->add_option("--retries", options->retries,
-                      "With --emit: retries per shard after a retryable exit status")
-          ->check(CLI::Range(0U, 10U))
+      add_count_option<std::uint32_t>(*cmd, "--shards", options->shards,
+                                      "With --emit: the number of shards (tasks)", 1, 100000),
+      add_count_option<unsigned>(*cmd, "--retries", options->retries,
+                                 "With --emit: retries per shard after a retryable exit status", 0,
+                                 10)
           ->capture_default_str(),
       cmd->add_option("--image", options->image,
                       "With --emit k8s: the container image the pods run (backoff on its PATH)"),
@@ -385,18 +373,20 @@ void setup_sweep(CLI::App& app, int& status) {
                   "Join shard outputs (folders with shard-*-of-*.json, or the files) into the "
                   "whole sweep's outputs")
       ->expected(1, -1);
-  cmd->add_option("-s,--seed", options->seed, "Override the scenario's seed")
-      ->check(whole_number());
+  add_seed_option(*cmd, "-s,--seed", options->seed, "Override the scenario's seed")
+      ->each([options](const std::string& text) { options->seed_text = text; });
   cmd->add_option("--set", options->sets,
                   "Override a scenario key by its dotted path, e.g. --set replications=10 or "
                   "--set 'sweep.clients=[50, 100]' (repeatable)");
   cmd->add_option("-f,--format", options->format, "Output on stdout")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  cmd->add_option("--memory-limit", options->memory_limit,
+  add_size_option(*cmd, "--memory-limit", options->memory_limit,
                   "Refuse a sweep estimated to need more memory than SIZE, and stop one (or a "
                   "--merge) that grows past it (512MiB, 4GiB, none; default: half the memory, at "
-                  "most 8GiB)");
+                  "most 8GiB)",
+                  {.none = true})
+      ->each([options](const std::string& text) { options->memory_limit_text = text; });
   cmd->add_flag("--plot", options->plot,
                 "Also draw charts of each metric against the swept key and report.html into --out");
   cmd->add_flag("!--no-progress", options->progress,

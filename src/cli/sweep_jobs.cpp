@@ -9,12 +9,12 @@
 #include "sweep_jobs.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <sstream>
 
 #include "backoff/error.hpp"
 #include "report/output_files.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace sweep_jobs_detail {
@@ -37,15 +37,11 @@ class env_numbers {
   std::optional<std::uint64_t> optional(const char* name) {
     const std::optional<std::string> text = env_(name);
     if (!text) return std::nullopt;
-    std::uint64_t value = 0;
-    const char* first = text->data();
-    const char* last = first + text->size();
-    const auto [end, ec] = std::from_chars(first, last, value);
-    if (text->empty() || text->find_first_not_of("0123456789") != std::string::npos ||
-        ec != std::errc{} || end != last || value > max_value) {
+    std::string why;
+    const std::optional<std::uint64_t> value = parse_whole_number(*text, 0, max_value, why);
+    if (!value) {
       fail(std::string(name) + "=" + shown(*text) + " is not a whole number from 0 to " +
            std::to_string(max_value));
-      return std::nullopt;
     }
     return value;
   }
