@@ -7,7 +7,7 @@
 //
 //   std::string why;
 //   if (auto bytes = backoff::config::parse_size("512MiB", why)) use(*bytes);  // 536870912
-//   else report(why);  // "unknown unit 'x' (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)"
+//   else report(why);  // "unknown unit 'x'; use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB"
 #pragma once
 
 #include <charconv>
@@ -62,7 +62,7 @@ inline std::optional<std::uint64_t> parse_size(std::string_view text, std::strin
     }
     return static_cast<std::uint64_t>(bytes);
   }
-  error = "unknown unit '" + std::string(unit) + "' (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)";
+  error = "unknown unit '" + std::string(unit) + "'; use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB";
   return std::nullopt;
 }
 

@@ -41,7 +41,7 @@ TEST(ProxyCli, BadFlagsAreOneLineNamingTheFlagAndExit2) {
       {{"proxy", "--upstream", "127.0.0.1:9", "--toxic", "latency(latency=1s, toxicity=2)"},
        "toxicity"},
       {{"proxy", "--upstream", "127.0.0.1:9", "--upstream-timeout", "0"},
-       "--upstream-timeout must be more than 0"},
+       "--upstream-timeout: bad duration \"0\" (must be more than 0)"},
       {{"proxy", "--upstream", "127.0.0.1:9", "--errors", "200%"}, "--errors"},
       {{"proxy", "--upstream", "127.0.0.1:9", "--metrics-path", "metrics"},
        "--metrics-path: expected a path starting with /"},
