@@ -31,6 +31,16 @@ bool takes_value(const CLI::Option* o) {
   return o->get_type_size() != 0 && !o->get_type_name().empty();
 }
 
+// What an option takes, as its --help shows it for the typed options (typed_options.hpp);
+// VALUE for the others.
+std::string value_name(const CLI::Option* o) {
+  const std::string type = o->get_type_name();
+  for (const char* typed : {"DURATION", "SIZE", "PERCENT", "SEED", "N"}) {
+    if (type == typed) return type;
+  }
+  return "VALUE";
+}
+
 // roff text: backslashes doubled as \e, a line never starting with a control character, hyphens
 // of options as \- (so that they copy as ASCII minus signs).
 std::string roff(std::string_view text) {
@@ -95,7 +105,7 @@ std::string man_page(const CLI::App& app, const std::string& version) {
       for (const std::string& s : spellings(o)) {
         names += (names.empty() ? "" : ", ") + std::string("\\fB") + roff(s) + "\\fR";
       }
-      if (takes_value(o)) names += " \\fIVALUE\\fR";
+      if (takes_value(o)) names += " \\fI" + value_name(o) + "\\fR";
       m += ".TP\n" + names + "\n" + roff(o->get_description());
       if (!o->get_default_str().empty()) m += " (default: " + roff(o->get_default_str()) + ")";
       m += "\n";

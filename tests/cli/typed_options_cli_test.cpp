@@ -101,6 +101,18 @@ TEST(TypedOptions, HelpNamesTheTypes) {
   }
 }
 
+// The man page names them as --help does.
+TEST(TypedOptions, ManPageNamesTheTypes) {
+  const auto r = run_cli({"--man"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s :
+       {R"(\fB\-\-memory\-limit\fR \fISIZE\fR)", R"(\fB\-\-timeout\fR \fIDURATION\fR)",
+        R"(\fB\-\-expired\-cost\fR \fIPERCENT\fR)", R"(\fB\-\-fault\-seed\fR \fISEED\fR)",
+        R"(\fB\-\-times\fR \fIN\fR)"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+}
+
 // The forms each flag took before it was typed still work: bare seconds for a duration, every
 // size form and "none" for a limit, a percentage or a fraction.
 TEST(TypedOptions, DocumentedFormsAreAccepted) {
