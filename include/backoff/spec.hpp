@@ -7,14 +7,14 @@
 //
 // Grammar: NAME [ "(" [ KEY "=" VALUE { "," KEY "=" VALUE } ] ")" ], blanks allowed around
 // tokens; a VALUE is a word ("2", "50ms", "10%", "100calls") or a list "[" [ITEM {"," ITEM}] "]".
-// NAME is a schedule (constant, linear, exponential, fibonacci) or a preset (presets.hpp); keys are
-// shared across kinds: initial, factor, step, max, jitter, jitter_max, lo, hi, r, sigma, sd, cap
-// (before|after), grow (base|previous), jitter_first (true|false). `max=none` removes the cap. A
-// key that does not apply to the chosen schedule or jitter is an error, not ignored. Errors throw
-// parse_error with one line that quotes the spec and names the bad part.
+// NAME is a schedule (constant, linear, exponential, fibonacci) or a preset (presets.hpp); the keys
+// are shared across schedules and jitters (their table: spec_keys_markdown("policy") in
+// spec_keys.hpp, or docs/POLICIES.md). `max=none` removes the cap. A key that does not apply to
+// the chosen schedule or jitter is an error, not ignored. Errors throw parse_error with one line
+// that quotes the spec and names the bad part, and a misspelt key or name gets a did-you-mean.
 //
 // The same call syntax serves the other specs of the toolkit (windows, budgets, throttles), so
-// its tokenizer is public: parse_spec_call().
+// its tokenizer is public: parse_spec_call(); spec_keys.hpp describes a kind's keys as a table.
 #pragma once
 
 #include <cstddef>

@@ -72,7 +72,8 @@ struct spec_key {
   std::string_view default_value;  // as the docs say it
   std::string_view meaning;        // one line for the docs
   void (*read)(Config&, const spec_value&);
-  // The value in the canonical text, or nullopt to leave the key out (a default it implies).
+  // The value in the canonical text, or nullopt to leave the key out (a default it implies);
+  // nullptr for a kind without canonical text.
   std::optional<std::string> (*write)(const Config&);
 };
 
@@ -145,7 +146,7 @@ std::string write_spec(std::string_view name, std::span<const spec_key<Config>> 
   std::string out = std::string(name) + "(";
   bool first = true;
   for (const spec_key<Config>& k : keys) {
-    if (!key_applies(k, in_effect)) continue;
+    if (!key_applies(k, in_effect) || k.write == nullptr) continue;
     const std::optional<std::string> value = k.write(config);
     if (!value) continue;
     if (!first) out += ", ";
