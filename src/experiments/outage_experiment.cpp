@@ -32,8 +32,8 @@ report::scenario_result run_outage_experiment(
     lo.target.host = "127.0.0.1";
     lo.target.port = s.port();
     lo.target.path = "/api";
-    lo.strategy = name;
-    lo.policy = parse_policy(spec);
+    lo.name = name;
+    lo.strategy.policy = parse_policy(spec);
     report::outage_window window;
     window.start = e.pause_after.count();
     window.end = (e.pause_after + e.pause_for).count();
@@ -57,7 +57,7 @@ report::scenario_result run_outage_experiment(
     s.stop();
     s.wait();
     result.strategies.push_back(run.summary);
-    result.policies.emplace_back(name, lo.policy);
+    result.policies.emplace_back(name, lo.strategy.policy);
     result.events += run.requests;
   }
   result.wall_s =

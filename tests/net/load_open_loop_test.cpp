@@ -37,7 +37,7 @@ struct test_server {
     backoff::net::load_options o;
     o.target.port = s.port();
     o.report_every = 10s;
-    o.max_attempts = 1;
+    o.strategy.max_attempts = 1;
     return o;
   }
   backoff::net::server s;
@@ -96,8 +96,8 @@ TEST(LoadOpenLoop, ADeadlineEndsOperationsAndBoundsTheLatencyKept) {
   o.rate_per_s = 100;
   o.timeout = 5s;
   o.request_deadline = 80ms;
-  o.max_attempts = 0;  // retried until the deadline
-  o.policy = backoff::backoff_policy::constant(10ms);
+  o.strategy.max_attempts = 0;  // retried until the deadline
+  o.strategy.policy = backoff::backoff_policy::constant(10ms);
   o.duration_total = 400ms;
   const auto run = backoff::net::run_load(o, {});
   EXPECT_GT(run.summary.operations, 20u);

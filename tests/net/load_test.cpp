@@ -60,8 +60,8 @@ TEST(Load, PropagatedDeadlinesLetTheServerDropWorkItsClientGaveUpOn) {
     o.timeout = 100ms;
     o.duration_total = 600ms;
     o.report_every = 10s;
-    o.max_attempts = 2;
-    o.policy = backoff::backoff_policy::constant(10ms);
+    o.strategy.max_attempts = 2;
+    o.strategy.policy = backoff::backoff_policy::constant(10ms);
     o.propagate_deadline = propagate;
     const auto run = backoff::net::run_load(o, {});
     EXPECT_GT(run.timeouts, 0u);
@@ -104,8 +104,8 @@ TEST(Load, AnOpenBreakerKeepsAttemptsFromTheServer) {
   o.timeout = 1s;
   o.duration_total = 400ms;
   o.report_every = 10s;
-  o.max_attempts = 1;
-  o.breaker = backoff::parse_breaker("breaker(kind=consecutive, failures=3, open=1h)");
+  o.strategy.max_attempts = 1;
+  o.strategy.breaker = backoff::parse_breaker("breaker(kind=consecutive, failures=3, open=1h)");
   const auto run = backoff::net::run_load(o, {});
   // Three failures open it (a few more may be in flight then); nothing after.
   EXPECT_GE(run.requests, 3u);
@@ -138,7 +138,7 @@ TEST(Load, HedgedCopiesAreSentAndTheLosersCancelled) {
   o.timeout = 5s;
   o.duration_total = 1s;
   o.report_every = 10s;
-  o.hedge = backoff::parse_hedge("hedge(max_attempts=3, delay=50ms)");
+  o.strategy.hedge = backoff::parse_hedge("hedge(max_attempts=3, delay=50ms)");
   const auto run = backoff::net::run_load(o, {});
   ASSERT_GT(run.ok, 0u);
   EXPECT_EQ(run.errors, 0u);
@@ -172,8 +172,8 @@ TEST(Load, AnAdaptiveThrottleRefusesAttemptsLocallyWhenTheServerFails) {
   o.rate_per_s = 500;
   o.duration_total = 400ms;
   o.report_every = 10s;
-  o.max_attempts = 1;
-  o.throttle = backoff::parse_throttle("sre(k=2, window=2m)");
+  o.strategy.max_attempts = 1;
+  o.strategy.throttle = backoff::parse_throttle("sre(k=2, window=2m)");
   const auto run = backoff::net::run_load(o, {});
   EXPECT_GT(run.summary.operations, 150u);
   EXPECT_GT(run.requests, 0u);

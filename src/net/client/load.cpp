@@ -361,7 +361,7 @@ struct load_state {
 
   static report::recorder_options make_recorder_options(const load_options& o) {
     report::recorder_options r;
-    r.strategy = o.strategy;
+    r.strategy = o.name;
     r.bucket = o.bucket.count();
     r.seconds_per_unit = 1e-9;
     r.outage = o.outage;
@@ -396,9 +396,7 @@ struct load_state {
   in_flight_list in_flight;
   std::string request_text;  // "GET /api HTTP/1.1" with Host, serialized once
   known_replies known;
-  std::unique_ptr<retry_budget> budget;
-  std::unique_ptr<circuit_breaker> breaker;
-  std::unique_ptr<throttle> client_throttle;
+  strategy::live guards;  // the budget, throttle and breaker all clients share
   std::unique_ptr<async_window> window;
   // Last: destroyed first, with every coroutine frame still in it, while what they refer to lives.
   std::optional<asio::io_context> context;
@@ -727,7 +725,7 @@ asio::awaitable<void> client_loop(load_state& s, std::optional<std::uint32_t> cl
     const duration left{
         deadline_at ? std::max<report::time_units>(deadline_at - (read_at - s.start).count(), 1)
                     : 0};
-    retry_policy policy{s.options.policy, s.options.max_attempts, left};
+    retry_policy policy{s.options.strategy.policy, s.options.strategy.max_attempts, left};
     async_retry_env env;
     env.now = [read_at, first = true]() mutable {
       if (!first) return load_state::steady_now();
@@ -736,16 +734,13 @@ asio::awaitable<void> client_loop(load_state& s, std::optional<std::uint32_t> cl
     };
     env.random = rng;
     if (s.options.grow_from_think) env.continue_from = think;
-    retry_gates gates;
-    gates.budget = s.budget.get();
-    gates.breaker = s.breaker.get();
-    gates.throttle = s.client_throttle.get();
+    const retry_gates gates = s.guards.gates();
     const operation_ref ref{&s, &c, &flight};
     const attempt_op op{&ref};
     retry_result<reply> result;
-    if (s.options.hedge) {
-      hedge_options<classify_hedged_reply> options{
-          *s.options.hedge, classify_hedged_reply{&*s.options.hedge}, gates, left};
+    if (const auto& hedge = s.options.strategy.hedge) {
+      hedge_options<classify_hedged_reply> options{*hedge, classify_hedged_reply{&*hedge}, gates,
+                                                   left};
       const auto hedged = co_await async_hedge(hedged_copy_op{&ref}, std::move(options), env);
       result.why = hedged.why;
       result.attempts = hedged.attempts;
@@ -970,11 +965,12 @@ load_run run_load(const load_options& options,
     text << req;
     s.request_text = text.str();
   }
-  if (options.budget) s.budget = std::make_unique<retry_budget>(*options.budget);
-  if (options.breaker) s.breaker = std::make_unique<circuit_breaker>(*options.breaker);
-  if (options.throttle) s.client_throttle = std::make_unique<throttle>(*options.throttle);
-  if (options.window) {
-    s.window = std::make_unique<async_window>(s.context->get_executor(), *options.window);
+  // The budget, breaker and throttle are the strategy's own (gates below); the window is the
+  // Asio one, which suspends a coroutine rather than a thread.
+  s.guards = options.strategy.instantiate();
+  s.guards.window.reset();
+  if (const auto& window = options.strategy.window) {
+    s.window = std::make_unique<async_window>(s.context->get_executor(), *window);
   }
   const auto wall_start = std::chrono::steady_clock::now();
   s.start = load_state::steady_now();

@@ -18,7 +18,7 @@
 //   load_options o;
 //   o.target = parse_target("http://127.0.0.1:8070/api");
 //   o.clients = 1000;  o.think_mean = 10s;  o.timeout = 2s;  o.duration = 60s;
-//   o.policy = parse_policy("smira-go");
+//   o.strategy = parse_strategy("policy=smira-go, max_attempts=5");
 //   load_run run = run_load(o, [](const interval_report& r) { print(r); });
 //   // run.summary: the simulator's strategy_summary (SPEC 6.2), time series included
 //
@@ -35,13 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "backoff/aimd_window.hpp"
-#include "backoff/circuit_breaker.hpp"
 #include "backoff/duration.hpp"
-#include "backoff/hedge.hpp"
-#include "backoff/policy.hpp"
-#include "backoff/retry_budget.hpp"
-#include "backoff/throttle.hpp"
+#include "backoff/strategy.hpp"
 #include "net/client/arrivals.hpp"
 #include "report/recorder.hpp"
 #include "report/result.hpp"
@@ -60,7 +55,7 @@ http_target parse_target(std::string_view url);
 
 struct load_options {
   http_target target;
-  std::string strategy = "load";                   // the name in summary.json and timeseries.csv
+  std::string name = "load";                       // the name in summary.json and timeseries.csv
   std::uint32_t clients = 1000;                    // closed loop: virtual clients
   duration think_mean = std::chrono::seconds(10);  // closed loop: mean of the exponential think
   double rate_per_s = 0;                           // > 0: open loop at this rate instead
@@ -84,18 +79,15 @@ struct load_options {
   duration duration_total = std::chrono::seconds(60);
   duration report_every = std::chrono::seconds(5);
   duration bucket = std::chrono::seconds(1);
-  backoff_policy policy;                // the wait before a retry
-  std::uint32_t max_attempts = 0;       // per operation; 0: no limit
-  bool grow_from_think = true;          // seed 004's client quirk (docs/models/outage-recovery.md)
-  std::optional<aimd_config> window;    // --aimd: one AIMD window shared by all clients
-  std::optional<budget_config> budget;  // --budget: one retry budget shared by all clients
-  std::optional<breaker_config> breaker;  // --breaker: one circuit breaker for the target
-  // --throttle: one client-side throttle for all clients (the SRE book's adaptive throttling, or
-  // a CUBIC rate limiter that paces attempts).
-  std::optional<throttle_config> throttle;
-  // --hedge: copies of each operation (gRPC A6) instead of retries; the budget is charged for
-  // every copy after the first. The first copy uses the client's connection, others their own.
-  std::optional<hedge_policy> hedge;
+  // The guards every operation runs through: the wait before a retry, max_attempts, and one AIMD
+  // window, retry budget, circuit breaker and throttle shared by all clients (the throttle is
+  // the SRE book's adaptive throttling, or a CUBIC rate limiter that paces attempts). With a
+  // hedge, copies of each operation (gRPC A6) instead of retries; the budget is charged for every
+  // copy after the first, the first copy uses the client's connection and the others their own.
+  // The deadline key is not used: `timeout` and `request_deadline` bound each attempt and each
+  // operation (a driver refuses it, strategy::refusal).
+  backoff::strategy strategy;
+  bool grow_from_think = true;  // seed 004's client quirk (docs/models/outage-recovery.md)
   std::uint64_t seed = 1;
   // When set, the run's outage for recovery_s (times from the start of the run).
   std::optional<report::outage_window> outage;

@@ -70,14 +70,7 @@ using progress_fn = std::function<void(double fraction)>;
 // library's retry_controller gets a circuit breaker through its gates for free; hedging (several
 // attempts of one operation in flight) and per-attempt deadlines need the model's own events.
 // make_model refuses, with one line, a strategy whose guard its model would silently ignore.
-struct guard_support {
-  bool breaker = false;
-  bool hedge = false;
-  bool deadline = false;
-  // Why not, in the refusal's words, when the reason is the model's own.
-  std::string_view breaker_why_not =
-      "its clients do not retry through the library's retry controller";
-};
+using backoff::guard_support;  // what a model honours of a strategy's guards
 
 class model_runner {
  public:

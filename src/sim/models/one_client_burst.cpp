@@ -79,18 +79,6 @@ class one_client_burst final : public model, public model_runner {
     if (strategy.has_window() && (strategy.breaker() || strategy.hedge() || strategy.deadline())) {
       refuse("a window resends from its queue: give it no breaker, hedge or deadline");
     }
-    if (strategy.hedge()) {
-      // gRPC A6: a method has a retry policy or a hedging policy, never both.
-      if (!strategy.retries_at_once() || strategy.policy().max_attempts != 0) {
-        refuse("hedge replaces the retry policy (gRPC A6): give it no policy or max_attempts");
-      }
-      if (strategy.deadline() && (strategy.deadline()->per_attempt.count() > 0 ||
-                                  strategy.deadline()->min_useful.count() > 0)) {
-        refuse(
-            "with hedge, a deadline takes total (and propagate) only: copies have no "
-            "per-attempt timeout of their own");
-      }
-    }
     if (strategy.has_window() && !strategy.retries_at_once()) {
       throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
                            ": a window resends from its queue; give it no policy (or \"none\")");

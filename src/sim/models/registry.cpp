@@ -30,22 +30,10 @@ namespace {
 void refuse_unsupported_guards(const model_runner& model, const scenario& sc) {
   const guard_support can = model.guards();
   for (const client_strategy& s : sc.strategies()) {
-    const auto refuse = [&](std::string_view key, std::string_view why) {
+    if (const auto refused = s.guards().refusal(can)) {
       throw scenario_error(s.where() + ": strategy " + s.name() + ": model '" + sc.model() +
-                           "' cannot honour strategy." + std::string(key) + ": " +
-                           std::string(why) + " (docs/SIMULATOR.md, \"Guards\")");
-    };
-    if (s.breaker() && !can.breaker) {
-      refuse("breaker", can.breaker_why_not);
-    }
-    if (s.breaker() && s.breaker()->keyed) {
-      refuse("breaker", "keyed=true needs keys (hosts, shards or users), and its server is one");
-    }
-    if (s.hedge() && !can.hedge) {
-      refuse("hedge", "it has no way to put two attempts of one operation in flight");
-    }
-    if (s.deadline() && !can.deadline) {
-      refuse("deadline", "it has no per-attempt timeouts");
+                           "' cannot honour strategy." + std::string(refused->key) + ": " +
+                           refused->why + " (docs/SIMULATOR.md, \"Guards\")");
     }
   }
 }

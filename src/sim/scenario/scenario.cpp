@@ -17,6 +17,8 @@
 #include "backoff/presets.hpp"
 #include "backoff/retry_budget.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spelling.hpp"
+#include "backoff/strategy.hpp"
 #include "backoff/throttle.hpp"
 #include "config/toml_shape.hpp"
 
@@ -126,10 +128,6 @@ std::string number_text(double v) {
   char buf[64];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
-}
-
-std::uint32_t to_u32(std::int64_t v) {
-  return static_cast<std::uint32_t>(v);
 }
 
 }  // namespace
@@ -376,76 +374,67 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
 
 namespace {
 
-// A strategy key's spec, parsed by the library's parser `parse`; none when the key is absent.
-template <class Parse>
-auto parsed_spec(const toml::table& t, std::string_view key, const std::string& path, Parse parse)
-    -> std::optional<decltype(parse(std::string_view()))> {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return std::nullopt;
-  const std::string at = position(n->source(), path) + ": strategy." + std::string(key) + ": ";
-  const auto text = n->value_exact<std::string>();
-  if (!text) throw scenario_error(at + "expected a string, found " + type_name(*n));
-  try {
-    return parse(*text);
-  } catch (const parse_error& e) {
-    throw scenario_error(at + e.what());
-  }
-}
-
-void refuse_unknown_strategy_keys(const toml::table& t, const std::string& path) {
-  static const std::set<std::string, std::less<>> known{"name",   "policy",   "window",
-                                                        "budget", "throttle", "breaker",
-                                                        "hedge",  "deadline", "max_attempts"};
-  for (const auto& [k, node] : t) {
-    (void)node;
-    if (!known.contains(k.str())) {
-      throw scenario_error(
-          position(k.source(), path) + ": unknown strategy key '" + std::string(k.str()) +
-          "' (known: name, policy, window, budget, throttle, breaker, hedge, deadline, "
-          "max_attempts)");
-    }
-  }
-}
-
+// Every key of strategy::keys() (and `name`), each read by the library's strategy::set; a key
+// that is not one gets the library's did-you-mean. max_attempts is a TOML integer, the others are
+// spec strings.
 // `names`: the names taken by the strategies before this one.
 client_strategy read_strategy(const toml::table& t, const std::string& path,
                               std::set<std::string>& names) {
-  refuse_unknown_strategy_keys(t, path);
-  client_strategy::parts s;
-  s.where = position(t.source(), path);
+  const auto keys = backoff::strategy::keys();
+  for (const auto& [k, node] : t) {
+    (void)node;
+    if (k.str() == "name" || std::find(keys.begin(), keys.end(), k.str()) != keys.end()) continue;
+    std::vector<std::string_view> known{"name"};
+    known.insert(known.end(), keys.begin(), keys.end());
+    std::string list;
+    for (const std::string_view key : known) list += (list.empty() ? "" : ", ") + std::string(key);
+    throw scenario_error(position(k.source(), path) + ": unknown strategy key '" +
+                         std::string(k.str()) + "'" + did_you_mean(k.str(), known) +
+                         " (known: " + list + ")");
+  }
+  const std::string where = position(t.source(), path);
+  std::string name;
   if (const toml::node* n = t.get("name")) {
     const auto v = n->value_exact<std::string>();
     if (!v) {
       throw scenario_error(position(n->source(), path) +
                            ": strategy.name: expected a string, found " + type_name(*n));
     }
-    s.name = *v;
+    name = *v;
   }
-  if (s.name.empty()) throw scenario_error(s.where + ": strategy: missing name");
-  if (!names.insert(s.name).second) {
-    throw scenario_error(s.where + ": strategy: name '" + s.name + "' used twice");
+  if (name.empty()) throw scenario_error(where + ": strategy: missing name");
+  if (!names.insert(name).second) {
+    throw scenario_error(where + ": strategy: name '" + name + "' used twice");
   }
-  s.policy.backoff = parsed_spec(t, "policy", path, [](std::string_view v) {
-                       return parse_policy(v);
-                     }).value_or(find_preset("none")->policy);
-  s.window = parsed_spec(t, "window", path, [](std::string_view v) { return parse_window(v); });
-  s.budget = parsed_spec(t, "budget", path, [](std::string_view v) { return parse_budget(v); });
-  s.throttle =
-      parsed_spec(t, "throttle", path, [](std::string_view v) { return parse_throttle(v); });
-  s.breaker = parsed_spec(t, "breaker", path, [](std::string_view v) { return parse_breaker(v); });
-  s.hedge = parsed_spec(t, "hedge", path, [](std::string_view v) { return parse_hedge(v); });
-  s.deadline =
-      parsed_spec(t, "deadline", path, [](std::string_view v) { return parse_deadline(v); });
-  if (s.deadline) s.policy.max_elapsed = s.deadline->total;
-  if (const toml::node* n = t.get("max_attempts")) {
-    const auto v = n->value_exact<std::int64_t>();
-    if (!v || *v < 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
-      throw scenario_error(position(n->source(), path) +
-                           ": strategy.max_attempts: expected an integer >= 0 (0 = unlimited)");
+  backoff::strategy guards;
+  for (const std::string_view key : keys) {
+    const toml::node* n = t.get(key);
+    if (n == nullptr) continue;
+    const std::string at = position(n->source(), path) + ": strategy." + std::string(key) + ": ";
+    std::string text;
+    if (key == "max_attempts") {
+      const auto v = n->value_exact<std::int64_t>();
+      if (!v || *v < 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
+        throw scenario_error(at + "expected an integer >= 0 (0 = unlimited)");
+      }
+      text = std::to_string(*v);
+    } else {
+      const auto v = n->value_exact<std::string>();
+      if (!v) throw scenario_error(at + "expected a string, found " + type_name(*n));
+      text = *v;
     }
-    s.policy.max_attempts = to_u32(*v);
+    try {
+      guards.set(key, text);
+    } catch (const parse_error& e) {
+      throw scenario_error(at + e.what());
+    }
   }
-  return client_strategy(std::move(s));
+  try {
+    guards.validate();
+  } catch (const parse_error& e) {
+    throw scenario_error(where + ": strategy " + name + ": " + e.what());
+  }
+  return client_strategy(std::move(name), where, std::move(guards));
 }
 
 }  // namespace
