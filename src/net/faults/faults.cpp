@@ -11,11 +11,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
+#include <optional>
 #include <set>
+#include <span>
 
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spec_keys.hpp"
 #include "config/toml_shape.hpp"
 
 namespace backoff::net {
@@ -73,58 +78,17 @@ std::string header_name(std::string_view spec, std::string_view text) {
   return out;
 }
 
-const std::set<std::string_view>& keys_of(fault_kind kind) {
-  static const std::set<std::string_view> errors{"rate", "status"};
-  static const std::set<std::string_view> latency{
-      "rate", "delay", "distribution", "mean", "lo", "hi", "median", "sigma", "scale", "shape"};
-  static const std::set<std::string_view> partial{"rate", "header", "value", "path", "status"};
-  static const std::set<std::string_view> outage{"rate", "status", "action"};
-  static const std::set<std::string_view> slow{"rate", "size", "speed"};
-  switch (kind) {
-    case fault_kind::errors:
-      return errors;
-    case fault_kind::latency:
-      return latency;
-    case fault_kind::partial:
-      return partial;
-    case fault_kind::outage:
-      return outage;
-    case fault_kind::slow_body:
-      return slow;
-  }
-  return errors;
-}
+// Bit i: fault_kind i; then bit 5 + i: latency_distribution i.
+constexpr std::string_view kind_names[] = {"errors", "latency", "partial", "outage", "slow_body"};
+constexpr std::string_view distribution_names[] = {"fixed", "uniform", "exponential", "lognormal",
+                                                   "pareto"};
 
 std::string_view kind_name(fault_kind kind) {
-  switch (kind) {
-    case fault_kind::errors:
-      return "errors";
-    case fault_kind::latency:
-      return "latency";
-    case fault_kind::partial:
-      return "partial";
-    case fault_kind::outage:
-      return "outage";
-    case fault_kind::slow_body:
-      return "slow_body";
-  }
-  return "errors";
+  return kind_names[static_cast<std::size_t>(kind)];
 }
 
 std::string_view distribution_name(latency_distribution d) {
-  switch (d) {
-    case latency_distribution::fixed:
-      return "fixed";
-    case latency_distribution::uniform:
-      return "uniform";
-    case latency_distribution::exponential:
-      return "exponential";
-    case latency_distribution::lognormal:
-      return "lognormal";
-    case latency_distribution::pareto:
-      return "pareto";
-  }
-  return "fixed";
+  return distribution_names[static_cast<std::size_t>(d)];
 }
 
 std::string format_real(double v) {
@@ -139,65 +103,176 @@ std::string format_bytes(std::uint64_t n) {
   return std::to_string(n) + "B";
 }
 
-// The canonical text of a parsed fault: every key that matters, in a fixed order.
+constexpr variant_set every_kind = variant_bit(std::size(kind_names)) - 1;
+constexpr variant_set every_distribution =
+    (variant_bit(std::size(kind_names) + std::size(distribution_names)) - 1) & ~every_kind;
+constexpr variant_set fault_groups[] = {every_kind, every_distribution};
+
+constexpr variant_set kinds(std::initializer_list<fault_kind> list) {
+  variant_set out = every_distribution;
+  for (const fault_kind k : list) out |= variant_bit(k);
+  return out;
+}
+constexpr variant_set distribution_bit(latency_distribution d) {
+  return variant_bit(static_cast<unsigned>(d) + std::size(kind_names));
+}
+constexpr variant_set latency_with(latency_distribution d) {
+  return variant_bit(fault_kind::latency) | distribution_bit(d);
+}
+
+// The variants a parsed fault is: its kind, and for a latency its distribution.
+variant_set in_effect(const fault& f) {
+  const variant_set kind = variant_bit(f.kind);
+  return f.kind == fault_kind::latency ? kind | distribution_bit(f.distribution) : kind;
+}
+
+void read_a(fault& f, const spec_value& v) {
+  f.a = v.time();
+}
+std::optional<std::string> write_a(const fault& f) {
+  return format_duration(f.a);
+}
+
+// In canonical order: the kind's own keys, then rate.
+constexpr spec_key<fault> fault_keys[] = {
+    {"distribution", kinds({fault_kind::latency}),
+     "`fixed`, `uniform`, `exponential`, `lognormal` or `pareto`", "`fixed`",
+     "how the added latency is drawn",
+     [](fault& f, const spec_value& v) {
+       for (std::size_t i = 0; i < std::size(distribution_names); ++i) {
+         if (v.text() == distribution_names[i]) {
+           f.distribution = static_cast<latency_distribution>(i);
+           return;
+         }
+       }
+       fail(v.spec,
+            "'distribution' must be fixed, uniform, exponential, lognormal or pareto, got " +
+                quote_for_message(v.text()) +
+                name_hint(v.text(), std::span<const std::string_view>(distribution_names)));
+     },
+     [](const fault& f) -> std::optional<std::string> {
+       return std::string(distribution_name(f.distribution));
+     }},
+    {"delay", latency_with(latency_distribution::fixed), "a duration up to 24h", "required",
+     "the latency added", read_a, write_a},
+    {"lo", latency_with(latency_distribution::uniform), "a duration up to 24h", "required",
+     "the shortest latency", read_a, write_a},
+    {"hi", latency_with(latency_distribution::uniform), "a duration up to 24h, at least `lo`",
+     "required", "the longest latency (not reached)",
+     [](fault& f, const spec_value& v) { f.b = v.time(); },
+     [](const fault& f) -> std::optional<std::string> { return format_duration(f.b); }},
+    {"mean", latency_with(latency_distribution::exponential), "a duration up to 24h", "required",
+     "the mean latency", read_a, write_a},
+    {"median", latency_with(latency_distribution::lognormal), "a duration up to 24h", "required",
+     "the median latency", read_a, write_a},
+    {"sigma", latency_with(latency_distribution::lognormal), "a number from 0 to 10", "required",
+     "the standard deviation of the latency's logarithm",
+     [](fault& f, const spec_value& v) { f.sigma = v.number(); },
+     [](const fault& f) -> std::optional<std::string> { return format_real(f.sigma); }},
+    {"scale", latency_with(latency_distribution::pareto), "a duration up to 24h", "required",
+     "the shortest latency", read_a, write_a},
+    {"shape", latency_with(latency_distribution::pareto), "a number above 0, at most 100",
+     "required", "the tail: the mean is scale * shape / (shape - 1) for shape > 1",
+     [](fault& f, const spec_value& v) { f.shape = v.number(); },
+     [](const fault& f) -> std::optional<std::string> { return format_real(f.shape); }},
+    {"header", kinds({fault_kind::partial}), "a header name", "none; `header` or `path`",
+     "the requests whose header has one of `value` fail",
+     [](fault& f, const spec_value& v) { f.header = header_name(v.spec, v.text()); },
+     [](const fault& f) -> std::optional<std::string> {
+       if (f.header.empty()) return std::nullopt;
+       return f.header;
+     }},
+    {"value", kinds({fault_kind::partial}), "a value, or a list `[3, 7]`", "required with `header`",
+     "the header values that fail",
+     [](fault& f, const spec_value& v) {
+       f.values = v.arg.is_list ? v.arg.items : std::vector<std::string>{v.text()};
+     },
+     [](const fault& f) -> std::optional<std::string> {
+       if (f.header.empty()) return std::nullopt;
+       std::string values;
+       for (const auto& x : f.values) values += (values.empty() ? "" : ", ") + x;
+       return "[" + values + "]";
+     }},
+    {"path", kinds({fault_kind::partial}), "a path prefix starting with `/`",
+     "none; `header` or `path`", "the requests whose path starts so fail",
+     [](fault& f, const spec_value& v) {
+       if (!v.text().starts_with('/')) {
+         fail(v.spec, "'path' must start with '/', got " + quote_for_message(v.text()));
+       }
+       f.path_prefix = v.text();
+     },
+     [](const fault& f) -> std::optional<std::string> {
+       if (!f.header.empty()) return std::nullopt;
+       return f.path_prefix;
+     }},
+    {"status", kinds({fault_kind::errors, fault_kind::partial, fault_kind::outage}),
+     "an HTTP status, 200 to 599", "503", "the answer of a request that fails",
+     [](fault& f, const spec_value& v) { f.status = parse_status(v.spec, v.arg.key, v.text()); },
+     [](const fault& f) -> std::optional<std::string> {
+       if (f.kind == fault_kind::outage && f.action != outage_action::status) return std::nullopt;
+       return std::to_string(f.status);
+     }},
+    {"action", kinds({fault_kind::outage}), "`status`, `reset` or `hang`", "`status`",
+     "answer `status`, reset the connection (RST), or hold the request until the window ends",
+     [](fault& f, const spec_value& v) {
+       if (v.text() == "status") {
+         f.action = outage_action::status;
+       } else if (v.text() == "reset") {
+         f.action = outage_action::reset;
+       } else if (v.text() == "hang") {
+         f.action = outage_action::hang;
+       } else {
+         fail(v.spec, "'action' must be status, reset or hang, got " + quote_for_message(v.text()));
+       }
+     },
+     [](const fault& f) -> std::optional<std::string> {
+       switch (f.action) {
+         case outage_action::reset:
+           return "reset";
+         case outage_action::hang:
+           return "hang";
+         case outage_action::status:
+           break;
+       }
+       return std::nullopt;
+     }},
+    {"size", kinds({fault_kind::slow_body}), "a size from 1B to 1GiB (`16KiB`)", "required",
+     "the body's size, padded",
+     [](fault& f, const spec_value& v) {
+       std::uint64_t n = 0;
+       try {
+         n = parse_byte_size(v.text());
+       } catch (const parse_error&) {
+       }
+       if (n == 0 || n > largest_body) {
+         fail(v.spec, "'size' must be a size from 1B to 1GiB (16384, 16KiB, 1MiB), got " +
+                          quote_for_message(v.text()));
+       }
+       f.body_size = n;
+     },
+     [](const fault& f) -> std::optional<std::string> { return format_bytes(f.body_size); }},
+    {"speed", kinds({fault_kind::slow_body}), "a size per second above 0 (`4KiB/s`)", "required",
+     "how fast the body is sent",
+     [](fault& f, const spec_value& v) {
+       const auto speed = parse_speed(v.text());
+       if (!speed) {
+         fail(v.spec, "'speed' must be a size per second above 0 (4KiB/s, 512B/s), got " +
+                          quote_for_message(v.text()));
+       }
+       f.bytes_per_s = *speed;
+     },
+     [](const fault& f) -> std::optional<std::string> {
+       return format_real(f.bytes_per_s) + "B/s";
+     }},
+    {"rate", all_variants, "a percentage (`5%`) or a fraction (`0.05`)", "100%",
+     "the share of the requests it applies to that it hits",
+     [](fault& f, const spec_value& v) { f.rate = v.fraction(); },
+     [](const fault& f) -> std::optional<std::string> { return format_fraction(f.rate); }},
+};
+
+// The canonical text of a parsed fault: every key that matters, in the table's order.
 std::string canonical(const fault& f) {
-  std::string out(kind_name(f.kind));
-  out += "(";
-  std::vector<std::string> parts;
-  switch (f.kind) {
-    case fault_kind::errors:
-      parts.push_back("status=" + std::to_string(f.status));
-      break;
-    case fault_kind::latency:
-      parts.push_back("distribution=" + std::string(distribution_name(f.distribution)));
-      switch (f.distribution) {
-        case latency_distribution::fixed:
-          parts.push_back("delay=" + format_duration(f.a));
-          break;
-        case latency_distribution::uniform:
-          parts.push_back("lo=" + format_duration(f.a));
-          parts.push_back("hi=" + format_duration(f.b));
-          break;
-        case latency_distribution::exponential:
-          parts.push_back("mean=" + format_duration(f.a));
-          break;
-        case latency_distribution::lognormal:
-          parts.push_back("median=" + format_duration(f.a));
-          parts.push_back("sigma=" + format_real(f.sigma));
-          break;
-        case latency_distribution::pareto:
-          parts.push_back("scale=" + format_duration(f.a));
-          parts.push_back("shape=" + format_real(f.shape));
-          break;
-      }
-      break;
-    case fault_kind::partial: {
-      if (!f.header.empty()) {
-        parts.push_back("header=" + f.header);
-        std::string values;
-        for (const auto& v : f.values) values += (values.empty() ? "" : ", ") + v;
-        parts.push_back("value=[" + values + "]");
-      } else {
-        parts.push_back("path=" + f.path_prefix);
-      }
-      parts.push_back("status=" + std::to_string(f.status));
-      break;
-    }
-    case fault_kind::outage:
-      if (f.action == outage_action::status) {
-        parts.push_back("status=" + std::to_string(f.status));
-      } else {
-        parts.push_back(f.action == outage_action::reset ? "action=reset" : "action=hang");
-      }
-      break;
-    case fault_kind::slow_body:
-      parts.push_back("size=" + format_bytes(f.body_size));
-      parts.push_back("speed=" + format_real(f.bytes_per_s) + "B/s");
-      break;
-  }
-  parts.push_back("rate=" + format_fraction(f.rate));
-  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-  return out + ")";
+  return write_spec(kind_name(f.kind), fault_keys, f, in_effect(f));
 }
 
 // Requests whose header `name` has one of `values` (compared exactly), or whose path starts
@@ -358,85 +433,25 @@ std::string_view fault_counter_name(fault_counter c) noexcept {
 fault parse_fault(std::string_view spec) {
   const spec_call call = parse_spec_call(spec, fault_what);
   fault f;
-  if (call.name == "errors") {
-    f.kind = fault_kind::errors;
-  } else if (call.name == "latency") {
-    f.kind = fault_kind::latency;
-  } else if (call.name == "partial") {
-    f.kind = fault_kind::partial;
-  } else if (call.name == "outage") {
-    f.kind = fault_kind::outage;
-  } else if (call.name == "slow_body") {
-    f.kind = fault_kind::slow_body;
-  } else {
-    fail(spec, "unknown fault " + quoted_key(call.name) +
-                   " (expected errors, latency, partial, outage or slow_body)");
+  const auto* kind = std::find(std::begin(kind_names), std::end(kind_names), call.name);
+  if (kind == std::end(kind_names)) {
+    fail(spec, "unknown fault " + quoted_key(call.name) + " (known: " + join_names(kind_names) +
+                   ")" + name_hint(call.name, kind_names));
   }
-  const auto& allowed = keys_of(f.kind);
+  f.kind = static_cast<fault_kind>(kind - std::begin(kind_names));
+  // The distribution is not known yet: each key is first checked against the kind alone.
+  const variant_set of_kind = variant_bit(f.kind);
   std::set<std::string, std::less<>> given;
-  const spec_argument* distribution = nullptr;
   for (const spec_argument& arg : call.arguments) {
-    if (!allowed.contains(arg.key)) {
-      std::string keys;
-      for (const auto k : allowed) keys += (keys.empty() ? "" : ", ") + std::string(k);
+    const spec_key<fault>* key = find_spec_key(fault_keys, arg.key);
+    if (key == nullptr || !key_applies(*key, of_kind)) {
       fail(spec, quoted_key(arg.key) + " does not apply to " + std::string(kind_name(f.kind)) +
-                     " (its keys: " + keys + ")");
+                     " (its keys: " + spec_key_list(fault_keys, of_kind) + ")" +
+                     spec_key_hint(arg.key, fault_keys, of_kind));
     }
     given.insert(arg.key);
     if (arg.is_list && arg.key != "value") fail(spec, quoted_key(arg.key) + " takes one value");
-    if (arg.key == "rate") {
-      f.rate = spec_fraction(spec, arg, fault_what);
-    } else if (arg.key == "status") {
-      f.status = parse_status(spec, arg.key, arg.value);
-    } else if (arg.key == "distribution") {
-      distribution = &arg;
-    } else if (arg.key == "delay" || arg.key == "mean" || arg.key == "lo" || arg.key == "median" ||
-               arg.key == "scale") {
-      f.a = spec_duration(spec, arg, fault_what);
-    } else if (arg.key == "hi") {
-      f.b = spec_duration(spec, arg, fault_what);
-    } else if (arg.key == "sigma") {
-      f.sigma = spec_number(spec, arg, fault_what);
-    } else if (arg.key == "shape") {
-      f.shape = spec_number(spec, arg, fault_what);
-    } else if (arg.key == "header") {
-      f.header = header_name(spec, arg.value);
-    } else if (arg.key == "value") {
-      f.values = arg.is_list ? arg.items : std::vector<std::string>{arg.value};
-    } else if (arg.key == "path") {
-      if (!arg.value.starts_with('/')) {
-        fail(spec, "'path' must start with '/', got " + quote_for_message(arg.value));
-      }
-      f.path_prefix = arg.value;
-    } else if (arg.key == "action") {
-      if (arg.value == "status") {
-        f.action = outage_action::status;
-      } else if (arg.value == "reset") {
-        f.action = outage_action::reset;
-      } else if (arg.value == "hang") {
-        f.action = outage_action::hang;
-      } else {
-        fail(spec, "'action' must be status, reset or hang, got " + quote_for_message(arg.value));
-      }
-    } else if (arg.key == "size") {
-      std::uint64_t n = 0;
-      try {
-        n = parse_byte_size(arg.value);
-      } catch (const parse_error&) {
-      }
-      if (n == 0 || n > largest_body) {
-        fail(spec, "'size' must be a size from 1B to 1GiB (16384, 16KiB, 1MiB), got " +
-                       quote_for_message(arg.value));
-      }
-      f.body_size = n;
-    } else if (arg.key == "speed") {
-      const auto s = parse_speed(arg.value);
-      if (!s) {
-        fail(spec, "'speed' must be a size per second above 0 (4KiB/s, 512B/s), got " +
-                       quote_for_message(arg.value));
-      }
-      f.bytes_per_s = *s;
-    }
+    key->read(f, spec_value{spec, fault_what, arg});
   }
   const auto require = [&](std::string_view key, std::string_view why) {
     if (!given.contains(key)) fail(spec, "missing " + quoted_key(key) + " " + std::string(why));
@@ -448,49 +463,21 @@ fault parse_fault(std::string_view spec) {
     case fault_kind::errors:
       break;
     case fault_kind::latency: {
-      if (distribution == nullptr) {
-        f.distribution = latency_distribution::fixed;
-      } else if (distribution->value == "fixed") {
-        f.distribution = latency_distribution::fixed;
-      } else if (distribution->value == "uniform") {
-        f.distribution = latency_distribution::uniform;
-      } else if (distribution->value == "exponential") {
-        f.distribution = latency_distribution::exponential;
-      } else if (distribution->value == "lognormal") {
-        f.distribution = latency_distribution::lognormal;
-      } else if (distribution->value == "pareto") {
-        f.distribution = latency_distribution::pareto;
-      } else {
-        fail(spec, "'distribution' must be fixed, uniform, exponential, lognormal or pareto, got " +
-                       quote_for_message(distribution->value));
-      }
-      // Each distribution takes its own keys and no other.
+      // Each distribution takes its own keys and no other: those of the table that apply to it
+      // and not to every distribution.
       std::vector<std::string_view> own;
-      switch (f.distribution) {
-        case latency_distribution::fixed:
-          own = {"delay"};
-          break;
-        case latency_distribution::uniform:
-          own = {"lo", "hi"};
-          break;
-        case latency_distribution::exponential:
-          own = {"mean"};
-          break;
-        case latency_distribution::lognormal:
-          own = {"median", "sigma"};
-          break;
-        case latency_distribution::pareto:
-          own = {"scale", "shape"};
-          break;
+      for (const spec_key<fault>& k : fault_keys) {
+        if (key_applies(k, in_effect(f)) &&
+            (k.applies_to & every_distribution) != every_distribution)
+          own.push_back(k.name);
       }
       const std::string name(distribution_name(f.distribution));
       for (const auto k : own)
         require(k, "(" + name + " latency takes " + quoted_key(own[0]) +
                        (own.size() > 1 ? " and " + quoted_key(own[1]) : "") + ")");
-      for (const auto k : {"delay", "mean", "lo", "hi", "median", "sigma", "scale", "shape"}) {
-        if (given.contains(k) &&
-            std::find(own.begin(), own.end(), std::string_view(k)) == own.end()) {
-          fail(spec, quoted_key(k) + " does not apply to " + name + " latency");
+      for (const spec_argument& arg : call.arguments) {
+        if (!key_applies(*find_spec_key(fault_keys, arg.key), in_effect(f))) {
+          fail(spec, quoted_key(arg.key) + " does not apply to " + name + " latency");
         }
       }
       if (f.a > longest_wait || f.b > longest_wait) fail(spec, "a latency above 24h");
@@ -528,6 +515,15 @@ fault parse_fault(std::string_view spec) {
   }
   f.spec = canonical(f);
   return f;
+}
+
+std::string fault_keys_markdown() {
+  std::vector<std::string> storage(std::begin(kind_names), std::end(kind_names));
+  for (const std::string_view d : distribution_names) {
+    storage.push_back("distribution=" + std::string(d));
+  }
+  const std::vector<std::string_view> names(storage.begin(), storage.end());
+  return key_table_markdown(fault_keys, spec_variants{names, fault_groups});
 }
 
 fault parse_errors_flag(std::string_view text) {

@@ -146,6 +146,9 @@ std::uint64_t parse_byte_size(std::string_view text);
 // quoting the spec and naming the bad part.
 fault parse_fault(std::string_view spec);
 
+// The markdown table of the fault keys, as docs/NETWORK.md carries it (spec_keys.hpp).
+std::string fault_keys_markdown();
+
 // The shorthand flags of serve and proxy, each one fault on from the start to the end (outage:
 // in its window). Each throws parse_error naming what is wrong.
 fault parse_errors_flag(std::string_view text);   // --errors RATE[:STATUS]: "5%:503"

@@ -4,10 +4,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spec_keys.hpp"
 
 namespace backoff::net {
 // In a namespace of their own: backoff_net may be built as one unity source.
@@ -47,23 +51,58 @@ double rate_argument(std::string_view spec, const spec_argument& arg) {
   return static_cast<double>(bytes);
 }
 
-// The parameters each kind takes, besides toxicity and stream (for the unknown-key message).
-std::string_view known_keys(toxic_kind k) {
-  switch (k) {
-    case toxic_kind::latency:
-      return "latency, jitter";
-    case toxic_kind::bandwidth:
-      return "rate";
-    case toxic_kind::slicer:
-      return "average_size, size_variation, delay";
-    case toxic_kind::timeout:
-    case toxic_kind::reset_peer:
-      return "timeout";
-    case toxic_kind::limit_data:
-      return "bytes";
-  }
-  return "";
+// Bit i: toxic_kind i.
+constexpr std::string_view kind_names[] = {"latency", "bandwidth",  "slicer",
+                                           "timeout", "reset_peer", "limit_data"};
+static_assert(std::size(kind_names) == toxic_kind_count);
+
+constexpr variant_set only(toxic_kind kind) {
+  return variant_bit(kind);
 }
+
+// Toxics keep their spec as given: no canonical text, so no writers.
+constexpr spec_key<toxic> toxic_keys[] = {
+    {"latency", only(toxic_kind::latency), "a duration", "0s", "each chunk waits this long first",
+     [](toxic& t, const spec_value& v) { t.latency = v.time(); }, nullptr},
+    {"jitter", only(toxic_kind::latency), "a duration, at most `latency`", "0s",
+     "plus or minus a uniform draw up to this",
+     [](toxic& t, const spec_value& v) { t.jitter = v.time(); }, nullptr},
+    {"rate", only(toxic_kind::bandwidth), "a size per second (`64KiB/s`)", "required",
+     "at most this many bytes a second",
+     [](toxic& t, const spec_value& v) { t.bytes_per_s = rate_argument(v.spec, v.arg); }, nullptr},
+    {"average_size", only(toxic_kind::slicer), "a size, at least 1", "required",
+     "the average size of the pieces a chunk is cut into",
+     [](toxic& t, const spec_value& v) { t.average_size = size_argument(v.spec, v.arg); }, nullptr},
+    {"size_variation", only(toxic_kind::slicer), "a size below `average_size`", "0",
+     "pieces are average_size plus or minus up to this",
+     [](toxic& t, const spec_value& v) { t.size_variation = size_argument(v.spec, v.arg); },
+     nullptr},
+    {"delay", only(toxic_kind::slicer), "a duration", "0s", "the wait between pieces",
+     [](toxic& t, const spec_value& v) { t.delay = v.time(); }, nullptr},
+    {"timeout", only(toxic_kind::timeout) | only(toxic_kind::reset_peer), "a duration", "0s",
+     "how long after it opened the connection is closed (timeout; 0: never) or reset (reset_peer; "
+     "0: at once)",
+     [](toxic& t, const spec_value& v) { t.timeout = v.time(); }, nullptr},
+    {"bytes", only(toxic_kind::limit_data), "a size", "required",
+     "the connection is closed once the stream carried this many bytes",
+     [](toxic& t, const spec_value& v) { t.bytes = size_argument(v.spec, v.arg); }, nullptr},
+    {"toxicity", all_variants, "a percentage (`10%`) or a fraction (`0.1`)", "100%",
+     "the share of connections it applies to, drawn once per connection",
+     [](toxic& t, const spec_value& v) { t.toxicity = v.fraction(); }, nullptr},
+    {"stream", all_variants, "`downstream` or `upstream`", "`downstream`",
+     "the response bytes toward the client, or the request bytes toward the server",
+     [](toxic& t, const spec_value& v) {
+       if (v.text() == "downstream") {
+         t.stream = toxic_stream::downstream;
+       } else if (v.text() == "upstream") {
+         t.stream = toxic_stream::upstream;
+       } else {
+         fail(v.spec,
+              "stream: expected downstream or upstream, got " + quote_for_message(v.text()));
+       }
+     },
+     nullptr},
+};
 
 // A uniform whole number in [lo, hi], for any lo <= hi: the span is counted unsigned, since a
 // jitter of duration::max() each way spans more than an int64 holds.
@@ -105,111 +144,66 @@ void limit_rate(std::vector<piece>& pieces, double bytes_per_s) {
 }  // namespace toxics_detail
 
 std::string_view toxic_kind_name(toxic_kind kind) noexcept {
-  switch (kind) {
-    case toxic_kind::latency:
-      return "latency";
-    case toxic_kind::bandwidth:
-      return "bandwidth";
-    case toxic_kind::slicer:
-      return "slicer";
-    case toxic_kind::timeout:
-      return "timeout";
-    case toxic_kind::reset_peer:
-      return "reset_peer";
-    case toxic_kind::limit_data:
-      return "limit_data";
-  }
-  return "unknown";
+  const auto i = static_cast<std::size_t>(kind);
+  return i < toxic_kind_count ? toxics_detail::kind_names[i] : "unknown";
 }
 
 toxic parse_toxic(std::string_view spec) {
+  using toxics_detail::fail;
+  using toxics_detail::kind_names;
+  using toxics_detail::toxic_keys;
   const spec_call call = parse_spec_call(spec, toxics_detail::what);
   toxic t;
   t.spec = std::string(spec);
-  if (call.name == "latency") {
-    t.kind = toxic_kind::latency;
-  } else if (call.name == "bandwidth") {
-    t.kind = toxic_kind::bandwidth;
-  } else if (call.name == "slicer") {
-    t.kind = toxic_kind::slicer;
-  } else if (call.name == "timeout") {
-    t.kind = toxic_kind::timeout;
-  } else if (call.name == "reset_peer") {
-    t.kind = toxic_kind::reset_peer;
-  } else if (call.name == "limit_data") {
-    t.kind = toxic_kind::limit_data;
-  } else {
-    toxics_detail::fail(
-        spec, "unknown toxic " + quote_for_message(call.name) +
-                  " (known: latency, bandwidth, slicer, timeout, reset_peer, limit_data)");
+  const auto* kind = std::find(std::begin(kind_names), std::end(kind_names), call.name);
+  if (kind == std::end(kind_names)) {
+    fail(spec, "unknown toxic " + quote_for_message(call.name) +
+                   " (known: " + join_names(kind_names) + ")" + name_hint(call.name, kind_names));
   }
-  bool has_rate = false, has_average = false, has_bytes = false;
+  t.kind = static_cast<toxic_kind>(kind - std::begin(kind_names));
+  const variant_set in_effect = variant_bit(t.kind);
+  std::set<std::string, std::less<>> given;
   for (const spec_argument& arg : call.arguments) {
-    const std::string& k = arg.key;
-    if (k == "toxicity") {
-      t.toxicity = spec_fraction(spec, arg, toxics_detail::what);
-    } else if (k == "stream") {
-      if (arg.value == "downstream") {
-        t.stream = toxic_stream::downstream;
-      } else if (arg.value == "upstream") {
-        t.stream = toxic_stream::upstream;
-      } else {
-        toxics_detail::fail(
-            spec, "stream: expected downstream or upstream, got " + quote_for_message(arg.value));
-      }
-    } else if (t.kind == toxic_kind::latency && k == "latency") {
-      t.latency = spec_duration(spec, arg, toxics_detail::what);
-    } else if (t.kind == toxic_kind::latency && k == "jitter") {
-      t.jitter = spec_duration(spec, arg, toxics_detail::what);
-    } else if (t.kind == toxic_kind::bandwidth && k == "rate") {
-      t.bytes_per_s = toxics_detail::rate_argument(spec, arg);
-      has_rate = true;
-    } else if (t.kind == toxic_kind::slicer && k == "average_size") {
-      t.average_size = toxics_detail::size_argument(spec, arg);
-      has_average = true;
-    } else if (t.kind == toxic_kind::slicer && k == "size_variation") {
-      t.size_variation = toxics_detail::size_argument(spec, arg);
-    } else if (t.kind == toxic_kind::slicer && k == "delay") {
-      t.delay = spec_duration(spec, arg, toxics_detail::what);
-    } else if ((t.kind == toxic_kind::timeout || t.kind == toxic_kind::reset_peer) &&
-               k == "timeout") {
-      t.timeout = spec_duration(spec, arg, toxics_detail::what);
-    } else if (t.kind == toxic_kind::limit_data && k == "bytes") {
-      t.bytes = toxics_detail::size_argument(spec, arg);
-      has_bytes = true;
-    } else {
-      toxics_detail::fail(spec, "unknown parameter " + quote_for_message(k) + " for " + call.name +
-                                    " (known: " + std::string(toxics_detail::known_keys(t.kind)) +
-                                    ", toxicity, stream)");
+    const spec_key<toxic>* key = find_spec_key(toxic_keys, arg.key);
+    if (key == nullptr || !key_applies(*key, in_effect)) {
+      fail(spec, "unknown parameter " + quote_for_message(arg.key) + " for " + call.name +
+                     " (known: " + spec_key_list(toxic_keys, in_effect) + ")" +
+                     spec_key_hint(arg.key, toxic_keys, in_effect));
     }
+    key->read(t, spec_value{spec, toxics_detail::what, arg});
+    given.insert(arg.key);
   }
   switch (t.kind) {
     case toxic_kind::latency:
       if (t.jitter > t.latency) {
-        toxics_detail::fail(spec, "jitter " + format_duration(t.jitter) +
-                                      " is more than the latency " + format_duration(t.latency) +
-                                      " (a delay cannot be negative)");
+        fail(spec, "jitter " + format_duration(t.jitter) + " is more than the latency " +
+                       format_duration(t.latency) + " (a delay cannot be negative)");
       }
       break;
     case toxic_kind::bandwidth:
-      if (!has_rate) toxics_detail::fail(spec, "bandwidth needs rate= (e.g. rate=64KiB/s)");
+      if (!given.contains("rate")) fail(spec, "bandwidth needs rate= (e.g. rate=64KiB/s)");
       break;
     case toxic_kind::slicer:
-      if (!has_average)
-        toxics_detail::fail(spec, "slicer needs average_size= (e.g. average_size=64)");
-      if (t.average_size == 0) toxics_detail::fail(spec, "average_size must be at least 1");
+      if (!given.contains("average_size"))
+        fail(spec, "slicer needs average_size= (e.g. average_size=64)");
+      if (t.average_size == 0) fail(spec, "average_size must be at least 1");
       if (t.size_variation >= t.average_size) {
-        toxics_detail::fail(spec, "size_variation must be less than average_size");
+        fail(spec, "size_variation must be less than average_size");
       }
       break;
     case toxic_kind::limit_data:
-      if (!has_bytes) toxics_detail::fail(spec, "limit_data needs bytes= (e.g. bytes=1KiB)");
+      if (!given.contains("bytes")) fail(spec, "limit_data needs bytes= (e.g. bytes=1KiB)");
       break;
     case toxic_kind::timeout:
     case toxic_kind::reset_peer:
       break;
   }
   return t;
+}
+
+std::string toxic_keys_markdown() {
+  return key_table_markdown(toxics_detail::toxic_keys,
+                            spec_variants{toxics_detail::kind_names, {}});
 }
 
 std::optional<duration> toxic_pipe::timeout() const noexcept {

@@ -71,6 +71,9 @@ std::string_view toxic_kind_name(toxic_kind kind) noexcept;
 // part (an unknown kind or parameter, a bad value, a jitter above the latency...).
 toxic parse_toxic(std::string_view spec);
 
+// The markdown table of the toxic keys, as docs/NETWORK.md carries it (spec_keys.hpp).
+std::string toxic_keys_markdown();
+
 // Bytes to send, after waiting `wait`.
 struct piece {
   std::size_t bytes = 0;
