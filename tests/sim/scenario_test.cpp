@@ -54,7 +54,9 @@ INSTANTIATE_TEST_SUITE_P(
     BadFiles, ScenarioRejects,
     testing::Values(
         bad_scenario{
-            valid + "[server]\nmax_bsy = 3\n", {}, "bad.toml:9:1: unknown key 'server.max_bsy'"},
+            valid + "[server]\nmax_bsy = 3\n",
+            {},
+            "bad.toml:9:1: unknown key 'server.max_bsy' (did you mean 'server.max_busy'?)"},
         bad_scenario{valid + "[server]\nmax_busy = \"50\"\n",
                      {},
                      "bad.toml:9:12: server.max_busy: expected an integer, found a string"},
@@ -85,9 +87,11 @@ INSTANTIATE_TEST_SUITE_P(
                      {},
                      "bad.toml:8:1: strategy: missing name"},
         bad_scenario{valid + "[[strategy]]\nname = \"a\"\n", {}, "name 'a' used twice"},
-        bad_scenario{valid + "[[strategy]]\nname = \"b\"\npolcy = \"none\"\n",
-                     {},
-                     "bad.toml:10:1: unknown strategy key 'polcy'"},
+        bad_scenario{
+            valid + "[[strategy]]\nname = \"b\"\npolcy = \"none\"\n",
+            {},
+            "bad.toml:10:1: unknown strategy key 'polcy' (did you mean 'policy'?) (known: name, "
+            "policy, max_attempts, window, budget, throttle, breaker, hedge, deadline)"},
         bad_scenario{
             "model = \"one-client-burst\"\n[[strategy]]\nname = \"a\"\n", {}, "scenario: missing"},
         bad_scenario{"scenario = \"t\"\nmodel = \"no-such-model\"\n[[strategy]]\nname = \"a\"\n",

@@ -269,8 +269,10 @@ void config_reader::finish() const {
           if (node.is_table() && below != used_.end() && below->starts_with(key + ".")) continue;
           const auto it = overridden_.find(key);
           const std::string at = it != overridden_.end() ? it->second : position(k.source(), path_);
+          // The keys the model asked for (present or not) are what a misspelt one meant.
+          const std::vector<std::string_view> known(used_.begin(), used_.end());
           throw scenario_error(at + (node.is_table() ? ": unknown table '" : ": unknown key '") +
-                               key + "'");
+                               key + "'" + did_you_mean(key, known));
         }
       };
   walk(*root_, "");
