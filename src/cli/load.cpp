@@ -138,8 +138,8 @@ strategy load_strategy(const load_flags& f, std::string& name) {
   try {
     s.validate();
   } catch (const strategy_error& e) {
-    throw parse_error("--hedge: " +
-                      e.message([&f](std::string_view key) { return flag_of(f, key); }));
+    // "--hedge replaces retrying (gRPC A6): give it no --policy": the rule names the key first.
+    throw parse_error("--" + e.message([&f](std::string_view key) { return flag_of(f, key); }));
   }
   const guard_support can{
       .breaker = true, .hedge = true, .keys_why_not = "a run has one --url: drop keyed"};
