@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "typed_options.hpp"
 
-#include <charconv>
 #include <chrono>
 #include <functional>
 #include <utility>
@@ -33,15 +32,10 @@ std::optional<duration> read_duration(std::string_view text, duration_rules rule
                                       std::string& why) {
   std::optional<duration> d;
   if (rules.bare_seconds) {
-    // Any number a double reads whole ("10", "1e1", "2.5"), as the seed's Go client took -lambda.
-    double seconds = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (!text.empty() && ec == std::errc{} && end == text.data() + text.size()) {
-      if (!(seconds >= 0) || seconds > 1e9) {
-        why = "seconds must be from 0 to 1000000000";
-        return std::nullopt;
-      }
-      d = std::chrono::duration_cast<duration>(std::chrono::duration<double>(seconds));
+    if (const auto seconds = config::parse_bare_seconds(text, why)) {
+      d = std::chrono::duration_cast<duration>(std::chrono::duration<double>(*seconds));
+    } else if (!why.empty()) {
+      return std::nullopt;
     }
   }
   if (!d) {
@@ -87,22 +81,6 @@ CLI::Option* add_typed(CLI::App& app, const std::string& name, const std::string
 }
 
 }  // namespace
-
-std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint64_t min,
-                                                std::uint64_t max, std::string& why) {
-  std::uint64_t value = 0;
-  const char* first = text.data();
-  const char* last = first + text.size();
-  // Digits only: CLI11's own conversion wraps "-1" around for an unsigned type, and a sign, a
-  // space or "0x" is a typo to refuse, not a number to guess at.
-  const auto [end, ec] = std::from_chars(first, last, value);
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string_view::npos ||
-      ec != std::errc{} || end != last || value < min || value > max) {
-    why = "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max);
-    return std::nullopt;
-  }
-  return value;
-}
 
 CLI::Option* add_duration_option(CLI::App& app, const std::string& name, duration& value,
                                  const std::string& help, duration_rules rules) {

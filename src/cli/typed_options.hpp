@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "backoff/duration.hpp"
+#include "config/numbers.hpp"
 #include "config/size.hpp"
 
 namespace backoff::cli {
@@ -64,11 +65,9 @@ CLI::Option* add_seed_option(CLI::App& app, const std::string& name, std::uint64
 CLI::Option* add_seed_option(CLI::App& app, const std::string& name,
                              std::optional<std::uint64_t>& seed, const std::string& help);
 
-// A whole number written with digits only (no sign, no space, no 0x), from `min` to `max`, or
-// nullopt (after `why` is set) when `text` is not one. For the integers the CLI reads outside
-// its options too (a scheduler's environment).
-std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint64_t min,
-                                                std::uint64_t max, std::string& why);
+// A whole number written with digits only, for the integers the CLI reads outside its options
+// too (a scheduler's environment): config/numbers.hpp's.
+using config::parse_whole_number;
 
 namespace typed_options_detail {
 CLI::Option* add_count(CLI::App& app, const std::string& name, const std::string& help,

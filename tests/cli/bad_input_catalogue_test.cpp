@@ -561,18 +561,28 @@ std::vector<bad_input> cli_cases() {
 
   // --- load flags ------------------------------------------------------------------------------
   c.push_back(cli("LoadBreakerBadSpec", {"load", "--breaker", "breaker(kind=rate, threshold=150%)"},
-                  2, "backoff load: bad breaker \"breaker(kind=rate, threshold=150%)\""));
+                  2,
+                  "backoff load: --breaker: bad breaker \"breaker(kind=rate, threshold=150%)\""));
   c.push_back(cli("LoadHedgeWithPolicy",
                   {"load", "--hedge", "hedge(max_attempts=2, delay=1s)", "--policy", "grpc"}, 2,
                   "backoff load: --hedge replaces retrying (gRPC A6): give it no --policy"));
   c.push_back(cli("LoadHedgeWithMaxAttempts",
                   {"load", "--hedge", "hedge(max_attempts=2)", "--max-attempts", "3"}, 2,
                   "--hedge replaces retrying"));
+  c.push_back(cli("LoadHedgeWithWindowAndExponential",
+                  {"load", "--hedge", "hedge(max_attempts=2, delay=1s)", "--aimd", "aimd()",
+                   "--exponential-backoff"},
+                  2,
+                  "backoff load: --hedge replaces retrying (gRPC A6): give it no "
+                  "--exponential-backoff or --aimd"));
+  c.push_back(cli("LoadBudgetMisspelt", {"load", "--budget", "token-buckt(max=10)"}, 2,
+                  "backoff load: --budget: bad budget \"token-buckt(max=10)\"", "token-bucket"));
   c.push_back(cli("LoadHedgeBadSpec", {"load", "--hedge", "hedge(delay=1s)"}, 2,
-                  "backoff load: bad hedge \"hedge(delay=1s)\""));
-  c.push_back(cli("LoadBreakerKeyed",
-                  {"load", "--breaker", "breaker(kind=consecutive, keyed=true)"}, 2,
-                  "backoff load: --breaker: keyed=true needs keys, and a run has one --url"));
+                  "backoff load: --hedge: bad hedge \"hedge(delay=1s)\""));
+  c.push_back(
+      cli("LoadBreakerKeyed", {"load", "--breaker", "breaker(kind=consecutive, keyed=true)"}, 2,
+          "backoff load: --breaker: keyed=true needs keys (hosts, shards or users), and a run has "
+          "one --url"));
   c.push_back(cli("LoadUrlWithoutHost", {"load", "--url", "http://"}, 2,
                   "backoff load: bad --url \"http://\": no host"));
   c.push_back(cli("LoadUrlEmpty", {"load", "--url", ""}, 2,
@@ -607,11 +617,11 @@ std::vector<bad_input> cli_cases() {
   c.push_back(cli("LoadArrivalUnknown", {"load", "--rate", "5", "--arrival", "uniform"}, 2,
                   "--arrival: expected poisson or constant, got \"uniform\""));
   c.push_back(cli("LoadDeadlineZero", {"load", "--deadline", "0s"}, 2,
-                  "--deadline: must be more than 0, got \"0s\""));
+                  "--deadline: bad duration \"0s\" (must be more than 0)"));
   c.push_back(cli("LoadMaxInFlightZero", {"load", "--max-in-flight", "0"}, 2,
-                  "--max-in-flight: expected 1 to 1000000, got \"0\""));
+                  "--max-in-flight: bad number \"0\" (expected a whole number from 1 to 1000000)"));
   c.push_back(cli("LoadConnectionsZero", {"load", "--connections", "0"}, 2,
-                  "--connections: expected 1 to 100000, got \"0\""));
+                  "--connections: bad number \"0\" (expected a whole number from 1 to 100000)"));
   c.push_back(cli("LoadHistogramLogWithExperiment",
                   {"load", "--experiment", "outage", "--histogram-log", "x.hlog"}, 2,
                   "--histogram-log: not with --experiment"));
@@ -619,10 +629,10 @@ std::vector<bad_input> cli_cases() {
                   "bad throttle \"sre(bogus=1)\": unknown parameter \"bogus\""));
   c.push_back(cli("LoadHistogramLogEmpty", {"load", "--histogram-log", ""}, 2,
                   "--histogram-log: needs a file"));
-  c.push_back(cli("LoadMaxAttemptsNegative", {"load", "--max-attempts", "-1"}, 2,
-                  "--max-attempts: expected a whole number >= 0, got \"-1\""));
-  c.push_back(cli("LoadSeedNotANumber", {"load", "--seed", "abc"}, 2,
-                  "--seed: expected a whole number >= 0, got \"abc\""));
+  c.push_back(
+      cli("LoadMaxAttemptsNegative", {"load", "--max-attempts", "-1"}, 2,
+          "--max-attempts: bad number \"-1\" (expected a whole number from 0 to 4294967295)"));
+  c.push_back(cli("LoadSeedNotANumber", {"load", "--seed", "abc"}, 2, "--seed: bad seed \"abc\""));
   c.push_back(cli("LoadBadWindow", {"load", "--aimd", "aimd(decrease=2)"}, 2,
                   "bad window \"aimd(decrease=2)\": decrease=2 must be between 0 and 1"));
   c.push_back(cli("LoadBadBudget", {"load", "--budget", "token-bucket(ratio=-1)"}, 2,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/exit_status.hpp"
+#include "config/numbers.hpp"
 #include "config/size.hpp"
 
 namespace {
@@ -60,6 +61,35 @@ TEST(SizeParser, RefusesWhatIsNotASize) {
   EXPECT_EQ(why, "too large");
   EXPECT_FALSE(parse_size("4XB", why));
   EXPECT_EQ(why, "unknown unit 'XB'; use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB");
+}
+
+TEST(WholeNumbers, DigitsOnlyWithinTheirRange) {
+  std::string why;
+  EXPECT_EQ(backoff::config::parse_whole_number("42", 1, 100, why), 42U);
+  EXPECT_EQ(backoff::config::parse_whole_number("010", 0, 100, why), 10U);  // not octal
+  for (const char* bad : {"", "-1", "+1", " 1", "0x10", "101", "0", "1e1"}) {
+    why.clear();
+    EXPECT_FALSE(backoff::config::parse_whole_number(bad, 1, 100, why)) << bad;
+    EXPECT_EQ(why, "expected a whole number from 1 to 100") << bad;
+  }
+  EXPECT_EQ(backoff::config::parse_whole_number("18446744073709551615", 0, UINT64_MAX, why),
+            UINT64_MAX);
+  EXPECT_FALSE(backoff::config::parse_whole_number("18446744073709551616", 0, UINT64_MAX, why));
+}
+
+TEST(BareSeconds, ANumberIsSecondsAndAUnitIsLeftToTheDurationParser) {
+  std::string why;
+  EXPECT_EQ(backoff::config::parse_bare_seconds("10", why), 10.0);
+  EXPECT_EQ(backoff::config::parse_bare_seconds("1e1", why), 10.0);
+  EXPECT_EQ(backoff::config::parse_bare_seconds("2.5", why), 2.5);
+  EXPECT_TRUE(why.empty());
+  EXPECT_FALSE(backoff::config::parse_bare_seconds("10s", why));  // a duration: not ours
+  EXPECT_TRUE(why.empty());
+  for (const char* bad : {"-1", "1e10", "nan"}) {
+    why.clear();
+    EXPECT_FALSE(backoff::config::parse_bare_seconds(bad, why)) << bad;
+    EXPECT_EQ(why, "seconds must be from 0 to 1000000000") << bad;
+  }
 }
 
 TEST(ExitStatus, SignalStatusesAreAsAShellReportsThem) {
