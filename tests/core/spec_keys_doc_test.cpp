@@ -3,25 +3,15 @@
 // table its reader uses (spec_keys.hpp), so the docs cannot drift from what is parsed.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 
 #include "backoff/spec_keys.hpp"
+#include "source_doc.hpp"
 
 namespace {
 
-std::string read_doc(const std::string& name) {
-  // Appended in steps: GCC 12 warns (-Warray-bounds) about a temporary chain here.
-  std::string path = BACKOFF_SOURCE_DIR;
-  path += "/docs/";
-  path += name;
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using backoff::testing::read_doc;
 
 TEST(SpecKeysDoc, PoliciesMdCarriesEveryKindsKeyTableVerbatim) {
   const std::string doc = read_doc("POLICIES.md");

@@ -4,8 +4,6 @@
 // texts are pinned and read back the same, and docs/NETWORK.md carries both key tables verbatim.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +12,7 @@
 #include "backoff/error.hpp"
 #include "net/faults/faults.hpp"
 #include "net/proxy/toxics.hpp"
+#include "source_doc.hpp"
 
 namespace {
 
@@ -106,16 +105,7 @@ TEST(SpecKeysNet, AMisspeltToxicKeyOrKindGetsTheClosestName) {
             "timeout, toxicity, stream)");
 }
 
-std::string read_doc(const std::string& name) {
-  // Appended in steps: GCC 12 warns (-Warray-bounds) about a temporary chain here.
-  std::string path = BACKOFF_SOURCE_DIR;
-  path += "/docs/";
-  path += name;
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using backoff::testing::read_doc;
 
 TEST(SpecKeysNet, NetworkMdCarriesTheFaultAndToxicKeyTablesVerbatim) {
   const std::string doc = read_doc("NETWORK.md");
