@@ -35,7 +35,7 @@ namespace {
 constexpr std::string_view window_what = "window";
 constexpr std::string_view window_names[] = {"aimd"};
 
-std::optional<std::string> number_text(double v) {
+std::optional<std::string> window_number_text(double v) {
   return detail::spec_number_text(v);
 }
 
@@ -43,13 +43,13 @@ std::optional<std::string> number_text(double v) {
 constexpr spec_key<aimd_config> window_keys[] = {
     {"initial", all_variants, "a number >= 1", "20", "cwnd at the start and after a Tahoe cut",
      [](aimd_config& c, const spec_value& v) { c.initial = v.number(); },
-     [](const aimd_config& c) { return number_text(c.initial); }},
+     [](const aimd_config& c) { return window_number_text(c.initial); }},
     {"ssthresh", all_variants, "a number > 0", "1024", "the starting slow-start threshold",
      [](aimd_config& c, const spec_value& v) { c.ssthresh = v.number(); },
-     [](const aimd_config& c) { return number_text(c.ssthresh); }},
+     [](const aimd_config& c) { return window_number_text(c.ssthresh); }},
     {"decrease", all_variants, "a number in (0, 1)", "0.5", "on a cut, ssthresh = cwnd * decrease",
      [](aimd_config& c, const spec_value& v) { c.decrease = v.number(); },
-     [](const aimd_config& c) { return number_text(c.decrease); }},
+     [](const aimd_config& c) { return window_number_text(c.decrease); }},
     {"variant", all_variants, "`tahoe` or `reno`", "`tahoe`",
      "after a cut, cwnd = initial (tahoe) or ssthresh (reno)",
      [](aimd_config& c, const spec_value& v) {
