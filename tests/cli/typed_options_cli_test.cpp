@@ -21,7 +21,7 @@ struct refused {
 };
 
 TEST(TypedOptions, EachRefusesABadValueInOneLineNamingTheFlag) {
-  const std::vector<refused> cases{
+  const std::vector<refused> refusals{
       {{"delays", "--policy", "grpc", "--seed", "12ab"},
        2,
        "backoff delays: --seed: bad seed \"12ab\" (expected a whole number from 0 to "
@@ -59,7 +59,7 @@ TEST(TypedOptions, EachRefusesABadValueInOneLineNamingTheFlag) {
       {{"script", "--grace", "", "x.ftsh"}, 125, "backoff script: --grace: bad duration \"\" ("},
       {{"script", "--seed", "0x10", "x.ftsh"}, 125, "backoff script: --seed: bad seed \"0x10\""},
   };
-  for (const refused& c : cases) {
+  for (const refused& c : refusals) {
     std::string shown;
     for (const auto& a : c.args) shown += a + " ";
     const auto r = run_cli(c.args);
@@ -75,7 +75,7 @@ TEST(TypedOptions, HelpNamesTheTypes) {
   const struct {
     const char* command;
     std::vector<const char*> shown;
-  } cases[] = {
+  } helps[] = {
       {"try",
        {"--times N", "--for DURATION", "--timeout DURATION", "--replay-stdin-limit SIZE",
         "--seed SEED"}},
@@ -91,7 +91,7 @@ TEST(TypedOptions, HelpNamesTheTypes) {
         "--fault-seed SEED=1", "--max-connections N"}},
       {"proxy", {"--upstream-timeout DURATION=10s", "--header-timeout DURATION=60s"}},
   };
-  for (const auto& c : cases) {
+  for (const auto& c : helps) {
     const auto r = run_cli({c.command, "--help"});
     ASSERT_EQ(r.status, 0) << c.command;
     for (const char* s : c.shown) {
