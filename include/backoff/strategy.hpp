@@ -95,7 +95,7 @@ struct strategy {
   std::optional<deadline_config> deadline;   // the operation's time, and each attempt's
 
   // The keys a strategy takes, in the order to_string writes them.
-  BACKOFF_EXPORT static std::span<const std::string_view> keys() noexcept;
+  BACKOFF_EXPORT static std::span<const std::string_view> keys();
   // Sets one key from its text ("budget", "token-bucket(max=10, ratio=0.1)"; "max_attempts",
   // "4"). Throws parse_error: an unknown key (with a did-you-mean), or a bad value.
   BACKOFF_EXPORT void set(std::string_view key, std::string_view text);

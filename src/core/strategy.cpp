@@ -1,29 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backoff/strategy.hpp"
 
-#include <array>
 #include <charconv>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "backoff/presets.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spec_keys.hpp"
 #include "backoff/spelling.hpp"
 
 namespace backoff {
 namespace {
 
-// One row per key: how it is read, written and tested for its default. Every list of the keys
-// (keys(), the unknown-key message, to_string's order) comes from this table.
-struct strategy_key {
-  std::string_view name;
-  void (*read)(strategy& s, std::string_view text);
-  std::string (*write)(const strategy& s);  // "" when at its default
-};
-
 template <class T>
-std::string written(const std::optional<T>& value) {
-  return value ? value->to_string() : std::string();
+std::optional<std::string> written(const std::optional<T>& value) {
+  if (!value) return std::nullopt;
+  return value->to_string();
 }
 
 std::uint32_t attempt_count(std::string_view text) {
@@ -37,52 +31,57 @@ std::uint32_t attempt_count(std::string_view text) {
   return static_cast<std::uint32_t>(value);
 }
 
-constexpr std::array<strategy_key, 8> key_table{{
-    {"policy", [](strategy& s, std::string_view t) { s.policy = parse_policy(t); },
-     [](const strategy& s) {
+// The strategy's keys, in the library's one key-table form (spec_keys.hpp): keys(), the
+// unknown-key message and to_string's order come from these rows. A value is a whole spec of
+// its own kind, so each reader hands the text to that kind's parser.
+constexpr spec_key<strategy> strategy_keys[] = {
+    {"policy", all_variants, "a policy or preset", "`none`", "the wait before a retry",
+     [](strategy& s, const spec_value& v) { s.policy = parse_policy(v.text()); },
+     [](const strategy& s) -> std::optional<std::string> {
        return s.retries_at_once() ? std::string("none") : s.policy.to_string();
      }},
-    {"max_attempts", [](strategy& s, std::string_view t) { s.max_attempts = attempt_count(t); },
-     [](const strategy& s) {
-       return s.max_attempts == 0 ? std::string() : std::to_string(s.max_attempts);
+    {"max_attempts", all_variants, "a whole number", "0 (no limit)", "attempts per operation",
+     [](strategy& s, const spec_value& v) { s.max_attempts = attempt_count(v.text()); },
+     [](const strategy& s) -> std::optional<std::string> {
+       if (s.max_attempts == 0) return std::nullopt;
+       return std::to_string(s.max_attempts);
      }},
-    {"window", [](strategy& s, std::string_view t) { s.window = parse_window(t); },
+    {"window", all_variants, "a window", "none", "paces sends through an AIMD window",
+     [](strategy& s, const spec_value& v) { s.window = parse_window(v.text()); },
      [](const strategy& s) { return written(s.window); }},
-    {"budget", [](strategy& s, std::string_view t) { s.budget = parse_budget(t); },
-     [](const strategy& s) { return s.budget ? backoff::to_string(*s.budget) : std::string(); }},
-    {"throttle", [](strategy& s, std::string_view t) { s.throttle = parse_throttle(t); },
-     [](const strategy& s) {
-       return s.throttle ? backoff::to_string(*s.throttle) : std::string();
+    {"budget", all_variants, "a budget", "none", "may refuse a retry",
+     [](strategy& s, const spec_value& v) { s.budget = parse_budget(v.text()); },
+     [](const strategy& s) -> std::optional<std::string> {
+       if (!s.budget) return std::nullopt;
+       return backoff::to_string(*s.budget);
      }},
-    {"breaker", [](strategy& s, std::string_view t) { s.breaker = parse_breaker(t); },
+    {"throttle", all_variants, "a throttle", "none", "may refuse or pace an attempt",
+     [](strategy& s, const spec_value& v) { s.throttle = parse_throttle(v.text()); },
+     [](const strategy& s) -> std::optional<std::string> {
+       if (!s.throttle) return std::nullopt;
+       return backoff::to_string(*s.throttle);
+     }},
+    {"breaker", all_variants, "a breaker", "none", "may refuse an attempt while open",
+     [](strategy& s, const spec_value& v) { s.breaker = parse_breaker(v.text()); },
      [](const strategy& s) { return written(s.breaker); }},
-    {"hedge", [](strategy& s, std::string_view t) { s.hedge = parse_hedge(t); },
+    {"hedge", all_variants, "a hedge", "none", "copies of an operation instead of retries",
+     [](strategy& s, const spec_value& v) { s.hedge = parse_hedge(v.text()); },
      [](const strategy& s) { return written(s.hedge); }},
-    {"deadline", [](strategy& s, std::string_view t) { s.deadline = parse_deadline(t); },
+    {"deadline", all_variants, "a deadline", "none", "the operation's time, and each attempt's",
+     [](strategy& s, const spec_value& v) { s.deadline = parse_deadline(v.text()); },
      [](const strategy& s) { return written(s.deadline); }},
-}};
+};
 
-constexpr std::array<std::string_view, key_table.size()> key_names = [] {
-  std::array<std::string_view, key_table.size()> names{};
-  for (std::size_t i = 0; i < key_table.size(); ++i) names[i] = key_table[i].name;
+const std::vector<std::string_view>& key_names() {
+  static const std::vector<std::string_view> names =
+      spec_key_names(std::span<const spec_key<strategy>>(strategy_keys));
   return names;
-}();
-
-std::string known_keys() {
-  std::string out;
-  for (const std::string_view name : key_names) {
-    if (!out.empty()) out += ", ";
-    out += name;
-  }
-  return out;
 }
 
-const strategy_key& find_key(std::string_view key) {
-  for (const strategy_key& k : key_table) {
-    if (k.name == key) return k;
-  }
+const spec_key<strategy>& find_key(std::string_view key) {
+  if (const spec_key<strategy>* k = find_spec_key(strategy_keys, key)) return *k;
   throw parse_error("unknown strategy key " + quote_for_message(key) +
-                    did_you_mean(key, key_names) + " (known: " + known_keys() + ")");
+                    did_you_mean(key, key_names()) + " (known: " + join_names(key_names()) + ")");
 }
 
 bool always_zero(const backoff_policy& b) noexcept {
@@ -133,17 +132,19 @@ std::string strategy_error::compose(const std::vector<std::string>& names, const
   return rule + ": " + remedy + " " + list;
 }
 
-std::span<const std::string_view> strategy::keys() noexcept {
-  return key_names;
+std::span<const std::string_view> strategy::keys() {
+  return key_names();
 }
 
 void strategy::set(std::string_view key, std::string_view text) {
-  find_key(key).read(*this, text);
+  const spec_key<strategy>& k = find_key(key);
+  const spec_argument argument{std::string(key), std::string(text), 1, false, {}};
+  k.read(*this, spec_value{text, "strategy", argument});
 }
 
 bool strategy::has(std::string_view key) const {
   if (key == "policy") return !retries_at_once();
-  return !find_key(key).write(*this).empty();
+  return find_key(key).write(*this).has_value();
 }
 
 void strategy::validate() const {
@@ -165,11 +166,11 @@ void strategy::validate() const {
 
 std::string strategy::to_string() const {
   std::string out;
-  for (const strategy_key& k : key_table) {
-    const std::string value = k.write(*this);
-    if (value.empty()) continue;
+  for (const spec_key<strategy>& k : strategy_keys) {
+    const std::optional<std::string> value = k.write(*this);
+    if (!value) continue;
     if (!out.empty()) out += ", ";
-    out.append(k.name).append("=").append(value);
+    out.append(k.name).append("=").append(*value);
   }
   return out;
 }
