@@ -7,6 +7,7 @@ set -euo pipefail
 
 # python3-h11: the HTTP differential test judges serve's and proxy's framing with h11, a strict
 # HTTP/1.1 parser written apart from Beast.
+# universal-ctags: the size check finds each function's first and last line with it.
 # zsh and groff-base: the tests parse the generated zsh completion and format backoff(1).
 # pkgconf: Debian 12's pkg-config (the `pkg-config` package is a transitional one that pulls it
 # in); the test consumer_pkg_config compiles against the installed backoff.pc with it.
@@ -19,6 +20,7 @@ packages=(
   zsh groff-base
   gnuplot-nox
   python3-h11
+  universal-ctags
   "$@"
 )
 

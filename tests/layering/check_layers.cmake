@@ -53,37 +53,6 @@ check(backoff_cli_retry MUST backoff_tool NEVER backoff_sim backoff_net backoff_
 check(backoff_try_cli MUST backoff_cli_retry backoff_tool
   NEVER backoff_sim backoff_net backoff_experiments backoff_cli)
 
-# The same rule for includes: every part includes others by their layer's folder ("report/...",
-# "sim/..."), so a header of a part it must not use shows in its sources' text, header-only or not.
-# check_includes(<folder> <forbidden folder>...)
-function(check_includes folder)
-  file(GLOB_RECURSE sources "${SOURCE_DIR}/src/${folder}/*.cpp" "${SOURCE_DIR}/src/${folder}/*.hpp")
-  if(NOT sources)
-    set(failures "${failures}\n  no sources in src/${folder}" PARENT_SCOPE)
-    return()
-  endif()
-  set(found "${failures}")
-  foreach(file IN LISTS sources)
-    file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
-    foreach(line IN LISTS includes)
-      foreach(other IN LISTS ARGN)
-        if(line MATCHES "\"${other}/")
-          string(APPEND found "\n  ${file}: ${line} (src/${folder} must not use ${other})")
-        endif()
-      endforeach()
-    endforeach()
-  endforeach()
-  set(failures "${found}" PARENT_SCOPE)
-endfunction()
-
-if(SOURCE_DIR)
-  check_includes(report sim net tool experiments)
-  check_includes(sim net tool experiments)
-  check_includes(net sim tool experiments)
-  check_includes(tool sim net report experiments)
-  check_includes(experiments sim)
-endif()
-
 if(failures)
   message(FATAL_ERROR "layering broken:${failures}")
 endif()
