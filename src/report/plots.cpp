@@ -26,6 +26,7 @@
 #include "backoff/error.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
+#include "clients_csv.hpp"
 #include "csv.hpp"
 #include "ranking.hpp"
 #include "summary.hpp"
@@ -356,17 +357,35 @@ struct client_row {
   bool completed;
 };
 
-// clients.csv grouped by strategy (columns strategy,id,first_attempt_s,done_s,attempts,
-// latency_s,status).
+// clients.csv grouped by strategy. Each column is found by its name in the file's header
+// (clients_csv.hpp), so a file whose columns moved still reads; one without a column the charts
+// use is a plot_error naming the file and the column.
 std::map<std::string, std::vector<client_row>> read_clients(const fs::path& file) {
   std::map<std::string, std::vector<client_row>> out;
   std::ifstream in(file, std::ios::binary);
   std::vector<std::string> field;
-  if (!csv_read_record(in, field)) return out;  // the header
+  if (!csv_read_record(in, field)) return out;  // an empty file: no operations
+  const auto position = [&](clients_column column) {
+    const std::string_view name = clients_csv_name(column);
+    const auto it = std::find(field.begin(), field.end(), name);
+    if (it == field.end()) {
+      throw plot_error(
+          escape_controls(file.string()) + ": no column \"" + std::string(name) +
+          "\" in its header (expected " +
+          std::string(clients_csv_header_line.substr(0, clients_csv_header_line.size() - 1)) + ")");
+    }
+    return static_cast<std::size_t>(it - field.begin());
+  };
+  const std::size_t strategy = position(clients_column::strategy);
+  const std::size_t attempts = position(clients_column::attempts);
+  const std::size_t latency = position(clients_column::latency_s);
+  const std::size_t status = position(clients_column::status);
+  const std::size_t columns = field.size();
   while (csv_read_record(in, field)) {
-    if (field.size() != 7) continue;
+    if (field.size() != columns) continue;
     try {
-      out[field[0]].push_back({std::stod(field[5]), std::stod(field[4]), field[6] == "completed"});
+      out[field[strategy]].push_back(
+          {std::stod(field[latency]), std::stod(field[attempts]), field[status] == "completed"});
     } catch (const std::exception&) {
       continue;  // a damaged row is left out of a chart rather than failing the run
     }
