@@ -1,0 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the example in backoff/prometheus_text.hpp takes from its reader's program.
+// blocks: 1
+// scope: function
