@@ -43,118 +43,151 @@ std::string format_number(double v) {
 
 }  // namespace
 
-spec_call parse_spec_call(std::string_view text, std::string_view what) {
-  spec_call call;
-  std::size_t i = 0;
-  const auto skip_blanks = [&] {
-    while (i < text.size() && is_blank(text[i])) ++i;
-  };
-  const auto at = [&](std::size_t pos) { return " at column " + std::to_string(pos + 1); };
+namespace {
 
-  skip_blanks();
-  const std::size_t name_start = i;
-  while (i < text.size() && is_name_char(text[i])) ++i;
-  call.name = std::string(text.substr(name_start, i - name_start));
-  if (call.name.empty()) {
-    if (i >= text.size()) fail(what, text, "empty; expected a name such as exponential(...)");
-    fail(what, text, "expected a name" + at(i) + ", found " + quoted(text.substr(i, 1)));
+// Reads one "name(key=value, ...)" left to right; every error quotes the whole text and, where
+// it helps, the column at which reading stopped.
+class spec_call_reader {
+ public:
+  spec_call_reader(std::string_view text, std::string_view what) : text_(text), what_(what) {}
+
+  spec_call read() {
+    spec_call call;
+    skip_blanks();
+    call.name = std::string(read_name());
+    if (call.name.empty()) {
+      if (at_end()) reject("empty; expected a name such as exponential(...)");
+      reject("expected a name" + found_here());
+    }
+    skip_blanks();
+    if (at_end()) return call;
+    if (peek() != '(') {
+      reject(unexpected_here() + " after " + quoted(call.name) + " (parameters go in parentheses)");
+    }
+    ++pos_;
+    skip_blanks();
+    if (!at_end() && peek() == ')') {
+      ++pos_;
+    } else {
+      read_arguments(call);
+    }
+    skip_blanks();
+    if (!at_end()) {
+      reject("unexpected text " + quoted(text_.substr(pos_)) + column(pos_) + " after ')'");
+    }
+    return call;
   }
-  skip_blanks();
-  if (i == text.size()) return call;
-  if (text[i] != '(') {
-    fail(what, text,
-         "unexpected " + quoted(text.substr(i, 1)) + at(i) + " after " + quoted(call.name) +
-             " (parameters go in parentheses)");
+
+ private:
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return text_[pos_]; }
+  void skip_blanks() {
+    while (!at_end() && is_blank(peek())) ++pos_;
   }
-  ++i;
-  std::set<std::string, std::less<>> seen;
-  skip_blanks();
-  if (i < text.size() && text[i] == ')') {
-    ++i;
-  } else {
+  std::string_view read_name() {
+    const std::size_t start = pos_;
+    while (!at_end() && is_name_char(peek())) ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
+  // A plain value or a list item ends at a separator or at a bracket, which it may not contain.
+  void skip_value_text() {
+    while (!at_end() && std::string_view(",)([]").find(peek()) == std::string_view::npos) ++pos_;
+  }
+  std::string_view trimmed(std::size_t start, std::size_t end) const {
+    while (end > start && is_blank(text_[end - 1])) --end;
+    return text_.substr(start, end - start);
+  }
+
+  static std::string column(std::size_t pos) { return " at column " + std::to_string(pos + 1); }
+  std::string found_here() const {
+    return column(pos_) + ", found " + quoted(text_.substr(pos_, 1));
+  }
+  std::string unexpected_here() const {
+    return "unexpected " + quoted(text_.substr(pos_, 1)) + column(pos_);
+  }
+  [[noreturn]] void reject(const std::string& why) const { fail(what_, text_, why); }
+
+  void read_arguments(spec_call& call) {
+    std::set<std::string, std::less<>> seen;
     for (;;) {
-      skip_blanks();
-      const std::size_t key_start = i;
-      while (i < text.size() && is_name_char(text[i])) ++i;
-      std::string key(text.substr(key_start, i - key_start));
-      if (key.empty()) {
-        if (i >= text.size()) fail(what, text, "missing ')'");
-        fail(what, text,
-             "expected a parameter name" + at(i) + ", found " + quoted(text.substr(i, 1)));
+      spec_argument argument = read_argument();
+      if (!seen.insert(argument.key).second) {
+        reject("parameter " + quoted(argument.key) + " given twice");
       }
-      skip_blanks();
-      if (i >= text.size() || text[i] != '=') {
-        fail(what, text, "parameter " + quoted(key) + at(key_start) + " needs a value (key=value)");
-      }
-      ++i;
-      skip_blanks();
-      const std::size_t value_start = i;
-      std::vector<std::string> items;
-      bool is_list = false;
-      if (i < text.size() && text[i] == '[') {
-        // A list: "[a, b]", items separated by commas, no nesting; "[]" is an empty list.
-        is_list = true;
-        ++i;
-        for (;;) {
-          skip_blanks();
-          const std::size_t item_start = i;
-          while (i < text.size() && text[i] != ',' && text[i] != ']' && text[i] != '[' &&
-                 text[i] != '(' && text[i] != ')')
-            ++i;
-          std::size_t item_end = i;
-          while (item_end > item_start && is_blank(text[item_end - 1])) --item_end;
-          if (i >= text.size()) fail(what, text, "missing ']' in the value of " + quoted(key));
-          if (text[i] != ',' && text[i] != ']') {
-            fail(what, text,
-                 "unexpected " + quoted(text.substr(i, 1)) + at(i) + " in the list of " +
-                     quoted(key));
-          }
-          const bool empty_list = text[i] == ']' && items.empty() && item_end == item_start;
-          if (!empty_list) {
-            if (item_end == item_start) {
-              fail(what, text, "an empty item" + at(i) + " in the list of " + quoted(key));
-            }
-            items.emplace_back(text.substr(item_start, item_end - item_start));
-          }
-          if (text[i++] == ']') break;
-        }
-        skip_blanks();
-        if (i < text.size() && text[i] != ',' && text[i] != ')') {
-          fail(what, text,
-               "unexpected " + quoted(text.substr(i, 1)) + at(i) + " after the list of " +
-                   quoted(key));
-        }
-      } else {
-        while (i < text.size() && text[i] != ',' && text[i] != ')' && text[i] != '(' &&
-               text[i] != '[' && text[i] != ']')
-          ++i;
-      }
-      std::size_t value_end = i;
-      while (value_end > value_start && is_blank(text[value_end - 1])) --value_end;
-      std::string value(text.substr(value_start, value_end - value_start));
-      if (value.empty()) fail(what, text, "parameter " + quoted(key) + " has an empty value");
-      if (i < text.size() && (text[i] == '(' || text[i] == '[' || text[i] == ']')) {
-        fail(what, text,
-             "unexpected " + quoted(text.substr(i, 1)) + at(i) + " in the value of " + quoted(key));
-      }
-      if (!seen.insert(key).second) {
-        fail(what, text, "parameter " + quoted(key) + " given twice");
-      }
-      call.arguments.push_back(
-          {std::move(key), std::move(value), key_start + 1, is_list, std::move(items)});
-      if (i >= text.size()) fail(what, text, "missing ')'");
-      if (text[i] == ')') {
-        ++i;
-        break;
-      }
-      ++i;  // ','
+      call.arguments.push_back(std::move(argument));
+      if (at_end()) reject("missing ')'");
+      if (text_[pos_++] == ')') return;  // otherwise a ','
     }
   }
-  skip_blanks();
-  if (i != text.size()) {
-    fail(what, text, "unexpected text " + quoted(text.substr(i)) + at(i) + " after ')'");
+
+  spec_argument read_argument() {
+    skip_blanks();
+    spec_argument argument;
+    argument.column = pos_ + 1;
+    argument.key = std::string(read_name());
+    const std::string& key = argument.key;
+    if (key.empty()) {
+      if (at_end()) reject("missing ')'");
+      reject("expected a parameter name" + found_here());
+    }
+    skip_blanks();
+    if (at_end() || peek() != '=') {
+      reject("parameter " + quoted(key) + column(argument.column - 1) +
+             " needs a value (key=value)");
+    }
+    ++pos_;
+    skip_blanks();
+    const std::size_t value_start = pos_;
+    if (!at_end() && peek() == '[') {
+      argument.is_list = true;
+      argument.items = read_list(key);
+    } else {
+      skip_value_text();
+    }
+    argument.value = std::string(trimmed(value_start, pos_));
+    if (argument.value.empty()) reject("parameter " + quoted(key) + " has an empty value");
+    if (!at_end() && (peek() == '(' || peek() == '[' || peek() == ']')) {
+      reject(unexpected_here() + " in the value of " + quoted(key));
+    }
+    return argument;
   }
-  return call;
+
+  // "[a, b]": items separated by commas, no nesting; "[]" is an empty list.
+  std::vector<std::string> read_list(const std::string& key) {
+    std::vector<std::string> items;
+    ++pos_;  // '['
+    for (;;) {
+      skip_blanks();
+      const std::size_t item_start = pos_;
+      skip_value_text();
+      const std::string_view item = trimmed(item_start, pos_);
+      if (at_end()) reject("missing ']' in the value of " + quoted(key));
+      if (peek() != ',' && peek() != ']') {
+        reject(unexpected_here() + " in the list of " + quoted(key));
+      }
+      const bool empty_list = peek() == ']' && items.empty() && item.empty();
+      if (!empty_list) {
+        if (item.empty()) reject("an empty item" + column(pos_) + " in the list of " + quoted(key));
+        items.emplace_back(item);
+      }
+      if (text_[pos_++] == ']') break;
+    }
+    skip_blanks();
+    if (!at_end() && peek() != ',' && peek() != ')') {
+      reject(unexpected_here() + " after the list of " + quoted(key));
+    }
+    return items;
+  }
+
+  std::string_view text_;
+  std::string_view what_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+spec_call parse_spec_call(std::string_view text, std::string_view what) {
+  return spec_call_reader(text, what).read();
 }
 
 double spec_number(std::string_view spec, const spec_argument& arg, std::string_view what) {
