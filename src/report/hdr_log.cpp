@@ -11,36 +11,15 @@
 #include <cstring>
 #include <ctime>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace backoff::report {
 namespace {
 
-// 3 significant digits: single-unit resolution up to 2 x 10^3 needs 2^11 sub-buckets.
-constexpr int half_count_magnitude = 10;
-constexpr std::int64_t half_count = std::int64_t{1} << half_count_magnitude;  // 1024
-constexpr std::int64_t sub_bucket_mask = 2 * half_count - 1;                  // 2047
-constexpr int leading_zero_count_base = 64 - half_count_magnitude - 1;        // unit magnitude 0
-
 constexpr std::uint32_t encoding_cookie = 0x1c849303 | 0x10;
 constexpr std::uint32_t compressed_cookie = 0x1c849304 | 0x10;
 constexpr std::size_t header_size = 40;
-
-std::size_t counts_length(std::int64_t highest) {
-  // Buckets until 2048 << (buckets - 1) exceeds `highest` (AbstractHistogram's
-  // getBucketsNeededToCoverValue), plus one half bucket.
-  std::int64_t smallest_untrackable = 2 * half_count;
-  std::size_t buckets = 1;
-  while (smallest_untrackable <= highest) {
-    if (smallest_untrackable > std::numeric_limits<std::int64_t>::max() / 2) {
-      ++buckets;
-      break;
-    }
-    smallest_untrackable <<= 1;
-    ++buckets;
-  }
-  return (buckets + 1) * static_cast<std::size_t>(half_count);
-}
 
 void put_u32(std::string& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8)
@@ -115,101 +94,90 @@ double parse_number(std::string_view text, const std::string& what) {
   return v;
 }
 
+hdr_precision precision_of(std::uint64_t digits) {
+  if (digits > 5) {
+    throw std::invalid_argument("histogram encoding: significant digits must be 0 to 5");
+  }
+  return hdr_precision::significant_digits(static_cast<int>(digits));
+}
+
+std::int64_t highest_of(std::uint64_t highest) {
+  if (highest < 2 ||
+      highest > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    throw std::invalid_argument("histogram encoding: bad highest trackable value");
+  }
+  return static_cast<std::int64_t>(highest);
+}
+
+// The uncompressed encoding in `packed` (a zlib stream): its header first, then no more counts
+// than the header's precision and range allow, each at most 9 bytes.
+std::string inflate_encoding(std::string_view packed) {
+  struct stream : z_stream {
+    stream() : z_stream{} {
+      if (inflateInit(this) != Z_OK) throw std::runtime_error("histogram encoding: zlib failed");
+    }
+    stream(const stream&) = delete;
+    stream& operator=(const stream&) = delete;
+    ~stream() { inflateEnd(this); }
+  } z;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(packed.data()));
+  z.avail_in = static_cast<uInt>(packed.size());
+  std::string plain(header_size, '\0');
+  std::size_t have = 0;
+  int rc = Z_OK;
+  for (bool sized = false;;) {
+    z.next_out = reinterpret_cast<Bytef*>(plain.data() + have);
+    z.avail_out = static_cast<uInt>(plain.size() - have);
+    rc = inflate(&z, Z_NO_FLUSH);
+    have = plain.size() - z.avail_out;
+    if (rc == Z_STREAM_END || (rc != Z_OK && rc != Z_BUF_ERROR) || have < plain.size() || sized) {
+      break;
+    }
+    // The header is in: room for as many counts as its precision and range can hold.
+    reader r(plain);
+    if (r.u(4) != encoding_cookie) {
+      throw std::invalid_argument("histogram encoding: not a V2 histogram (cookie)");
+    }
+    (void)r.u(8);  // payload length, normalizing index offset
+    const hdr_precision precision = precision_of(r.u(4));
+    (void)r.u(8);  // lowest discernible value
+    const std::size_t limit = hdr_histogram(highest_of(r.u(8)), precision).index_limit();
+    plain.resize(header_size + 9 * limit);
+    sized = true;
+  }
+  if (rc != Z_STREAM_END) throw std::invalid_argument("histogram encoding: bad zlib stream");
+  plain.resize(have);
+  return plain;
+}
+
 }  // namespace
 
-hdr_histogram::hdr_histogram(std::int64_t highest) : highest_(std::max<std::int64_t>(highest, 2)) {
-  counts_.assign(counts_length(highest_), 0);
-}
-
-std::size_t hdr_histogram::index_of(std::int64_t value) const noexcept {
-  const auto v = static_cast<std::uint64_t>(value);
-  const int bucket =
-      leading_zero_count_base - std::countl_zero(v | static_cast<std::uint64_t>(sub_bucket_mask));
-  const auto sub_bucket = static_cast<std::int64_t>(v >> bucket);
-  return static_cast<std::size_t>((static_cast<std::int64_t>(bucket + 1) << half_count_magnitude) +
-                                  (sub_bucket - half_count));
-}
-
-std::int64_t hdr_histogram::lowest_equivalent(std::size_t index) const noexcept {
-  auto bucket = static_cast<std::int64_t>(index >> half_count_magnitude) - 1;
-  auto sub_bucket = static_cast<std::int64_t>(index & (half_count - 1)) + half_count;
-  if (bucket < 0) {
-    sub_bucket -= half_count;
-    bucket = 0;
+std::string encode_compressed(const hdr_histogram& h) {
+  const std::optional<int> digits = h.precision().digits();
+  if (!digits) {
+    throw std::invalid_argument(
+        "histogram encoding: the precision is not a whole number of significant digits");
   }
-  return sub_bucket << bucket;
-}
-
-std::int64_t hdr_histogram::highest_equivalent(std::size_t index) const noexcept {
-  const auto bucket =
-      std::max<std::int64_t>(0, static_cast<std::int64_t>(index >> half_count_magnitude) - 1);
-  return lowest_equivalent(index) + (std::int64_t{1} << bucket) - 1;
-}
-
-void hdr_histogram::record(std::int64_t value, std::uint64_t times) {
-  if (times == 0) return;
-  const std::size_t index = index_of(std::clamp<std::int64_t>(value, 0, highest_));
-  counts_[index] += times;
-  if (total_ == 0 || index > max_index_) max_index_ = index;
-  total_ += times;
-}
-
-void hdr_histogram::add(const hdr_histogram& other) {
-  if (other.total_ == 0) return;
-  if (other.max_index_ >= counts_.size()) {
-    throw std::invalid_argument("histogram: cannot add one whose values exceed this one's range");
-  }
-  for (std::size_t i = 0; i <= other.max_index_; ++i) counts_[i] += other.counts_[i];
-  if (total_ == 0 || other.max_index_ > max_index_) max_index_ = other.max_index_;
-  total_ += other.total_;
-}
-
-void hdr_histogram::reset() {
-  std::fill(counts_.begin(), counts_.end(), 0);
-  total_ = 0;
-  max_index_ = 0;
-}
-
-std::int64_t hdr_histogram::max() const noexcept {
-  return total_ == 0 ? 0 : highest_equivalent(max_index_);
-}
-
-std::int64_t hdr_histogram::value_at_quantile(double q) const {
-  if (total_ == 0) return 0;
-  q = std::clamp(q, 0.0, 1.0);
-  // Nearest rank; the nudge keeps 0.99 x 100 at rank 99 despite rounding in the product.
-  const double exact = q * static_cast<double>(total_);
-  auto rank = static_cast<std::uint64_t>(std::ceil(exact - exact * 1e-12));
-  rank = std::max<std::uint64_t>(rank, 1);
-  std::uint64_t seen = 0;
-  for (std::size_t i = 0; i <= max_index_; ++i) {
-    seen += counts_[i];
-    if (seen >= rank) return q == 0 ? lowest_equivalent(i) : highest_equivalent(i);
-  }
-  return max();
-}
-
-std::string hdr_histogram::encode_compressed() const {
   std::string plain;
   put_u32(plain, encoding_cookie);
   put_u32(plain, 0);  // payload length, set below
   put_u32(plain, 0);  // normalizing index offset
-  put_u32(plain, significant_digits);
+  put_u32(plain, static_cast<std::uint32_t>(*digits));
   put_u64(plain, 1);  // lowest discernible value
-  put_u64(plain, static_cast<std::uint64_t>(highest_));
+  put_u64(plain, static_cast<std::uint64_t>(h.highest_trackable()));
   const double ratio = 1.0;
   std::uint64_t ratio_bits = 0;
   std::memcpy(&ratio_bits, &ratio, sizeof ratio);
   put_u64(plain, ratio_bits);
-  const std::size_t limit = total_ == 0 ? 0 : max_index_ + 1;
+  const std::size_t limit = h.indices_used();
   for (std::size_t i = 0; i < limit;) {
-    const std::uint64_t c = counts_[i++];
+    const std::uint64_t c = h.count_at_index(i++);
     if (c != 0) {
       put_zigzag(plain, static_cast<std::int64_t>(c));
       continue;
     }
     std::int64_t zeros = 1;
-    while (i < limit && counts_[i] == 0) {
+    while (i < limit && h.count_at_index(i) == 0) {
       ++zeros;
       ++i;
     }
@@ -229,7 +197,7 @@ std::string hdr_histogram::encode_compressed() const {
   return out;
 }
 
-hdr_histogram hdr_histogram::decode_compressed(std::string_view bytes) {
+hdr_histogram decode_compressed(std::string_view bytes) {
   reader head(bytes);
   if (head.u(4) != compressed_cookie) {
     throw std::invalid_argument("histogram encoding: not a V2 compressed histogram (cookie)");
@@ -238,55 +206,39 @@ hdr_histogram hdr_histogram::decode_compressed(std::string_view bytes) {
   if (packed_size != head.left()) {
     throw std::invalid_argument("histogram encoding: compressed length does not match");
   }
-  // A histogram of 3 digits over 63 bits is at most 55,296 counts of 9 bytes.
-  constexpr std::size_t plain_limit = header_size + 55'296 * 9;
-  std::string plain(plain_limit, '\0');
-  uLongf plain_size = plain_limit;
-  const int rc =
-      uncompress(reinterpret_cast<Bytef*>(plain.data()), &plain_size,
-                 reinterpret_cast<const Bytef*>(bytes.data() + 8), static_cast<uLong>(packed_size));
-  if (rc != Z_OK) throw std::invalid_argument("histogram encoding: bad zlib stream");
-  plain.resize(plain_size);
+  const std::string plain = inflate_encoding(bytes.substr(8));
   reader r(plain);
   if (r.u(4) != encoding_cookie) {
     throw std::invalid_argument("histogram encoding: not a V2 histogram (cookie)");
   }
   const std::uint64_t payload = r.u(4);
   if (r.u(4) != 0) throw std::invalid_argument("histogram encoding: normalizing offset not 0");
-  if (r.u(4) != significant_digits) {
-    throw std::invalid_argument("histogram encoding: only 3 significant digits are read");
-  }
+  const hdr_precision precision = precision_of(r.u(4));
   if (r.u(8) != 1) throw std::invalid_argument("histogram encoding: lowest value is not 1");
-  const std::uint64_t highest = r.u(8);
-  if (highest < 2 ||
-      highest > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    throw std::invalid_argument("histogram encoding: bad highest trackable value");
-  }
+  const std::int64_t highest = highest_of(r.u(8));
   (void)r.u(8);  // integer-to-double ratio
   if (payload != r.left()) throw std::invalid_argument("histogram encoding: payload length");
-  hdr_histogram h(static_cast<std::int64_t>(highest));
+  const std::size_t limit = hdr_histogram(highest, precision).index_limit();
+  std::vector<std::uint64_t> counts;
   std::size_t index = 0;
   while (r.left() > 0) {
     const std::int64_t v = r.zigzag();
     if (v < 0) {
       const std::uint64_t zeros = static_cast<std::uint64_t>(-(v + 1)) + 1;
-      if (zeros > h.counts_.size() - index) {
+      if (zeros > limit - index) {
         throw std::invalid_argument("histogram encoding: counts beyond the range");
       }
       index += static_cast<std::size_t>(zeros);
       continue;
     }
-    if (index >= h.counts_.size()) {
-      throw std::invalid_argument("histogram encoding: counts beyond the range");
-    }
+    if (index >= limit) throw std::invalid_argument("histogram encoding: counts beyond the range");
     if (v > 0) {
-      h.counts_[index] = static_cast<std::uint64_t>(v);
-      h.total_ += static_cast<std::uint64_t>(v);
-      h.max_index_ = index;
+      counts.resize(index + 1, 0);
+      counts[index] = static_cast<std::uint64_t>(v);
     }
     ++index;
   }
-  return h;
+  return hdr_histogram::from_counts(highest, precision, std::move(counts));
 }
 
 std::string base64_encode(std::string_view bytes) {
@@ -356,8 +308,7 @@ std::string hdr_log_header(double start_epoch_s, std::string_view unit_comment) 
 std::string hdr_log_line(double start_s, double length_s, const hdr_histogram& h,
                          double max_ratio) {
   return fmt::format("{:.3f},{:.3f},{:.3f},{}\n", start_s, length_s,
-                     static_cast<double>(h.max()) / max_ratio,
-                     base64_encode(h.encode_compressed()));
+                     static_cast<double>(h.max()) / max_ratio, base64_encode(encode_compressed(h)));
 }
 
 hdr_log parse_hdr_log(std::string_view text) {
@@ -402,7 +353,7 @@ hdr_log parse_hdr_log(std::string_view text) {
     interval.start_s = parse_number(fields[0], where);
     interval.length_s = parse_number(fields[1], where);
     try {
-      interval.histogram = hdr_histogram::decode_compressed(base64_decode(fields[3]));
+      interval.histogram = decode_compressed(base64_decode(fields[3]));
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(where + ": " + e.what());
     }
@@ -413,11 +364,14 @@ hdr_log parse_hdr_log(std::string_view text) {
 
 hdr_histogram merge_logs(const std::vector<hdr_log>& logs) {
   std::int64_t highest = 2;
+  std::optional<hdr_precision> precision;
   for (const auto& log : logs) {
-    for (const auto& i : log.intervals)
+    for (const auto& i : log.intervals) {
       highest = std::max(highest, i.histogram.highest_trackable());
+      if (!precision) precision = i.histogram.precision();
+    }
   }
-  hdr_histogram all(highest);
+  hdr_histogram all = precision ? hdr_histogram(highest, *precision) : hdr_histogram(highest);
   for (const auto& log : logs) {
     for (const auto& i : log.intervals) all.add(i.histogram);
   }

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// Latency histograms that other tools read: HdrHistogram's layout (3 significant digits, so a
-// value is kept within 0.1 %), its V2 compressed encoding, and its interval log (version 1.3), as
+// Latency histograms that other tools read: hdr_histogram (hdr_histogram.hpp) at a precision of
+// whole significant digits (3 for `backoff load`: every value within 0.1 %) in HdrHistogram's V2
+// compressed encoding, and its interval log (version 1.3), as
 // written by wrk2 and read by HdrHistogram's HistogramLogProcessor. `backoff load
 // --histogram-log FILE` writes one histogram per second; logs of several generator processes
 // merge by adding their histograms (merge_logs), here or with HdrHistogram's own tools.
 //
-//   hdr_histogram h;                       // values 0 .. 1 h in microseconds by default
+//   hdr_histogram h;                       // 3 digits, 0 .. 1 h in microseconds by default
 //   h.record(1234);
 //   std::string line = hdr_log_line(0.0, 1.0, h, 1e6);   // "0.000,1.000,0.001,HISTFAAA..."
-//   hdr_histogram back = hdr_histogram::decode(base64_decode(...));
+//   hdr_histogram back = decode_compressed(base64_decode(...));
 //
 // The formats (HdrHistogram's documentation and AbstractHistogram.encodeIntoByteBuffer):
-//   - bucket layout: sub-bucket count 2048 for 3 digits, unit 1; value v lands at
-//     ((b + 1) << 10) + (v >> b) - 1024, with b = 53 - clz(v | 2047);
+//   - bucket layout: hdr_histogram's, unit 1 (sub-bucket count 2048 for 3 digits);
 //   - V2 encoding, big-endian: cookie 0x1c849313, payload length, normalizing index offset (0),
 //     significant digits, lowest discernible value, highest trackable value, integer-to-double
 //     ratio (1.0), then the counts up to the maximum's index, each ZigZag LEB128 (at most 9 bytes),
@@ -27,42 +27,16 @@
 #include <string_view>
 #include <vector>
 
+#include "hdr_histogram.hpp"
+
 namespace backoff::report {
 
-class hdr_histogram {
- public:
-  static constexpr int significant_digits = 3;
-  // Values from 1 (lowest discernible) to `highest`; a value above it is recorded as `highest`,
-  // one below 0 as 0.
-  explicit hdr_histogram(std::int64_t highest = 3'600'000'000);
-
-  void record(std::int64_t value, std::uint64_t times = 1);
-  // Adds `other`'s counts; throws std::invalid_argument if its range is larger than this one's.
-  void add(const hdr_histogram& other);
-  void reset();
-
-  std::uint64_t count() const noexcept { return total_; }
-  std::int64_t max() const noexcept;
-  std::int64_t highest_trackable() const noexcept { return highest_; }
-  // HdrHistogram's getValueAtPercentile: the highest value equivalent to the one at rank
-  // ceil-ish(q x count) (its rounding: q x count + 0.5), q in [0, 1]; 0 when empty.
-  std::int64_t value_at_quantile(double q) const;
-
-  // V2 compressed encoding (bytes, before Base64).
-  std::string encode_compressed() const;
-  // The inverse of encode_compressed; throws std::invalid_argument saying what is malformed.
-  static hdr_histogram decode_compressed(std::string_view bytes);
-
- private:
-  std::size_t index_of(std::int64_t value) const noexcept;
-  std::int64_t lowest_equivalent(std::size_t index) const noexcept;
-  std::int64_t highest_equivalent(std::size_t index) const noexcept;
-
-  std::int64_t highest_;
-  std::vector<std::uint64_t> counts_;
-  std::uint64_t total_ = 0;
-  std::size_t max_index_ = 0;  // of the largest value recorded (valid when total_ > 0)
-};
+// HdrHistogram's V2 compressed encoding of `h` (bytes, before Base64); throws
+// std::invalid_argument when its precision is not a whole number of significant digits.
+std::string encode_compressed(const hdr_histogram& h);
+// The inverse of encode_compressed, for up to 5 significant digits; throws std::invalid_argument
+// saying what is malformed.
+hdr_histogram decode_compressed(std::string_view bytes);
 
 std::string base64_encode(std::string_view bytes);
 // Throws std::invalid_argument on a character outside the alphabet or a bad length.
@@ -89,7 +63,8 @@ struct hdr_log {
 // Reads an interval log's text; throws std::invalid_argument naming the line that is wrong.
 hdr_log parse_hdr_log(std::string_view text);
 
-// All intervals of all logs added into one histogram (of the widest range among them).
+// All intervals of all logs added into one histogram (of the widest range among them); throws
+// std::invalid_argument when their precisions differ.
 hdr_histogram merge_logs(const std::vector<hdr_log>& logs);
 
 }  // namespace backoff::report

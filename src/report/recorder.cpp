@@ -4,64 +4,36 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
+#include "clients_csv.hpp"
 #include "csv.hpp"
 
 namespace backoff::report {
+namespace {
 
-void latency_histogram::add(std::int64_t value) {
-  const auto v = static_cast<std::uint64_t>(std::max<std::int64_t>(value, 0));
-  // Values below 2^sub_bits map to themselves; above, each power of two keeps the top sub_bits
-  // bits: bucket (e, top bits) with e = bit_width - sub_bits.
-  std::size_t index = 0;
-  if (v < (1ULL << sub_bits)) {
-    index = static_cast<std::size_t>(v);
-  } else {
-    const int e = static_cast<int>(std::bit_width(v)) - sub_bits;
-    index = (static_cast<std::size_t>(e) << (sub_bits - 1)) + static_cast<std::size_t>(v >> e);
+// A clients.csv row after its strategy: id, first_attempt_s, done_s, attempts, latency_s and
+// status, the rest of clients_csv_columns in their order (tests/report/recorder_test.cpp reads a
+// row back by the columns' names).
+constexpr std::string_view clients_row_rest = ",{},{},{},{},{},{}\n";
+
+constexpr std::size_t fields_in(std::string_view format) {
+  std::size_t n = 0;
+  for (std::size_t at = format.find("{}"); at != std::string_view::npos;
+       at = format.find("{}", at + 2)) {
+    ++n;
   }
-  if (index >= counts_.size()) counts_.resize(index + 1, 0);
-  ++counts_[index];
-  ++count_;
-  max_ = std::max(max_, static_cast<std::int64_t>(v));
+  return n;
 }
+static_assert(1 + fields_in(clients_row_rest) == clients_csv_columns.size(),
+              "a clients.csv row has one field per column of clients_csv.hpp");
 
-std::int64_t latency_histogram::percentile(double q) const {
-  return percentiles({q}).front();
-}
-
-std::vector<std::int64_t> latency_histogram::percentiles(const std::vector<double>& qs) const {
-  std::vector<std::int64_t> out(qs.size(), 0);
-  if (count_ == 0) return out;
-  // Invert the mapping: an index at or above 2^sub_bits is the range [top << e, (top + 1) << e);
-  // report its middle, but never more than the largest value seen.
-  const auto value_of = [&](std::size_t index) -> std::int64_t {
-    if (index < (std::size_t{1} << sub_bits)) return static_cast<std::int64_t>(index);
-    const std::size_t half = std::size_t{1} << (sub_bits - 1);
-    const std::size_t e = index / half - 1;
-    const std::uint64_t top = index - e * half;
-    const std::uint64_t mid = (top << e) + ((std::uint64_t{1} << e) >> 1);
-    return std::min(static_cast<std::int64_t>(mid), max_);
-  };
-  std::size_t next = 0;
-  std::uint64_t seen = 0;
-  for (std::size_t index = 0; index < counts_.size() && next < qs.size(); ++index) {
-    seen += counts_[index];
-    while (next < qs.size()) {
-      const auto rank = static_cast<std::uint64_t>(
-          std::max(1.0, std::ceil(qs[next] * static_cast<double>(count_))));
-      if (seen < rank) break;
-      out[next++] = value_of(index);
-    }
-  }
-  for (; next < qs.size(); ++next) out[next] = max_;
-  return out;
-}
+}  // namespace
 
 recorder::recorder(recorder_options options, std::ostream* clients_csv)
-    : options_(std::move(options)), clients_(clients_csv) {}
+    : options_(std::move(options)),
+      clients_(clients_csv),
+      latency_(options_.latency.highest, options_.latency.precision) {}
 
 series_bucket& recorder::advance(time_units t) {
   const auto i = static_cast<std::size_t>(std::max<time_units>(t, 0) / options_.bucket);
@@ -114,7 +86,7 @@ void recorder::operation_done(const op_record& r) {
   switch (r.status) {
     case op_status::completed:
       ++completed_;
-      latency_.add(r.done - r.first_attempt);
+      if (options_.latency.from_operations) latency_.record(r.done - r.first_attempt);
       if (r.done >= last_completion_) {
         last_completion_ = r.done;
         area_at_last_completion_ =
@@ -134,7 +106,7 @@ void recorder::operation_done(const op_record& r) {
     const double s = options_.seconds_per_unit;
     row_.clear();
     csv_append(row_, options_.strategy);
-    fmt::format_to(std::back_inserter(row_), ",{},{},{},{},{},{}\n", r.id,
+    fmt::format_to(std::back_inserter(row_), clients_row_rest, r.id,
                    static_cast<double>(r.first_attempt) * s, static_cast<double>(r.done) * s,
                    r.attempts, static_cast<double>(r.done - r.first_attempt) * s, status);
     *clients_ << row_;
@@ -156,11 +128,15 @@ strategy_summary recorder::finish(time_units end, std::uint64_t events) {
   out.attempts_per_operation =
       operations_ == 0 ? 0.0 : static_cast<double>(attempts_) / static_cast<double>(operations_);
   out.makespan_s = static_cast<double>(last_completion_) * s;
-  if (completed_ > 0) {
-    const auto p = latency_.percentiles({0.50, 0.75, 0.90, 0.95, 0.99, 0.999, 0.9999});
-    const auto sec = [&](std::int64_t v) { return static_cast<double>(v) * s; };
+  if (latency_.count() > 0) {
+    const latency_histogram_options& l = options_.latency;
+    const auto p = latency_.quantiles({0.50, 0.75, 0.90, 0.95, 0.99, 0.999, 0.9999}, l.rule);
+    const double unit = l.seconds_per_unit > 0 ? l.seconds_per_unit : s;
+    const auto sec = [&](std::int64_t v) { return static_cast<double>(v) * unit; };
+    const std::int64_t max =
+        l.rule == quantile_rule::bucket_middle ? latency_.max_recorded() : latency_.max();
     out.latency_s = latency_summary{sec(p[0]), sec(p[1]), sec(p[2]), sec(p[3]),
-                                    sec(p[4]), sec(p[5]), sec(p[6]), sec(latency_.max())};
+                                    sec(p[4]), sec(p[5]), sec(p[6]), sec(max)};
   }
   out.goodput_per_s = out.makespan_s > 0 ? static_cast<double>(completed_) / out.makespan_s : 0.0;
   out.peak_load = peak_load_;

@@ -16,12 +16,14 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hdr_histogram.hpp"
 #include "result.hpp"
 
 namespace backoff::report {
@@ -36,23 +38,17 @@ struct op_record {
   op_status status;
 };
 
-// Latency percentiles with 12 significant bits (relative error below 0.025 %, exact below
-// 4096 units), in memory that does not grow with the number of samples (HDR-histogram layout).
-class latency_histogram {
- public:
-  void add(std::int64_t value);
-  std::uint64_t count() const noexcept { return count_; }
-  std::int64_t max() const noexcept { return max_; }
-  // Nearest-rank percentile, q in (0, 1]; 0 when empty.
-  std::int64_t percentile(double q) const;
-  // Several percentiles in one pass; qs ascending.
-  std::vector<std::int64_t> percentiles(const std::vector<double>& qs) const;
-
- private:
-  static constexpr int sub_bits = 12;
-  std::vector<std::uint32_t> counts_;
-  std::uint64_t count_ = 0;
-  std::int64_t max_ = 0;
+// The latency histogram of a recorder: its precision, range and unit, and how its percentiles
+// are read. The default is the simulator's: 12 sub-bucket bits in model units (relative error
+// below 0.025 %, exact below 4096 units), the middle of a percentile's bucket.
+struct latency_histogram_options {
+  hdr_precision precision = hdr_precision::sub_bucket_bits(12);
+  std::int64_t highest = std::numeric_limits<std::int64_t>::max();
+  double seconds_per_unit = 0;  // 0: the recorder's seconds_per_unit
+  quantile_rule rule = quantile_rule::bucket_middle;
+  // false: operation_done records no latency; the driver adds its own histograms
+  // (recorder::add_latencies), in this precision and unit.
+  bool from_operations = true;
 };
 
 struct recorder_options {
@@ -68,12 +64,12 @@ struct recorder_options {
   double recovery_fraction = 0.9;
   // With an outage, finish() also reports goodput before, during and after it (phases).
   bool phase_goodput = false;
+  latency_histogram_options latency;
 };
 
 class recorder {
  public:
-  // clients_csv may be null (no --out); rows are `strategy,id,first_attempt_s,done_s,attempts,
-  // latency_s,status`.
+  // clients_csv may be null (no --out); rows have clients_csv.hpp's columns.
   recorder(recorder_options options, std::ostream* clients_csv);
 
   void operation_started(time_units t) {
@@ -102,6 +98,12 @@ class recorder {
   // finish(); a name given twice keeps the last value.
   void field(std::string_view name, std::optional<double> value);
 
+  // Completed operations' latencies measured by the driver (latency.from_operations false):
+  // added to the run's histogram, which must have the same precision and a range as wide.
+  void add_latencies(const hdr_histogram& h) { latency_.add(h); }
+  // The latencies behind finish()'s latency_s (still there after it).
+  const hdr_histogram& latencies() const noexcept { return latency_; }
+
   strategy_summary finish(time_units end, std::uint64_t events);
 
  private:
@@ -118,7 +120,7 @@ class recorder {
   std::vector<series_bucket> buckets_;
   std::size_t current_ = 0;
   time_units current_start_ = 0, current_end_ = 0;  // empty until the first event
-  latency_histogram latency_;
+  hdr_histogram latency_;
   std::uint64_t operations_ = 0, completed_ = 0, gave_up_ = 0, unfinished_ = 0, attempts_ = 0;
   time_units last_completion_ = 0;
   // Time-weighted load.

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -133,6 +135,35 @@ TEST(LoadOpenLoop, TheHistogramLogHoldsEveryCompletedOperation) {
   // The same latencies as the summary's (microseconds there, seconds here; 0.1 % resolution).
   EXPECT_NEAR(static_cast<double>(all.max()) * 1e-6, run.summary.latency_s->max,
               run.summary.latency_s->max * 0.002 + 1e-6);
+}
+
+// The summary's percentiles are read from the log's counts, by construction: the log's
+// intervals, merged, are the run's histogram count for count, and give the summary's figures.
+TEST(LoadOpenLoop, TheSummaryIsReadFromTheHistogramLogsCounts) {
+  test_server server(0ms);
+  auto o = server.load();
+  o.rate_per_s = 300;
+  o.duration_total = 1500ms;
+  std::ostringstream log;
+  o.histogram_log = &log;
+  const auto run = backoff::net::run_load(o, {});
+  ASSERT_GT(run.summary.completed, 100u);
+  ASSERT_TRUE(run.summary.latency_s);
+  const auto merged = backoff::report::merge_logs({backoff::report::parse_hdr_log(log.str())});
+  EXPECT_EQ(merged.count(), run.summary.completed);
+  ASSERT_EQ(merged.count(), run.latency.count());
+  ASSERT_EQ(merged.indices_used(), run.latency.indices_used());
+  for (std::size_t i = 0; i < merged.indices_used(); ++i) {
+    EXPECT_EQ(merged.count_at_index(i), run.latency.count_at_index(i)) << i;
+  }
+  const auto& l = *run.summary.latency_s;
+  const auto seconds = [](std::int64_t us) { return static_cast<double>(us) * 1e-6; };
+  const double summary_figures[] = {l.p50, l.p75, l.p90, l.p95, l.p99, l.p999, l.p9999};
+  const double qs[] = {0.50, 0.75, 0.90, 0.95, 0.99, 0.999, 0.9999};
+  for (std::size_t i = 0; i < std::size(qs); ++i) {
+    EXPECT_EQ(summary_figures[i], seconds(merged.value_at_quantile(qs[i]))) << qs[i];
+  }
+  EXPECT_EQ(l.max, seconds(merged.max()));
 }
 
 // The server stalls 250 ms every 2.5 s (1 s every 10 s, scaled by 4). Measured from the intended

@@ -68,13 +68,15 @@ TEST(HdrHistogram, TheCompressedEncodingRoundTrips) {
   h.record(2, 3);
   h.record(999'999, 5);
   h.record(3'000'000'000, 2);
-  const hdr_histogram back = hdr_histogram::decode_compressed(h.encode_compressed());
+  const hdr_histogram back =
+      backoff::report::decode_compressed(backoff::report::encode_compressed(h));
   EXPECT_EQ(back.count(), h.count());
   EXPECT_EQ(back.max(), h.max());
   for (const double q : {0.0, 0.1, 0.3, 0.5, 0.8, 0.95, 1.0}) {
     EXPECT_EQ(back.value_at_quantile(q), h.value_at_quantile(q)) << q;
   }
-  const hdr_histogram empty = hdr_histogram::decode_compressed(hdr_histogram().encode_compressed());
+  const hdr_histogram empty =
+      backoff::report::decode_compressed(backoff::report::encode_compressed(hdr_histogram()));
   EXPECT_EQ(empty.count(), 0u);
 }
 
@@ -163,7 +165,7 @@ TEST(HdrLog, AMalformedLineIsRefusedByNumber) {
   EXPECT_NE(refused("0.000,1.000,0.0,AAAA\n").find("line 6: histogram encoding: truncated"),
             std::string::npos);
   // A valid header whose zlib stream is cut short.
-  const std::string packed = hdr_histogram().encode_compressed();
+  const std::string packed = backoff::report::encode_compressed(hdr_histogram());
   const std::string cut = base64_encode(packed.substr(0, packed.size() - 3));
   EXPECT_NE(refused("0.000,1.000,0.0," + cut + "\n").find("line 6: histogram encoding"),
             std::string::npos);

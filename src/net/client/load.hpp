@@ -38,6 +38,7 @@
 #include "backoff/duration.hpp"
 #include "backoff/strategy.hpp"
 #include "net/client/arrivals.hpp"
+#include "report/hdr_histogram.hpp"
 #include "report/recorder.hpp"
 #include "report/result.hpp"
 
@@ -70,7 +71,8 @@ struct load_options {
   // start), its attempts' timeouts cut to fit; open loop: a send already past it is dropped.
   duration request_deadline{0};
   // When set: an HdrHistogram interval log (hdr_log.hpp) of the completed operations' latency,
-  // in microseconds, one interval per second.
+  // in microseconds, one interval per second; the summary's percentiles are read from the same
+  // counts (load_run::latency).
   std::ostream* histogram_log = nullptr;
   duration timeout = std::chrono::seconds(2);
   // Each attempt tells the server the time it may take (`timeout`) and its number: grpc-timeout,
@@ -112,14 +114,21 @@ struct interval_report {
   std::uint64_t in_flight = 0;
 };
 
-struct load_run {
-  // Its fields (model_field) add late_sends, dropped_sends and local_errors.
-  report::strategy_summary summary;
+// What a run counted besides its summary.
+struct load_counts {
   std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0;
   std::uint64_t late_sends = 0;     // open loop: sent more than late_after after their time
   std::uint64_t dropped_sends = 0;  // open loop: never sent (in-flight cap, or past deadline)
   std::uint64_t local_errors = 0;   // attempts that failed here (is_local_error), not counted in
                                     // errors, nor in the summary's time series
+};
+
+struct load_run : load_counts {
+  // Its fields (model_field) add late_sends, dropped_sends and local_errors.
+  report::strategy_summary summary;
+  // The completed operations' latencies in microseconds at 3 significant digits: the counts
+  // behind summary.latency_s, and the sum of histogram_log's intervals.
+  report::hdr_histogram latency;
   double wall_s = 0;
 };
 
