@@ -30,7 +30,6 @@ loop_result run_attempt_loop(const loop_options& options, const cancel_scope& sc
   if (deadline && *deadline <= start) {
     result.why = outcome::deadline_exceeded;
     result.last.ended = attempt_end::timed_out;
-    result.last.status = status_timed_out;
     return result;
   }
   // The controller sees the combined deadline and applies the library's rule to it; the loop
@@ -111,13 +110,13 @@ classify_function classify_status(const std::optional<status_list>& until,
       return verdict::permanent();
     }
     // A shell reports a missing or unusable program as 127 or 126: retrying will not find it.
-    const bool cannot_run = r.status == status_not_found || r.status == status_not_executable;
+    const bool cannot_run = r.status() == status_not_found || r.status() == status_not_executable;
     if (until) {
-      if (until->matches(r.status)) return verdict::success();
+      if (until->matches(r.status())) return verdict::success();
       return cannot_run ? verdict::permanent() : verdict::retryable();
     }
-    if (r.status == 0) return verdict::success();
-    if (while_) return while_->matches(r.status) ? verdict::retryable() : verdict::permanent();
+    if (r.status() == 0) return verdict::success();
+    if (while_) return while_->matches(r.status()) ? verdict::retryable() : verdict::permanent();
     return cannot_run ? verdict::permanent() : verdict::retryable();
   };
 }

@@ -187,7 +187,6 @@ attempt_result start_failure(int error, const std::string& program, duration sta
   attempt_result r;
   const bool missing = error == ENOENT || error == ENOTDIR;
   r.ended = missing ? attempt_end::not_found : attempt_end::not_executable;
-  r.status = missing ? status_not_found : status_not_executable;
   r.error = "cannot run '" + program + "': " + std::strerror(error);
   r.elapsed = steady_now() - started;
   return r;
@@ -320,11 +319,9 @@ attempt_result ended_by_itself(const running_child& child, duration grace,
   if (info.si_code == CLD_EXITED) {
     result.ended = attempt_end::exited;
     result.exit_code = info.si_status;
-    result.status = info.si_status;
   } else {
     result.ended = attempt_end::signaled;
     result.signal = info.si_status;
-    result.status = status_of_signal(info.si_status);
   }
   // A group that cannot be inspected may still hold a process: it is stopped like a live one.
   if (child.own_group() && !succeeded(result) && inspect_group(child.pid()) != group_state::gone) {
@@ -333,7 +330,7 @@ attempt_result ended_by_itself(const running_child& child, duration grace,
   return result;
 }
 
-// The status says why it was stopped; exit_code or signal, how it ended if it has.
+// Its status says why it was stopped; exit_code or signal, how it ended if it has.
 attempt_result stopped_by_us(const running_child& child, attempt_stop why, duration grace,
                              const cancel_scope& scope) {
   attempt_result result;
@@ -349,10 +346,9 @@ attempt_result stopped_by_us(const running_child& child, attempt_stop why, durat
   }
   if (why == attempt_stop::timed_out) {
     result.ended = attempt_end::timed_out;
-    result.status = status_timed_out;
   } else {
     result.ended = attempt_end::cancelled;
-    result.status = status_of_signal(scope.signal());
+    result.cancel_signal = scope.signal();
   }
   return result;
 }
@@ -360,7 +356,7 @@ attempt_result stopped_by_us(const running_child& child, attempt_stop why, durat
 attempt_result cancelled_before_start(const cancel_scope& scope, duration started) {
   attempt_result result;
   result.ended = attempt_end::cancelled;
-  result.status = status_of_signal(scope.signal());
+  result.cancel_signal = scope.signal();
   result.elapsed = steady_now() - started;
   return result;
 }
@@ -368,7 +364,6 @@ attempt_result cancelled_before_start(const cancel_scope& scope, duration starte
 attempt_result timed_out_before_start(duration started) {
   attempt_result result;
   result.ended = attempt_end::timed_out;
-  result.status = status_timed_out;
   result.elapsed = steady_now() - started;
   return result;
 }

@@ -10,7 +10,7 @@
 //   attempt_limits limits;
 //   limits.kill_at = steady_now() + 30s;            // per-attempt timeout or the overall deadline
 //   attempt_result r = run_attempt(spec, limits, scope);
-//   if (r.ended == attempt_end::timed_out) ...      // r.status == 124
+//   if (r.ended == attempt_end::timed_out) ...      // r.status() == 124
 //
 // Linux only: pidfd_open and /proc. A failure to start (no such program, not executable) is a
 // result, not an exception, since the tool reports it as 127 or 126; a shortage of descriptors or
@@ -71,11 +71,31 @@ std::string_view to_string(attempt_end e) noexcept;
 
 struct attempt_result {
   attempt_end ended = attempt_end::exited;
-  int status = 0;       // the status the tool reports for it (see attempt_end)
-  int exit_code = -1;   // when it exited (also when it exited after our TERM)
-  int signal = 0;       // when it died of a signal
-  duration elapsed{0};  // from start to the end of its group's cleanup
-  std::string error;    // when it could not be started: why, one line
+  int exit_code = -1;     // when it exited (also when it exited after our TERM)
+  int signal = 0;         // when it died of a signal
+  int cancel_signal = 0;  // when cancelled: the signal its scope was cancelled with
+  duration elapsed{0};    // from start to the end of its group's cleanup
+  std::string error;      // when it could not be started: why, one line
+
+  // The status the tool reports for it, from how it ended (see attempt_end). A result with no
+  // attempt behind it (a loop that started none) reads as exited with status 0.
+  int status() const noexcept {
+    switch (ended) {
+      case attempt_end::exited:
+        return exit_code >= 0 ? exit_code : 0;
+      case attempt_end::signaled:
+        return status_of_signal(signal);
+      case attempt_end::timed_out:
+        return status_timed_out;
+      case attempt_end::cancelled:
+        return status_of_signal(cancel_signal);
+      case attempt_end::not_found:
+        return status_not_found;
+      case attempt_end::not_executable:
+        return status_not_executable;
+    }
+    return status_tool_error;
+  }
 };
 
 // SIGPIPE and SIGXFSZ made harmless to the tool: a write to a reader that has gone away then
@@ -103,7 +123,7 @@ void unset_variable(std::vector<std::string>& environment, std::string_view name
 // Whether an attempt that ended by itself succeeded (the caller's --until/--while rule).
 using success_test = std::function<bool(const attempt_result&)>;
 inline bool exited_zero(const attempt_result& r) {
-  return r.status == 0;
+  return r.status() == 0;
 }
 
 // Runs one attempt to the end (see the header comment). When it cannot start for want of a

@@ -164,12 +164,11 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
         r.elapsed = steady_now() - waited_from;
         if (scope.cancelled()) {
           r.ended = attempt_end::cancelled;
-          r.status = status_of_signal(scope.signal());
+          r.cancel_signal = scope.signal();
           return r;
         }
         if (info.deadline && steady_now() >= *info.deadline) {
           r.ended = attempt_end::timed_out;
-          r.status = status_timed_out;
           return r;
         }
         throw_gave_up(e, spec.argv[0]);
@@ -217,7 +216,7 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
 
 // The status the tool exits with for an item's loop.
 int item_status(const item_summary& item) {
-  return item.result.last.status;
+  return item.result.last.status();
 }
 
 // A run stopped by a signal to the tool (128 + n) or by its output closed under it (141): true,
@@ -408,7 +407,7 @@ nlohmann::json to_json(const run_summary& summary) {
     j["item"] = item.item ? json(*item.item) : json(nullptr);
     j["started"] = item.started;
     j["outcome"] = item.started ? json(outcome_name(item.result.why)) : json(nullptr);
-    j["status"] = item.started ? json(item.result.last.status) : json(nullptr);
+    j["status"] = item.started ? json(item.result.last.status()) : json(nullptr);
     json attempts = json::array();
     for (const attempt_record& a : item.attempts) {
       const attempt_result& r = a.result;
@@ -417,7 +416,7 @@ nlohmann::json to_json(const run_summary& summary) {
       aj["start"] = a.start_unix_s;
       aj["duration_s"] = to_seconds(r.elapsed);
       aj["ended"] = to_string(r.ended);
-      aj["status"] = r.status;
+      aj["status"] = r.status();
       aj["exit_code"] = r.exit_code >= 0 ? json(r.exit_code) : json(nullptr);
       aj["signal"] = r.signal != 0 ? json(r.signal) : json(nullptr);
       aj["delay_s"] = a.delay ? json(to_seconds(*a.delay)) : json(nullptr);

@@ -128,7 +128,7 @@ TEST(DescriptorShortageExhausted, AChildWithoutAPidfdIsWatchedNotKilled) {
   const auto start = std::chrono::steady_clock::now();
   const attempt_result r = run_briefly(sh_script("sleep 0.2; exit 3"));
   EXPECT_EQ(r.ended, attempt_end::exited);
-  EXPECT_EQ(r.status, 3);
+  EXPECT_EQ(r.status(), 3);
   EXPECT_GE(seconds_from(start), 0.19);
 }
 
@@ -137,7 +137,7 @@ TEST(DescriptorShortageExhausted, AChildWithoutAPidfdIsStillStoppedAtItsTimeout)
   const auto start = std::chrono::steady_clock::now();
   const attempt_result r = run_briefly(sh_script("sleep 30"), 300ms);
   EXPECT_EQ(r.ended, attempt_end::timed_out);
-  EXPECT_EQ(r.status, status_timed_out);
+  EXPECT_EQ(r.status(), status_timed_out);
   EXPECT_LT(seconds_from(start), 10.0);
 }
 
@@ -161,8 +161,8 @@ TEST(DescriptorShortageExhausted, AnAttemptWaitsForAnotherToEndAndThenRuns) {
   }
   const double waited = seconds_from(start);
   other.join();
-  EXPECT_EQ(first.status, 5);
-  EXPECT_EQ(second.status, 7);
+  EXPECT_EQ(first.status(), 5);
+  EXPECT_EQ(second.status(), 7);
   EXPECT_GE(waited, 0.1) << "the second attempt should have waited for the first";
 }
 

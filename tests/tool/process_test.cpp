@@ -58,14 +58,14 @@ TEST(RunAttempt, ReportsTheExitCode) {
   const attempt_result r = run(shell("exit 3"));
   EXPECT_EQ(r.ended, attempt_end::exited);
   EXPECT_EQ(r.exit_code, 3);
-  EXPECT_EQ(r.status, 3);
+  EXPECT_EQ(r.status(), 3);
 }
 
 TEST(RunAttempt, ReportsDeathBySignalAs128PlusN) {
   const attempt_result r = run(shell("kill -SEGV $$"));
   EXPECT_EQ(r.ended, attempt_end::signaled);
   EXPECT_EQ(r.signal, SIGSEGV);
-  EXPECT_EQ(r.status, 128 + SIGSEGV);
+  EXPECT_EQ(r.status(), 128 + SIGSEGV);
 }
 
 TEST(RunAttempt, NotFoundAndNotExecutableAreResultsNotExceptions) {
@@ -73,7 +73,7 @@ TEST(RunAttempt, NotFoundAndNotExecutableAreResultsNotExceptions) {
   missing.argv = {"backoff-no-such-program"};
   const attempt_result a = run(missing);
   EXPECT_EQ(a.ended, attempt_end::not_found);
-  EXPECT_EQ(a.status, 127);
+  EXPECT_EQ(a.status(), 127);
   EXPECT_NE(a.error.find("backoff-no-such-program"), std::string::npos);
 
   const backoff::test::test_scratch scratch("process");
@@ -85,7 +85,7 @@ TEST(RunAttempt, NotFoundAndNotExecutableAreResultsNotExceptions) {
   plain.argv = {file.string()};
   const attempt_result b = run(plain);
   EXPECT_EQ(b.ended, attempt_end::not_executable);
-  EXPECT_EQ(b.status, 126);
+  EXPECT_EQ(b.status(), 126);
 }
 
 TEST(RunAttempt, PassesTheEnvironmentAndDescriptors) {
@@ -96,7 +96,7 @@ TEST(RunAttempt, PassesTheEnvironmentAndDescriptors) {
   set_variable(spec.environment, "GREETING", "hello");  // replaces, does not duplicate
   const int out = ::open((dir / "out").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   spec.descriptors = {{1, out}, {2, 1}};  // 2>&1 after 1>out
-  EXPECT_EQ(run(spec).status, 0);
+  EXPECT_EQ(run(spec).status(), 0);
   ::close(out);
   EXPECT_EQ(slurp(dir / "out"), "hello\noops\n");
 }
@@ -108,7 +108,7 @@ TEST(RunAttempt, TimeoutStopsTheWholeGroupIncludingGrandchildren) {
   const attempt_result r =
       run(shell("sleep 30 & echo $! > " + (dir / "pid").string() + "; wait"), 200ms);
   EXPECT_EQ(r.ended, attempt_end::timed_out);
-  EXPECT_EQ(r.status, 124);
+  EXPECT_EQ(r.status(), 124);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
   EXPECT_TRUE(gone(read_pid(dir / "pid")));
 }
@@ -142,7 +142,7 @@ TEST(RunAttempt, CancellationSendsTheScopesSignalToTheGroup) {
                         (dir / "ready").string() + "; while :; do sleep 0.05; done"),
                   limits, scope);
   EXPECT_EQ(r.ended, attempt_end::cancelled);
-  EXPECT_EQ(r.status, 128 + SIGINT);
+  EXPECT_EQ(r.status(), 128 + SIGINT);
   EXPECT_EQ(slurp(dir / "got"), "INT\n");
 }
 
@@ -151,7 +151,7 @@ TEST(RunAttempt, AFailedAttemptLeavesNoProcessBehind) {
   const fs::path& dir = scratch.dir();
   const attempt_result r =
       run(shell("sleep 30 & echo $! > " + (dir / "pid").string() + "; exit 2"));
-  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.status(), 2);
   EXPECT_TRUE(gone(read_pid(dir / "pid")));
 }
 
@@ -162,7 +162,7 @@ TEST(RunAttempt, ACancelledScopeStartsNothing) {
   const fs::path& dir = scratch.dir();
   const attempt_result r = run_attempt(shell("touch " + (dir / "ran").string()), {}, scope);
   EXPECT_EQ(r.ended, attempt_end::cancelled);
-  EXPECT_EQ(r.status, 143);
+  EXPECT_EQ(r.status(), 143);
   EXPECT_FALSE(fs::exists(dir / "ran"));
 }
 

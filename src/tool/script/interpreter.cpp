@@ -38,11 +38,11 @@ std::string describe(const attempt_result& r) {
     case attempt_end::exited:
       return fmt::format("exit status {}", r.exit_code);
     case attempt_end::signaled:
-      return fmt::format("killed by signal {} (status {})", r.signal, r.status);
+      return fmt::format("killed by signal {} (status {})", r.signal, r.status());
     case attempt_end::timed_out:
       return "stopped at the deadline (status 124)";
     case attempt_end::cancelled:
-      return fmt::format("stopped (status {})", r.status);
+      return fmt::format("stopped (status {})", r.status());
     case attempt_end::not_found:
     case attempt_end::not_executable:
       return r.error;
@@ -230,12 +230,12 @@ class interpreter {
       script_event e;
       e.line = c.line;
       e.argv = spec.argv;
-      e.status = r.status;
+      e.status = r.status();
       e.start = started - start_;
       e.elapsed = steady_now() - started;
       record(std::move(e));
     }
-    return {r.status == 0, r.status};
+    return {r.status() == 0, r.status()};
   }
 
   script_result run(const assignment& a, frame& f) {
@@ -265,20 +265,23 @@ class interpreter {
       inner.deadline = info.deadline;
       inner.attempt = info.number;
       body_result = run_block(t.body, inner);
+      // The block ends as a command would: with its status, or stopped.
       attempt_result r;
-      r.status = body_result.status;
       r.elapsed = steady_now() - began;
       if (f.scope->cancelled()) {
         r.ended = attempt_end::cancelled;
+        r.cancel_signal = f.scope->signal();
       } else if (body_result.status == status_timed_out && info.deadline &&
                  steady_now() >= *info.deadline) {
         r.ended = attempt_end::timed_out;
+      } else {
+        r.exit_code = body_result.status;
       }
       return r;
     };
     const auto classify = [](const attempt_result& r) {
       if (r.ended == attempt_end::cancelled) return verdict::permanent();
-      return r.status == 0 ? verdict::success() : verdict::retryable();
+      return r.status() == 0 ? verdict::success() : verdict::retryable();
     };
     const auto observe = [&](const attempt_record& record) {
       if (events_ != nullptr) {
@@ -286,17 +289,17 @@ class interpreter {
         e.what = script_event::kind::attempt;
         e.line = t.line;
         e.attempt = record.number;
-        e.status = record.result.status;
+        e.status = record.result.status();
         e.elapsed = record.result.elapsed;
         e.start = steady_now() - record.result.elapsed - start_;
         e.delay = record.delay;
         this->record(std::move(e));
       }
       if (!options_.verbose) return;
-      std::string message =
-          fmt::format("try: attempt {} {}", record.number,
-                      record.result.status == 0 ? std::string("succeeded")
-                                                : fmt::format("failed ({})", record.result.status));
+      std::string message = fmt::format("try: attempt {} {}", record.number,
+                                        record.result.status() == 0
+                                            ? std::string("succeeded")
+                                            : fmt::format("failed ({})", record.result.status()));
       if (record.delay) message += fmt::format("; next in {:.3f}s", to_seconds(*record.delay));
       log(t.line, message);
     };
@@ -316,7 +319,7 @@ class interpreter {
       }
     }
     // The deadline left no attempt at all: like a command stopped at it.
-    const int status = result.attempts == 0 ? status_timed_out : result.last.status;
+    const int status = result.attempts == 0 ? status_timed_out : result.last.status();
     if (t.handler) return run_block(*t.handler, f);
     return {false, status};
   }
