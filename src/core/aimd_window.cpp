@@ -94,8 +94,17 @@ aimd_window::aimd_window(const aimd_config& config)
   failed_.reserve(static_cast<std::size_t>(std::min(config_.initial, 1024.0)) * 4);
 }
 
-aimd_window::aimd_window(const aimd_window& other) : config_(other.config_) {
-  std::lock_guard guard{other.lock_};
+aimd_window::aimd_window(const aimd_window& other) {
+  *this = other;
+}
+
+aimd_window& aimd_window::operator=(const aimd_window& other) {
+  if (this == &other) return *this;
+  // std::lock's deadlock-free algorithm: two windows assigned to each other at once never wait
+  // on each other.
+  std::scoped_lock guard{lock_, other.lock_};
+  failed_ = other.failed_;  // first: the one copy that can throw then leaves this window as it was
+  config_ = other.config_;
   cwnd_ = other.cwnd_;
   ssthresh_ = other.ssthresh_;
   flying_ = other.flying_;
@@ -103,22 +112,6 @@ aimd_window::aimd_window(const aimd_window& other) : config_(other.config_) {
   ignored_errors_ = other.ignored_errors_;
   next_id_ = other.next_id_;
   next_fresh_ = other.next_fresh_;
-  failed_ = other.failed_;
-}
-
-aimd_window& aimd_window::operator=(const aimd_window& other) {
-  if (this == &other) return *this;
-  aimd_window copy{other};  // under other's lock only, so two windows never lock each other
-  std::lock_guard guard{lock_};
-  config_ = copy.config_;
-  cwnd_ = copy.cwnd_;
-  ssthresh_ = copy.ssthresh_;
-  flying_ = copy.flying_;
-  cuts_ = copy.cuts_;
-  ignored_errors_ = copy.ignored_errors_;
-  next_id_ = copy.next_id_;
-  next_fresh_ = copy.next_fresh_;
-  failed_.swap(copy.failed_);
   return *this;
 }
 

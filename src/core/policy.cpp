@@ -9,38 +9,37 @@
 
 namespace backoff {
 
-backoff_policy backoff_policy::constant(duration delay) {
+namespace {
+
+// What every named constructor sets: the schedule, its first delay and its cap.
+backoff_policy scheduled_policy(schedule_kind schedule, duration initial, duration max) {
   backoff_policy p;
-  p.schedule = schedule_kind::constant;
-  p.initial = delay;
-  p.max = duration::max();
+  p.schedule = schedule;
+  p.initial = initial;
+  p.max = max;
   return p;
 }
 
+}  // namespace
+
+backoff_policy backoff_policy::constant(duration delay) {
+  return scheduled_policy(schedule_kind::constant, delay, duration::max());
+}
+
 backoff_policy backoff_policy::linear(duration initial, duration step, duration max) {
-  backoff_policy p;
-  p.schedule = schedule_kind::linear;
-  p.initial = initial;
+  backoff_policy p = scheduled_policy(schedule_kind::linear, initial, max);
   p.step = step;
-  p.max = max;
   return p;
 }
 
 backoff_policy backoff_policy::exponential(duration initial, double factor, duration max) {
-  backoff_policy p;
-  p.schedule = schedule_kind::exponential;
-  p.initial = initial;
+  backoff_policy p = scheduled_policy(schedule_kind::exponential, initial, max);
   p.factor = factor;
-  p.max = max;
   return p;
 }
 
 backoff_policy backoff_policy::fibonacci(duration initial, duration max) {
-  backoff_policy p;
-  p.schedule = schedule_kind::fibonacci;
-  p.initial = initial;
-  p.max = max;
-  return p;
+  return scheduled_policy(schedule_kind::fibonacci, initial, max);
 }
 
 void backoff_policy::validate() const {

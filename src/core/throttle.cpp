@@ -139,9 +139,16 @@ std::string cubic_rate_config::to_string() const {
 // ---------------------------------------------------------------------------------------------
 // The CUBIC rate limiter. Member names follow RetryTokenBucket's (m_fillRate -> fill_rate_, ...).
 
-cubic_rate_limiter::cubic_rate_limiter(const cubic_rate_limiter& other) noexcept
-    : config_(other.config_) {
-  std::lock_guard guard{other.lock_};
+cubic_rate_limiter::cubic_rate_limiter(const cubic_rate_limiter& other) noexcept {
+  *this = other;
+}
+
+cubic_rate_limiter& cubic_rate_limiter::operator=(const cubic_rate_limiter& other) noexcept {
+  if (this == &other) return *this;
+  // std::lock's deadlock-free algorithm: two limiters assigned to each other at once never wait
+  // on each other.
+  std::scoped_lock guard{lock_, other.lock_};
+  config_ = other.config_;
   enabled_ = other.enabled_;
   fill_rate_ = other.fill_rate_;
   max_capacity_ = other.max_capacity_;
@@ -155,26 +162,6 @@ cubic_rate_limiter::cubic_rate_limiter(const cubic_rate_limiter& other) noexcept
   throttled_ = other.throttled_;
   last_max_rate_ = other.last_max_rate_;
   last_throttle_ns_ = other.last_throttle_ns_;
-}
-
-cubic_rate_limiter& cubic_rate_limiter::operator=(const cubic_rate_limiter& other) noexcept {
-  if (this == &other) return *this;
-  const cubic_rate_limiter copy{other};  // under other's lock only
-  std::lock_guard guard{lock_};
-  config_ = copy.config_;
-  enabled_ = copy.enabled_;
-  fill_rate_ = copy.fill_rate_;
-  max_capacity_ = copy.max_capacity_;
-  capacity_ = copy.capacity_;
-  refilled_ = copy.refilled_;
-  last_refill_ns_ = copy.last_refill_ns_;
-  measured_rate_ = copy.measured_rate_;
-  measured_ = copy.measured_;
-  last_bucket_ns_ = copy.last_bucket_ns_;
-  bucket_count_ = copy.bucket_count_;
-  throttled_ = copy.throttled_;
-  last_max_rate_ = copy.last_max_rate_;
-  last_throttle_ns_ = copy.last_throttle_ns_;
   return *this;
 }
 
