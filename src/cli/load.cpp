@@ -18,6 +18,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <type_traits>
+#include <variant>
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
@@ -354,101 +356,188 @@ int run_load_command(const load_flags& f) {
   return exit_status();
 }
 
+// One flag of `backoff load`: its name, the load_flags member it sets, its one-line help, and
+// how --help shows its default (nullptr: not at all, "": the value's own, else this text).
+// Counts take [min, max]; durations, `rules`.
+struct flag_row {
+  const char* name;
+  std::variant<std::string load_flags::*, std::optional<std::string> load_flags::*,
+               bool load_flags::*, std::uint32_t load_flags::*, std::uint64_t load_flags::*,
+               duration load_flags::*, std::optional<duration> load_flags::*>
+      member;
+  const char* help;
+  const char* shown = nullptr;
+  duration_rules rules = {};
+  std::uint32_t min = 0, max = 0;
+};
+
+// The flags in --help's order.
+const flag_row load_flag_rows[] = {
+    {.name = "--url", .member = &load_flags::url, .help = "The server's endpoint", .shown = ""},
+    {.name = "--clients",
+     .member = &load_flags::clients,
+     .help = "Virtual clients (closed loop)",
+     .shown = "",
+     .min = 1,
+     .max = 1'000'000},
+    {.name = "--lambda",
+     .member = &load_flags::lambda,
+     .help = "Mean think time between a client's operations (seconds, or a duration)",
+     .shown = "",
+     .rules = {.bare_seconds = true}},
+    {.name = "--rate",
+     .member = &load_flags::rate,
+     .help = "Open loop instead: operations per second ('500' or '500/s'; also /ms, /m, /h), "
+             "latency measured from each one's intended send time"},
+    {.name = "--arrival",
+     .member = &load_flags::arrival,
+     .help = "Open loop: 'poisson' or 'constant' (evenly spaced)",
+     .shown = ""},
+    {.name = "--ramp",
+     .member = &load_flags::ramp,
+     .help = "Open loop at a rate that changes linearly between points, e.g. "
+             "'0s:100/s,60s:2000/s' (the run lasts until the last point unless --duration)"},
+    {.name = "--connections",
+     .member = &load_flags::connections,
+     .help = "Open loop: kept-alive connections to send on, one operation at a time each "
+             "(wrk's -c); a send due while all are busy waits, and is late",
+     .shown = "",
+     .min = 1,
+     .max = 100'000},
+    {.name = "--max-in-flight",
+     .member = &load_flags::max_in_flight,
+     .help = "Open loop: operations at once; a send beyond it is dropped (counted)",
+     .shown = "",
+     .min = 1,
+     .max = 1'000'000},
+    {.name = "--deadline",
+     .member = &load_flags::deadline,
+     .help = "Each operation gives up this long after its intended send time (its attempts' "
+             "timeouts cut to fit); a send already that late is dropped",
+     .rules = {.positive = true}},
+    {.name = "--histogram-log",
+     .member = &load_flags::histogram_log,
+     .help = "Write an HdrHistogram interval log (one histogram per second, microseconds from "
+             "the intended send time) to this file"},
+    {.name = "--timeout",
+     .member = &load_flags::timeout,
+     .help = "Per request",
+     .shown = "",
+     .rules = {.positive = true}},
+    {.name = "--duration",
+     .member = &load_flags::duration_total,
+     .help = "Length of the run (of each run with --experiment, where the default is 120s)",
+     .shown = "60s",
+     .rules = {.positive = true}},
+    {.name = "--report-every",
+     .member = &load_flags::report_every,
+     .help = "Interval of the OK/errors/timedout line",
+     .shown = "",
+     .rules = {.positive = true}},
+    {.name = "--out",
+     .member = &load_flags::out,
+     .help = "Write summary.json and timeseries.csv here"},
+    {.name = "--policy",
+     .member = &load_flags::policy,
+     .help = "Backoff before a retry (spec or preset). Default: constant(initial=100ms)"},
+    {.name = "--exponential-backoff",
+     .member = &load_flags::exponential,
+     .help = "The seed client's exponential backoff (the smira-go preset)"},
+    {.name = "--simple-backoff-delay",
+     .member = &load_flags::simple_delay,
+     .help = "Fixed delay before a retry"},
+    {.name = "--max-attempts",
+     .member = &load_flags::max_attempts,
+     .help = "Per operation (0: until it succeeds)",
+     .shown = "",
+     .min = 0,
+     .max = UINT32_MAX},
+    {.name = "--no-quirks",
+     .member = &load_flags::no_quirks,
+     .help = "Do not let the first backoff grow from the think time (the Go client does)"},
+    {.name = "--aimd",
+     .member = &load_flags::aimd,
+     .help = "Pace all clients through one AIMD window, e.g. 'aimd()'"},
+    {.name = "--budget",
+     .member = &load_flags::budget,
+     .help = "One retry budget for all clients, e.g. 'token-bucket(max=10, ratio=0.1)'"},
+    {.name = "--breaker",
+     .member = &load_flags::breaker,
+     .help = "One circuit breaker in front of the server for all clients, e.g. "
+             "'breaker(kind=rate, threshold=50%, window=10s, min_calls=20, open=5s)' or "
+             "'retry-only-10pct'; a refused attempt ends its operation"},
+    {.name = "--throttle",
+     .member = &load_flags::throttle,
+     .help = "One client-side throttle for all clients: 'sre(k=2, window=2m)' (adaptive "
+             "throttling; a refused attempt ends its operation) or 'cubic(...)' (paces "
+             "attempts)"},
+    {.name = "--hedge",
+     .member = &load_flags::hedge,
+     .help = "Send copies of each operation instead of retrying (gRPC A6), e.g. "
+             "'hedge(max_attempts=3, delay=500ms, non_fatal=[503])'; the first success wins and "
+             "the others are cancelled; --budget is charged for every copy after the first"},
+    {.name = "--propagate-deadline",
+     .member = &load_flags::propagate_deadline,
+     .help = "Send each attempt's time (--timeout) and number as grpc-timeout, "
+             "x-envoy-expected-rq-timeout-ms, x-envoy-attempt-count and "
+             "grpc-previous-rpc-attempts headers: `backoff serve` drops work whose caller gave up"},
+    {.name = "--seed",
+     .member = &load_flags::seed,
+     .help = "Seed for think times and jitter",
+     .shown = ""},
+    {.name = "--name", .member = &load_flags::name, .help = "Strategy name in the outputs"},
+    {.name = "--experiment",
+     .member = &load_flags::experiment,
+     .help = "'outage': seed 004 end to end: an in-process server, paused once, and the clients "
+             "run with fixed, then exponential retries. Or a fault schedule FILE (TOML, as serve "
+             "--faults): an in-process server follows it while this run's strategy runs against "
+             "it"},
+    {.name = "--pause-after",
+     .member = &load_flags::pause_after,
+     .help = "--experiment: when the server pauses",
+     .shown = ""},
+    {.name = "--pause-for",
+     .member = &load_flags::pause_for,
+     .help = "--experiment: how long it stays paused",
+     .shown = "",
+     .rules = {.positive = true}},
+};
+
+// The row's option on `sub`, bound to its member of `f`, typed by the member.
+void add_flag_row(CLI::App& sub, load_flags& f, const flag_row& row) {
+  CLI::Option* option = std::visit(
+      [&](auto member) -> CLI::Option* {
+        auto& value = f.*member;
+        using value_type = std::remove_reference_t<decltype(value)>;
+        if constexpr (std::is_same_v<value_type, bool>) {
+          return sub.add_flag(row.name, value, row.help);
+        } else if constexpr (std::is_same_v<value_type, std::uint32_t>) {
+          return add_count_option<std::uint32_t>(sub, row.name, value, row.help, row.min, row.max);
+        } else if constexpr (std::is_same_v<value_type, std::uint64_t>) {
+          return add_seed_option(sub, row.name, value, row.help);
+        } else if constexpr (std::is_same_v<value_type, duration> ||
+                             std::is_same_v<value_type, std::optional<duration>>) {
+          return add_duration_option(sub, row.name, value, row.help, row.rules);
+        } else {
+          return sub.add_option(row.name, value, row.help);
+        }
+      },
+      row.member);
+  if (row.shown == nullptr) return;
+  if (*row.shown == '\0') {
+    option->capture_default_str();
+  } else {
+    option->default_str(row.shown);
+  }
+}
+
 }  // namespace
 
 void setup_load(CLI::App& app, int& status) {
   auto f = std::make_shared<load_flags>();
   CLI::App* sub = app.add_subcommand(
       "load", "Seed 004's client: N virtual clients that retry with a library strategy");
-  sub->add_option("--url", f->url, "The server's endpoint")->capture_default_str();
-  add_count_option<std::uint32_t>(*sub, "--clients", f->clients, "Virtual clients (closed loop)", 1,
-                                  1'000'000)
-      ->capture_default_str();
-  add_duration_option(*sub, "--lambda", f->lambda,
-                      "Mean think time between a client's operations (seconds, or a duration)",
-                      {.bare_seconds = true})
-      ->capture_default_str();
-  sub->add_option("--rate", f->rate,
-                  "Open loop instead: operations per second ('500' or '500/s'; also /ms, /m, "
-                  "/h), latency measured from each one's intended send time");
-  sub->add_option("--arrival", f->arrival, "Open loop: 'poisson' or 'constant' (evenly spaced)")
-      ->capture_default_str();
-  sub->add_option("--ramp", f->ramp,
-                  "Open loop at a rate that changes linearly between points, e.g. "
-                  "'0s:100/s,60s:2000/s' (the run lasts until the last point unless --duration)");
-  add_count_option<std::uint32_t>(
-      *sub, "--connections", f->connections,
-      "Open loop: kept-alive connections to send on, one operation at a time each "
-      "(wrk's -c); a send due while all are busy waits, and is late",
-      1, 100'000)
-      ->capture_default_str();
-  add_count_option<std::uint32_t>(
-      *sub, "--max-in-flight", f->max_in_flight,
-      "Open loop: operations at once; a send beyond it is dropped (counted)", 1, 1'000'000)
-      ->capture_default_str();
-  add_duration_option(*sub, "--deadline", f->deadline,
-                      "Each operation gives up this long after its intended send time (its "
-                      "attempts' timeouts cut to fit); a send already that late is dropped",
-                      {.positive = true});
-  sub->add_option("--histogram-log", f->histogram_log,
-                  "Write an HdrHistogram interval log (one histogram per second, microseconds "
-                  "from the intended send time) to this file");
-  add_duration_option(*sub, "--timeout", f->timeout, "Per request", {.positive = true})
-      ->capture_default_str();
-  add_duration_option(*sub, "--duration", f->duration_total,
-                      "Length of the run (of each run with --experiment, where the default is "
-                      "120s)",
-                      {.positive = true})
-      ->default_str("60s");
-  add_duration_option(*sub, "--report-every", f->report_every,
-                      "Interval of the OK/errors/timedout line", {.positive = true})
-      ->capture_default_str();
-  sub->add_option("--out", f->out, "Write summary.json and timeseries.csv here");
-  sub->add_option("--policy", f->policy,
-                  "Backoff before a retry (spec or preset). Default: constant(initial=100ms)");
-  sub->add_flag("--exponential-backoff", f->exponential,
-                "The seed client's exponential backoff (the smira-go preset)");
-  add_duration_option(*sub, "--simple-backoff-delay", f->simple_delay,
-                      "Fixed delay before a retry");
-  add_count_option<std::uint32_t>(*sub, "--max-attempts", f->max_attempts,
-                                  "Per operation (0: until it succeeds)", 0, UINT32_MAX)
-      ->capture_default_str();
-  sub->add_flag("--no-quirks", f->no_quirks,
-                "Do not let the first backoff grow from the think time (the Go client does)");
-  sub->add_option("--aimd", f->aimd, "Pace all clients through one AIMD window, e.g. 'aimd()'");
-  sub->add_option("--budget", f->budget,
-                  "One retry budget for all clients, e.g. 'token-bucket(max=10, ratio=0.1)'");
-  sub->add_option("--breaker", f->breaker,
-                  "One circuit breaker in front of the server for all clients, e.g. "
-                  "'breaker(kind=rate, threshold=50%, window=10s, min_calls=20, open=5s)' or "
-                  "'retry-only-10pct'; a refused attempt ends its operation");
-  sub->add_option("--throttle", f->throttle,
-                  "One client-side throttle for all clients: 'sre(k=2, window=2m)' (adaptive "
-                  "throttling; a refused attempt ends its operation) or 'cubic(...)' (paces "
-                  "attempts)");
-  sub->add_option("--hedge", f->hedge,
-                  "Send copies of each operation instead of retrying (gRPC A6), e.g. "
-                  "'hedge(max_attempts=3, delay=500ms, non_fatal=[503])'; the first success wins "
-                  "and the others are cancelled; --budget is charged for every copy after the "
-                  "first");
-  sub->add_flag(
-      "--propagate-deadline", f->propagate_deadline,
-      "Send each attempt's time (--timeout) and number as grpc-timeout, "
-      "x-envoy-expected-rq-timeout-ms, x-envoy-attempt-count and "
-      "grpc-previous-rpc-attempts headers: `backoff serve` drops work whose caller gave up");
-  add_seed_option(*sub, "--seed", f->seed, "Seed for think times and jitter")
-      ->capture_default_str();
-  sub->add_option("--name", f->name, "Strategy name in the outputs");
-  sub->add_option("--experiment", f->experiment,
-                  "'outage': seed 004 end to end: an in-process server, paused once, and the "
-                  "clients run with fixed, then exponential retries. Or a fault schedule FILE "
-                  "(TOML, as serve --faults): an in-process server follows it while this run's "
-                  "strategy runs against it");
-  add_duration_option(*sub, "--pause-after", f->pause_after, "--experiment: when the server pauses")
-      ->capture_default_str();
-  add_duration_option(*sub, "--pause-for", f->pause_for, "--experiment: how long it stays paused",
-                      {.positive = true})
-      ->capture_default_str();
+  for (const flag_row& row : load_flag_rows) add_flag_row(*sub, *f, row);
   sub->callback([f, sub, &status] {
     // The experiment needs time after the resume for recovery_s (5 s at 90 % of the earlier
     // goodput): the simulator puts exponential's at about 30 s after a 10 s pause.
