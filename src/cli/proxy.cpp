@@ -20,6 +20,7 @@
 #include "backoff/error.hpp"
 #include "commands.hpp"
 #include "fault_flags.hpp"
+#include "listening_command.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
 #include "typed_options.hpp"
@@ -99,28 +100,13 @@ int run_proxy(const proxy_flags& f) {
               << std::flush;
   }
 
-  // SIGINT and SIGTERM are waited for here, so they must reach no thread of the proxy: blocked
-  // before its threads start (they inherit the mask).
-  const sigset_t stop_signals = block_stop_signals();
-  try {
-    net::proxy proxy(o);
-    proxy.start();
-    // One write: scripts wait for this line to read the port.
-    const bool v6 = o.listen_host.find(':') != std::string::npos;
-    std::string text = fmt::format(
-        "backoff proxy: listening on http://{}{}{}:{}, forwarding to http://{} (GET {})\n",
-        v6 ? "[" : "", o.listen_host, v6 ? "]" : "", proxy.port(), f.upstream, o.metrics_path);
+  return run_until_stop_signal<net::proxy>("proxy", o, o.faults, [&](const net::proxy& proxy) {
+    std::string text =
+        fmt::format("backoff proxy: listening on http://{}, forwarding to http://{} (GET {})\n",
+                    net::authority(o.listen_host, proxy.port()), f.upstream, o.metrics_path);
     for (const net::toxic& t : o.toxics) text += "backoff proxy: toxic " + t.spec + "\n";
-    std::cerr << text << std::flush;
-    print_fault_plan(o.faults, "proxy");
-    wait_for_stop_signal(stop_signals, "proxy");
-    proxy.stop();
-    proxy.wait();
-  } catch (const std::exception& e) {  // std::system_error naming the address, mostly
-    std::cerr << "backoff proxy: " << e.what() << '\n';
-    return exit_failure;
-  }
-  return exit_ok;
+    return text;
+  });
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "backoff/spec.hpp"
 #include "commands.hpp"
 #include "fault_flags.hpp"
+#include "listening_command.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
 #include "typed_options.hpp"
@@ -186,27 +187,13 @@ int run_serve(const serve_options& o) {
               << std::flush;
   }
 
-  // SIGINT and SIGTERM are waited for here, so they must reach no thread of the server: blocked
-  // before its threads start (they inherit the mask).
-  const sigset_t stop_signals = block_stop_signals();
-  try {
-    net::server server(options);
-    server.start();
-    // One write: stderr is unbuffered, and scripts wait for this line to read the port.
-    std::cerr << fmt::format(
-                     "backoff serve: listening on {} ({} threads, at most {} connections; GET "
-                     "/metrics, POST /admin/pause, POST /admin/resume)\n",
-                     net::api_url(o.host, server.port()), o.threads, options.max_connections)
-              << std::flush;
-    print_fault_plan(options.faults, "serve");
-    wait_for_stop_signal(stop_signals, "serve");
-    server.stop();
-    server.wait();
-  } catch (const std::exception& e) {  // std::system_error naming the address, mostly
-    std::cerr << "backoff serve: " << e.what() << '\n';
-    return exit_failure;
-  }
-  return exit_ok;
+  return run_until_stop_signal<net::server>(
+      "serve", options, options.faults, [&](const net::server& server) {
+        return fmt::format(
+            "backoff serve: listening on {} ({} threads, at most {} connections; GET /metrics, "
+            "POST /admin/pause, POST /admin/resume)\n",
+            net::api_url(o.host, server.port()), o.threads, options.max_connections);
+      });
 }
 
 }  // namespace

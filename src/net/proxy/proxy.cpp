@@ -2,24 +2,18 @@
 #include "proxy.hpp"
 
 #include <fmt/format.h>
-#include <sys/socket.h>
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <charconv>
 #include <chrono>
-#include <list>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -28,8 +22,11 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/http.hpp"
-#include "backoff/policy.hpp"
-#include "backoff/spec.hpp"
+#include "backoff/random.hpp"
+#include "net/common/connections.hpp"
+#include "net/common/loop.hpp"
+#include "net/common/sockets.hpp"
+#include "net/proxy/rewrite.hpp"
 #include "net/server/handler.hpp"
 #include "net/server/server.hpp"
 
@@ -48,178 +45,8 @@ using steady = std::chrono::steady_clock;
 namespace proxy_detail {
 namespace {
 
-// As in the server: everything runs on one io_context, so sockets and timers name its executor.
-using executor = asio::io_context::executor_type;
-template <typename T = void>
-using task = asio::awaitable<T, executor>;
-using socket_type = asio::basic_stream_socket<tcp, executor>;
-using acceptor_type = asio::basic_socket_acceptor<tcp, executor>;
-using timer_type = asio::basic_waitable_timer<steady, asio::wait_traits<steady>, executor>;
-constexpr auto on_loop = asio::as_tuple(asio::use_awaitable_t<executor>{});
-
-using request_relay_parser = http::request_parser<http::buffer_body>;
 // Informational answers relayed before an answer: more is an upstream that never answers (502).
 constexpr int max_interim_answers = 32;
-using response_relay_parser = http::response_parser<http::buffer_body>;
-
-steady::duration to_steady(duration d) {
-  return std::chrono::duration_cast<steady::duration>(d);
-}
-
-// True when the peer has closed its side (recv would return 0), or the socket failed.
-bool peer_closed(socket_type& socket) {
-  char byte;
-  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-// True when the peer sent bytes nobody asked for (an upstream talking out of turn).
-bool has_unread_bytes(socket_type& socket) {
-  char byte;
-  return ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
-}
-
-// A reset as the peer sees it (ECONNRESET): SO_LINGER with a zero timeout makes close() send RST.
-void reset_socket(socket_type& socket) {
-  beast::error_code ignored;
-  socket.set_option(asio::socket_base::linger(true, 0), ignored);
-  socket.close(ignored);
-}
-
-void close_socket(socket_type& socket) {
-  beast::error_code ignored;
-  socket.shutdown(tcp::socket::shutdown_both, ignored);
-  socket.close(ignored);
-}
-
-// Errors of the HTTP parser (the message does not parse), as opposed to the connection's.
-bool is_parse_error(const beast::error_code& ec) {
-  return ec.category() == make_error_code(http::error::end_of_stream).category() &&
-         ec != http::error::end_of_stream && ec != http::error::partial_message &&
-         ec != http::error::need_buffer;
-}
-
-// "host:port", an IPv6 address in brackets: the Host header --rewrite-host sends.
-std::string authority(std::string_view host, std::uint16_t port) {
-  const bool v6 = host.find(':') != std::string_view::npos;
-  return fmt::format("{}{}{}:{}", v6 ? "[" : "", host, v6 ? "]" : "", port);
-}
-
-// Fields that a Connection header may name but that are never hop-by-hop: the message's framing
-// (the proxy frames what it forwards itself, from what its parser read: frame_request and
-// frame_response) and the Host the upstream routes on. Dropping a framing field because a client
-// named it in Connection forwarded the body raw, and the upstream read it as a second request.
-bool never_hop_by_hop(std::string_view name) {
-  return beast::iequals(name, "content-length") || beast::iequals(name, "transfer-encoding") ||
-         beast::iequals(name, "host");
-}
-
-// Hop-by-hop fields (RFC 9110 section 7.6.1): they describe one connection, so a proxy does not
-// forward them; the fields named in Connection (every Connection field's list) are hop-by-hop
-// too, but for never_hop_by_hop's. Upgrade is dropped as well: the proxy relays HTTP/1.1
-// messages, not upgraded protocols.
-template <class Fields>
-void remove_hop_by_hop(Fields& fields) {
-  std::vector<std::string> named;
-  const auto connection = fields.equal_range(http::field::connection);
-  for (auto it = connection.first; it != connection.second; ++it) {
-    for (const auto& token : http::token_list(it->value())) {
-      if (!never_hop_by_hop(token)) named.emplace_back(token);
-    }
-  }
-  for (const std::string& name : named) fields.erase(name);
-  fields.erase(http::field::connection);
-  fields.erase(http::field::keep_alive);
-  fields.erase(http::field::proxy_connection);
-  fields.erase(http::field::upgrade);
-  fields.erase(http::field::te);
-  fields.erase(http::field::trailer);
-}
-
-// The origin-form of a target: an absolute-form one ("http://host:port/path?q", which a client
-// sends when it takes the proxy for a forward proxy, RFC 9112 section 3.2.2) without its scheme
-// and authority, as the upstream expects it.
-std::string_view origin_form(std::string_view target) {
-  for (const std::string_view scheme : {"http://", "https://"}) {
-    if (target.size() > scheme.size() && beast::iequals(target.substr(0, scheme.size()), scheme)) {
-      const auto slash = target.find('/', scheme.size());
-      return slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
-    }
-  }
-  return target;
-}
-
-// The request's path without its query, for the metrics path and the faults.
-std::string_view path_of(std::string_view target) {
-  target = origin_form(target);
-  return target.substr(0, target.find('?'));
-}
-
-std::string serialize(const http::response<http::string_body>& res) {
-  std::ostringstream out;
-  out << res;
-  return out.str();
-}
-
-// Every value of the fields named `name`, as one list (RFC 9110 section 5.3).
-template <class Fields>
-std::string joined_values(const Fields& fields, http::field name) {
-  std::string out;
-  const auto range = fields.equal_range(name);
-  for (auto it = range.first; it != range.second; ++it) {
-    if (!out.empty()) out += ", ";
-    out += std::string_view(it->value());
-  }
-  return out;
-}
-
-// The request's framing as the proxy's parser read it, and nothing else: Content-Length and
-// Transfer-Encoding are set anew (refuse_framing let through only a single "chunked"), so the
-// upstream frames the body exactly as the proxy did, whatever the client's fields said.
-void frame_request(http::request<http::buffer_body>& req, const request_relay_parser& parser) {
-  req.erase(http::field::content_length);
-  req.erase(http::field::transfer_encoding);
-  if (parser.chunked()) {
-    req.set(http::field::transfer_encoding, "chunked");
-  } else if (const auto length = parser.content_length()) {
-    req.content_length(*length);
-  }
-}
-
-// The answer's framing as the proxy's parser read it (relay_answer then adapts it to the
-// client's version): one Content-Length when it had one (for HEAD and 304 too, where it describes
-// the representation), else the transfer codings it decoded, ending in chunked.
-void frame_response(http::response<http::buffer_body>& res, const response_relay_parser& parser,
-                    const std::string& codings) {
-  res.erase(http::field::content_length);
-  res.erase(http::field::transfer_encoding);
-  if (const auto length = parser.content_length()) {
-    res.content_length(*length);
-  } else if (parser.chunked()) {
-    res.set(http::field::transfer_encoding, codings);
-  }
-}
-
-// "1.1 backoff-3f9c...": this proxy in a Via list (RFC 9110 section 7.6.3), the protocol it
-// received the message with, then a pseudonym unique to the proxy. The pseudonym in a request's
-// Via means the request went round to this proxy again: a loop.
-std::string via_entry(unsigned version, std::string_view pseudonym) {
-  return fmt::format("{}.{} {}", version / 10, version % 10, pseudonym);
-}
-
-template <class Fields>
-void append_via(Fields& fields, unsigned version, std::string_view pseudonym) {
-  std::string via = joined_values(fields, http::field::via);
-  if (!via.empty()) via += ", ";
-  via += via_entry(version, pseudonym);
-  fields.set(http::field::via, via);
-}
-
-// This second's HTTP-date: the Date of the proxy's own answers and of relayed ones without one.
-std::string http_date_now() {
-  return format_http_date(
-      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
-}
 
 // What a step of the relay came to.
 enum class step {
@@ -227,185 +54,29 @@ enum class step {
   failed,   // the socket failed or the peer left
   timeout,  // the deadline of the connection's phase passed
   closed,   // a toxic closed the connection (limit_data, timeout)
-  gone,     // the proxy stops, or the connection was reset (reset_peer, a reset fault)
+  gone,     // the proxy stops, the connection was reset (reset_peer, a reset fault), or the
+            // client left mid-request: nothing more to say on it
 };
 
-// What the proxy knows of one client connection, for its timeouts, reset_peer, and stop. The
-// session sets a deadline while it waits on a peer and clears it while it waits on purpose (a
-// latency, a hang); the proxy's sweep cancels the pending operation once the deadline passed.
-struct connection_entry {
-  enum class phase {
-    idle,     // waiting for a request, no byte of it yet
-    reading,  // a request header begun
-    busy,     // a request being forwarded or answered
-  };
-  socket_type* client = nullptr;
-  socket_type* upstream = nullptr;
-  timer_type* waiter = nullptr;
-  steady::time_point deadline = steady::time_point::max();
-  steady::time_point reset_at = steady::time_point::max();  // reset_peer
-  phase now = phase::idle;
-  steady::time_point since = steady::now();  // when `now` began: who waited longest
-  bool timed_out = false;                    // the sweep cancelled on the deadline
-  bool reset = false;                        // reset_peer fired
-  bool evicted = false;                      // closed to make room at max_connections
+// Why an upstream gave no usable answer header: the deadline passed (timeout), it does not parse
+// or is too large (bad_response), or the connection closed or reset first.
+upstream_error answer_header_failure(const beast::error_code& ec, bool timed_out) {
+  if (timed_out) return upstream_error::timeout;
+  const bool bad =
+      is_parse_error(ec) || ec == http::error::buffer_overflow || ec == http::error::header_limit;
+  return bad ? upstream_error::bad_response : upstream_error::reset;
+}
 
-  void enter(phase p) {
-    now = p;
-    since = steady::now();
-  }
-  void expect_within(duration timeout) {
-    deadline = saturating_add(steady::now(), timeout);
-    timed_out = false;
-  }
-  void expect_by(steady::time_point t) {
-    deadline = t;
-    timed_out = false;
-  }
-  void no_deadline() { deadline = steady::time_point::max(); }
-};
-
-}  // namespace
-}  // namespace proxy_detail
-
-// --- metrics
-// --------------------------------------------------------------------------------------
-
-std::string_view upstream_error_name(upstream_error e) noexcept {
-  switch (e) {
-    case upstream_error::refused:
-      return "refused";
+std::string_view answer_failure_text(upstream_error kind) {
+  switch (kind) {
     case upstream_error::timeout:
-      return "timeout";
+      return "upstream timeout\n";
     case upstream_error::bad_response:
-      return "bad_response";
-    case upstream_error::reset:
-      return "reset";
-  }
-  return "unknown";
-}
-
-void proxy_metrics::answered(int status) noexcept {
-  if (status >= 100 && status <= 599) {
-    statuses_[static_cast<std::size_t>(status - 100)].fetch_add(1, std::memory_order_relaxed);
+      return "bad response from upstream\n";
+    default:
+      return "upstream closed the connection\n";
   }
 }
-void proxy_metrics::upstream_failed(upstream_error e) noexcept {
-  upstream_[static_cast<std::size_t>(e)].fetch_add(1, std::memory_order_relaxed);
-}
-void proxy_metrics::faults_fired(unsigned fired_bits) noexcept {
-  for (unsigned c = 0; c < fault_counter_count; ++c) {
-    if ((fired_bits & (1U << c)) != 0) faults_[c].fetch_add(1, std::memory_order_relaxed);
-  }
-}
-void proxy_metrics::toxics_applied(unsigned applied_bits) noexcept {
-  for (unsigned k = 0; k < toxic_kind_count; ++k) {
-    if ((applied_bits & (1U << k)) != 0) toxics_[k].fetch_add(1, std::memory_order_relaxed);
-  }
-}
-void proxy_metrics::relayed(toxic_stream s, std::uint64_t bytes) noexcept {
-  bytes_[static_cast<std::size_t>(s)].fetch_add(bytes, std::memory_order_relaxed);
-}
-std::uint64_t proxy_metrics::requests(int status) const noexcept {
-  return status >= 100 && status <= 599 ? statuses_[static_cast<std::size_t>(status - 100)].load()
-                                        : 0;
-}
-std::uint64_t proxy_metrics::upstream_errors(upstream_error e) const noexcept {
-  return upstream_[static_cast<std::size_t>(e)].load();
-}
-std::uint64_t proxy_metrics::faults(fault_counter c) const noexcept {
-  return faults_[c].load();
-}
-std::uint64_t proxy_metrics::toxics(toxic_kind k) const noexcept {
-  return toxics_[static_cast<std::size_t>(k)].load();
-}
-std::uint64_t proxy_metrics::bytes(toxic_stream s) const noexcept {
-  return bytes_[static_cast<std::size_t>(s)].load();
-}
-
-std::string prometheus_text(const proxy_metrics& m) {
-  std::string out;
-  const auto header = [&](std::string_view name, std::string_view type, std::string_view help) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  };
-  header("backoff_proxy_requests_total", "counter",
-         "Answers the proxy gave its clients (relayed or its own), by HTTP status.");
-  for (int status = 100; status <= 599; ++status) {
-    if (const std::uint64_t n = m.requests(status); n != 0) {
-      out += fmt::format("backoff_proxy_requests_total{{status=\"{}\"}} {}\n", status, n);
-    }
-  }
-  header("backoff_proxy_upstream_errors_total", "counter",
-         "Upstream failures: refused (no connection), timeout (no answer in --upstream-timeout), "
-         "bad_response (an answer that does not parse), reset (closed or reset mid-exchange).");
-  for (unsigned e = 0; e < upstream_error_count; ++e) {
-    const auto kind = static_cast<upstream_error>(e);
-    out += fmt::format("backoff_proxy_upstream_errors_total{{kind=\"{}\"}} {}\n",
-                       upstream_error_name(kind), m.upstream_errors(kind));
-  }
-  header("backoff_proxy_faults_total", "counter",
-         "Requests a fault was injected into, by kind (docs/NETWORK.md, Faults on demand).");
-  for (unsigned c = 0; c < fault_counter_count; ++c) {
-    const auto counter = static_cast<fault_counter>(c);
-    out += fmt::format("backoff_proxy_faults_total{{fault=\"{}\"}} {}\n",
-                       fault_counter_name(counter), m.faults(counter));
-  }
-  header("backoff_proxy_toxics_total", "counter",
-         "Client connections a toxic applied to (after its toxicity draw), by kind.");
-  for (unsigned k = 0; k < toxic_kind_count; ++k) {
-    const auto kind = static_cast<toxic_kind>(k);
-    out += fmt::format("backoff_proxy_toxics_total{{toxic=\"{}\"}} {}\n", toxic_kind_name(kind),
-                       m.toxics(kind));
-  }
-  header("backoff_proxy_bytes_total", "counter",
-         "Bytes relayed: downstream toward the clients, upstream toward the server.");
-  out += fmt::format("backoff_proxy_bytes_total{{stream=\"downstream\"}} {}\n",
-                     m.bytes(toxic_stream::downstream));
-  out += fmt::format("backoff_proxy_bytes_total{{stream=\"upstream\"}} {}\n",
-                     m.bytes(toxic_stream::upstream));
-  header("backoff_proxy_connections_total", "counter", "Client connections accepted.");
-  out += fmt::format("backoff_proxy_connections_total {}\n", m.connections_total.load());
-  header("backoff_proxy_refused_connections_total", "counter",
-         "Client connections closed at once: the proxy held its maximum.");
-  out += fmt::format("backoff_proxy_refused_connections_total {}\n", m.connections_refused.load());
-  header("backoff_proxy_evicted_connections_total", "counter",
-         "Client connections closed to make room for a new one at the maximum: the one that had "
-         "waited longest for a request (idle, or its header begun and not finished).");
-  out += fmt::format("backoff_proxy_evicted_connections_total {}\n", m.connections_evicted.load());
-  header("backoff_proxy_connections", "gauge", "Open client connections.");
-  out += fmt::format("backoff_proxy_connections {}\n", m.connections.load());
-  return out;
-}
-
-bool split_host_port(std::string_view text, std::string& host, std::uint16_t& port) {
-  std::string_view h, p;
-  if (text.starts_with('[')) {
-    const auto close = text.find(']');
-    if (close == std::string_view::npos || text.substr(close + 1, 1) != ":") return false;
-    h = text.substr(1, close - 1);
-    p = text.substr(close + 2);
-  } else {
-    const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos) return false;
-    h = text.substr(0, colon);
-    p = text.substr(colon + 1);
-    if (h.find(':') != std::string_view::npos) return false;  // IPv6 needs its brackets
-  }
-  unsigned value = 0;
-  const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), value);
-  if (h.empty() || p.empty() || ec != std::errc{} || end != p.data() + p.size() || value > 65535) {
-    return false;
-  }
-  host = std::string(h);
-  port = static_cast<std::uint16_t>(value);
-  return true;
-}
-
-// --- the proxy
-// ------------------------------------------------------------------------------------
-
-namespace proxy_detail {
-namespace {
 
 struct shared_state {
   const proxy_options& options;
@@ -431,12 +102,11 @@ class connection {
         client_buffer_(request_header_limit),
         upstream_buffer_(response_header_limit),
         chunk_(relay_chunk) {
-    entry_.client = &client_;
     entry_.upstream = &upstream_;
     entry_.waiter = &waiter_;
   }
   ~connection() {
-    close_socket(upstream_);
+    close_connection(upstream_);
     entry_.upstream = nullptr;
     entry_.waiter = nullptr;
   }
@@ -446,10 +116,10 @@ class connection {
     s_.metrics.toxics_applied(toxics_.applied);
     if (toxics_.reset_after) {
       if (toxics_.reset_after->count() == 0) {
-        reset_socket(client_);
+        reset_connection(client_);
         co_return;
       }
-      entry_.reset_at = saturating_add(opened_, *toxics_.reset_after);
+      entry_.lifetime_end = saturating_add(opened_, *toxics_.reset_after);
     }
     bool first = true;
     for (;;) {
@@ -460,7 +130,19 @@ class connection {
   }
 
  private:
-  bool stopped() const { return s_.stopping || entry_.reset || entry_.evicted; }
+  // The proxy stops, or the table closed the connection (evicted, reset_peer).
+  bool stopped() const { return s_.stopping || entry_.closing.has_value(); }
+
+  // The read of a body's next piece into chunk_, within `timeout` (the caller clears the deadline
+  // once it completes). An operation to co_await, not a coroutine: no frame per piece.
+  template <class Parser>
+  auto read_body_piece(socket_type& from, beast::flat_buffer& buffer, Parser& parser,
+                       duration timeout) {
+    parser.get().body().data = chunk_.data();
+    parser.get().body().size = chunk_.size();
+    entry_.expect_within(timeout);
+    return http::async_read(from, buffer, parser, on_loop);
+  }
 
   // Reads, decides, forwards and answers one request; ok when the connection goes on.
   task<step> serve_one(bool first) {
@@ -538,7 +220,7 @@ class connection {
           o_.faults, std::chrono::duration_cast<duration>(steady::now() - s_.started), view, rng_);
       if (d.any()) s_.metrics.faults_fired(d.fired);
       if (d.reset) {
-        reset_socket(client_);
+        reset_connection(client_);
         co_return step::gone;
       }
       if (d.hold_until || d.delay.count() > 0) {
@@ -573,20 +255,8 @@ class connection {
     const bool expects_continue =
         beast::iequals(req[http::field::expect], "100-continue") && version == 11;
     req.erase(http::field::expect);
-    remove_hop_by_hop(req);
-    frame_request(req, parser);
-    append_via(req, version, s_.pseudonym);
-    if (const std::string_view target = req.target(); origin_form(target) != target) {
-      req.target(std::string(origin_form(target)));
-    }
-    req.version(11);
-    req.keep_alive(true);
-    // The Host the client sent goes on unchanged (the upstream may route on it), unless
-    // --rewrite-host asks for the upstream's own; an HTTP/1.0 request without one gets it, since
-    // it leaves as HTTP/1.1 (RFC 9112 section 3.2).
-    if (o_.rewrite_host || req.find(http::field::host) == req.end()) {
-      req.set(http::field::host, authority(o_.upstream_host, o_.upstream_port));
-    }
+    rewrite_request(req, parser,
+                    {o_.upstream_host, o_.upstream_port, o_.rewrite_host, s_.pseudonym});
     // What goes upstream is this header, fixed now: Beast's parser adds a chunked body's trailer
     // fields to the message it parses into, and the serializer sends the header only with the
     // body's first bytes, by when a short body's trailers ("Host: elsewhere") are in. Trailers
@@ -596,71 +266,28 @@ class connection {
     for (int attempt = 0;; ++attempt) {
       bool fresh = false;
       if (upstream_.is_open() &&
-          (upstream_buffer_.size() > 0 || peer_closed(upstream_) || has_unread_bytes(upstream_))) {
+          (upstream_buffer_.size() > 0 || probe_peer(upstream_) != peer_state::quiet)) {
         close_upstream();  // closed while idle, or talking out of turn: not reusable
       }
       if (!upstream_.is_open()) {
         const step connected = co_await connect_upstream();
+        if (connected == step::gone) co_return connected;
         if (connected != step::ok) {
-          if (connected == step::gone) co_return connected;
           const bool refused = connected == step::failed;
-          s_.metrics.upstream_failed(refused ? upstream_error::refused : upstream_error::timeout);
-          co_return co_await proxy_error(
-              refused ? http::status::bad_gateway : http::status::gateway_timeout,
+          co_return co_await upstream_failure(
+              refused ? upstream_error::refused : upstream_error::timeout,
               refused ? "upstream refused the connection\n" : "upstream connect timeout\n", version,
               client_keep_alive && !has_body);
         }
         fresh = true;
       }
-
-      // The request: its header, then its body as it comes, chunk by chunk.
-      http::request_serializer<http::buffer_body> out{outgoing};
-      outgoing.body().data = nullptr;
-      outgoing.body().more = has_body;
-      step sent = co_await write_ready(upstream_, out, toxics_.upstream, toxic_stream::upstream, 0);
-      if (sent == step::ok && expects_continue && has_body) {
-        static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
-        entry_.expect_within(o_.header_timeout);
-        const auto [ec, n] = co_await asio::async_write(client_, asio::buffer(go_on), on_loop);
-        entry_.no_deadline();
-        if (ec || stopped()) co_return step::failed;
-      }
-      while (sent == step::ok && !parser.is_done()) {
-        req.body().data = chunk_.data();
-        req.body().size = chunk_.size();
-        entry_.expect_within(o_.header_timeout);
-        auto [ec, n] = co_await http::async_read(client_, client_buffer_, parser, on_loop);
-        entry_.no_deadline();
-        if (ec == http::error::need_buffer) ec = {};
-        if (stopped()) co_return step::gone;
-        if (is_parse_error(ec)) {
-          // A bad chunk size or extension: the upstream has part of a request it must not
-          // answer, and the client gets a 400 rather than a silent close.
-          close_upstream();
-          co_await answer_and_close(http::status::bad_request,
-                                    "bad request: " + ec.message() + "\n");
-          co_return step::closed;
-        }
-        if (ec) co_return step::failed;  // the client left
-        outgoing.body().size = chunk_.size() - req.body().size;
-        outgoing.body().data = chunk_.data();
-        outgoing.body().more = !parser.is_done();
-        sent = co_await write_ready(upstream_, out, toxics_.upstream, toxic_stream::upstream, 0);
-      }
-      if (sent == step::ok && !out.is_done()) {
-        outgoing.body().data = nullptr;
-        outgoing.body().size = 0;
-        outgoing.body().more = false;
-        sent = co_await write_ready(upstream_, out, toxics_.upstream, toxic_stream::upstream, 0);
-      }
+      const step sent = co_await send_request(parser, outgoing, has_body, expects_continue);
+      if (sent == step::gone || sent == step::closed) co_return sent;
       if (sent != step::ok) {
-        if (sent == step::gone || sent == step::closed) co_return sent;
         close_upstream();
         if (sent == step::failed && !fresh && !has_body && attempt == 0) continue;  // went stale
-        s_.metrics.upstream_failed(sent == step::timeout ? upstream_error::timeout
-                                                         : upstream_error::reset);
-        co_return co_await proxy_error(
-            sent == step::timeout ? http::status::gateway_timeout : http::status::bad_gateway,
+        co_return co_await upstream_failure(
+            sent == step::timeout ? upstream_error::timeout : upstream_error::reset,
             "upstream connection failed\n", version, client_keep_alive && parser.is_done());
       }
 
@@ -701,34 +328,63 @@ class connection {
         // A kept-alive connection the server closed just as the request went out: once more on
         // a new connection, when the request can be sent again (no body was relayed).
         if (nothing && !fresh && !has_body && attempt == 0) continue;
-        const upstream_error kind = timed_out ? upstream_error::timeout
-                                    : is_parse_error(header_error) ||
-                                            header_error == http::error::buffer_overflow ||
-                                            header_error == http::error::header_limit
-                                        ? upstream_error::bad_response
-                                        : upstream_error::reset;
-        s_.metrics.upstream_failed(kind);
-        co_return co_await proxy_error(
-            kind == upstream_error::timeout ? http::status::gateway_timeout
-                                            : http::status::bad_gateway,
-            kind == upstream_error::timeout        ? "upstream timeout\n"
-            : kind == upstream_error::bad_response ? "bad response from upstream\n"
-                                                   : "upstream closed the connection\n",
-            version, client_keep_alive);
+        const upstream_error kind = answer_header_failure(header_error, timed_out);
+        co_return co_await upstream_failure(kind, answer_failure_text(kind), version,
+                                            client_keep_alive);
       }
       co_return co_await relay_answer(*answer_parser, version, client_keep_alive, slow);
     }
   }
 
+  // Sends the request in `parser` upstream: `outgoing`'s header, then the body as it comes from
+  // the client, chunk by chunk (after a 100 Continue when the client waits for one). ok; the
+  // upstream's failure (failed, timeout); closed (a toxic closed it, or a body that does not
+  // parse, answered 400 here); gone (the proxy stops, or the client left mid-request).
+  task<step> send_request(request_relay_parser& parser, http::request<http::buffer_body>& outgoing,
+                          bool has_body, bool expects_continue) {
+    auto& req = parser.get();
+    http::request_serializer<http::buffer_body> out{outgoing};
+    outgoing.body().data = nullptr;
+    outgoing.body().more = has_body;
+    step sent = co_await write_ready(upstream_, out, toxics_.upstream, toxic_stream::upstream, 0);
+    if (sent == step::ok && expects_continue && has_body) {
+      static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+      entry_.expect_within(o_.header_timeout);
+      const auto [ec, n] = co_await asio::async_write(client_, asio::buffer(go_on), on_loop);
+      entry_.no_deadline();
+      if (ec || stopped()) co_return step::gone;
+    }
+    while (sent == step::ok && !parser.is_done()) {
+      auto [ec, n] = co_await read_body_piece(client_, client_buffer_, parser, o_.header_timeout);
+      entry_.no_deadline();
+      if (ec == http::error::need_buffer) ec = {};  // chunk_ is full: no error
+      if (stopped()) co_return step::gone;
+      if (is_parse_error(ec)) {
+        // A bad chunk size or extension: the upstream has part of a request it must not
+        // answer, and the client gets a 400 rather than a silent close.
+        close_upstream();
+        co_await answer_and_close(http::status::bad_request, "bad request: " + ec.message() + "\n");
+        co_return step::closed;
+      }
+      if (ec) co_return step::gone;  // the client left
+      outgoing.body().size = chunk_.size() - req.body().size;
+      outgoing.body().data = chunk_.data();
+      outgoing.body().more = !parser.is_done();
+      sent = co_await write_ready(upstream_, out, toxics_.upstream, toxic_stream::upstream, 0);
+    }
+    if (sent == step::ok && !out.is_done()) {
+      outgoing.body().data = nullptr;
+      outgoing.body().size = 0;
+      outgoing.body().more = false;
+      sent = co_await write_ready(upstream_, out, toxics_.upstream, toxic_stream::upstream, 0);
+    }
+    co_return sent;
+  }
+
   // An informational answer (1xx but 101) to an HTTP/1.1 client: its header, less the hop-by-hop
   // fields, with this proxy in Via; not counted as the request's answer.
   task<step> relay_interim(http::response<http::buffer_body>& interim) {
-    const unsigned received = interim.version();
-    remove_hop_by_hop(interim);
-    interim.erase(http::field::content_length);
-    interim.erase(http::field::transfer_encoding);
-    append_via(interim, received, s_.pseudonym);
-    interim.version(11);
+    rewrite_interim(interim, s_.pseudonym);
     std::ostringstream out;
     out << interim.base();
     co_return co_await send(client_, out.str(), toxics_.downstream, toxic_stream::downstream, 0);
@@ -740,28 +396,7 @@ class connection {
     auto& res = parser.get();
     const bool upstream_keep_alive = res.keep_alive();
     const bool until_eof = !parser.is_done() && !parser.chunked() && !parser.content_length();
-    bool keep_alive = client_keep_alive;
-    const std::string codings = joined_values(res, http::field::transfer_encoding);
-    const unsigned received = res.version();
-    remove_hop_by_hop(res);
-    frame_response(res, parser, codings);
-    append_via(res, received, s_.pseudonym);
-    // RFC 9110 section 6.6.1: a recipient with a clock forwarding an answer without Date adds one.
-    if (res.find(http::field::date) == res.end()) res.set(http::field::date, http_date_now());
-    res.version(version);
-    if (until_eof) {
-      // A body that ends with the upstream connection: an HTTP/1.1 client gets it chunked and
-      // keeps its connection; an HTTP/1.0 one gets it up to the close, as the upstream sent it.
-      if (version == 11) {
-        res.chunked(true);
-      } else {
-        keep_alive = false;
-      }
-    } else if (parser.chunked() && version != 11) {
-      res.chunked(false);  // HTTP/1.0 has no chunks: the body ends with the connection
-      keep_alive = false;
-    }
-    res.keep_alive(keep_alive);
+    const bool keep_alive = rewrite_answer(res, parser, version, client_keep_alive, s_.pseudonym);
     const int status = res.result_int();
     const double slow_rate = slow ? slow->bytes_per_s : 0;
 
@@ -773,12 +408,10 @@ class connection {
     step sent = co_await write_ready(client_, out, toxics_.downstream, toxic_stream::downstream, 0);
     if (sent == step::ok) s_.metrics.answered(status);  // not when a toxic held or closed it
     while (sent == step::ok && !parser.is_done()) {
-      res.body().data = chunk_.data();
-      res.body().size = chunk_.size();
-      entry_.expect_within(o_.upstream_timeout);
-      auto [ec, n] = co_await http::async_read(upstream_, upstream_buffer_, parser, on_loop);
+      auto [ec, n] =
+          co_await read_body_piece(upstream_, upstream_buffer_, parser, o_.upstream_timeout);
       entry_.no_deadline();
-      if (ec == http::error::need_buffer) ec = {};
+      if (ec == http::error::need_buffer) ec = {};  // chunk_ is full: no error
       if (stopped()) co_return step::gone;
       if (ec) {
         // Too late for a 502: the client's answer has begun. It sees its connection close.
@@ -921,7 +554,7 @@ class connection {
   }
 
   void close_upstream() {
-    close_socket(upstream_);
+    close_connection(upstream_);
     upstream_buffer_.clear();
   }
 
@@ -929,14 +562,10 @@ class connection {
   // it could not (the client left, too slow), and the connection must then close after the
   // answer; closed when the body did not parse, answered 400 and closed here.
   task<step> discard_body(request_relay_parser& parser) {
-    auto& req = parser.get();
     while (!parser.is_done()) {
-      req.body().data = chunk_.data();
-      req.body().size = chunk_.size();
-      entry_.expect_within(o_.header_timeout);
-      auto [ec, n] = co_await http::async_read(client_, client_buffer_, parser, on_loop);
+      auto [ec, n] = co_await read_body_piece(client_, client_buffer_, parser, o_.header_timeout);
       entry_.no_deadline();
-      if (ec == http::error::need_buffer) ec = {};
+      if (ec == http::error::need_buffer) ec = {};  // chunk_ is full: no error
       if (!stopped() && is_parse_error(ec)) {
         co_await answer_and_close(http::status::bad_request, "bad request: " + ec.message() + "\n");
         co_return step::closed;
@@ -946,9 +575,14 @@ class connection {
     co_return step::ok;
   }
 
-  // The proxy's own answer for an upstream failure, through the client's toxics like any answer.
-  task<step> proxy_error(http::status status, std::string body, unsigned version, bool keep_alive) {
-    auto res = make_response(status, std::move(body), version, keep_alive);
+  // The proxy's own answer for an upstream failure, counted by kind: 504 for a timeout, else 502;
+  // through the client's toxics like any answer.
+  task<step> upstream_failure(upstream_error kind, std::string_view body, unsigned version,
+                              bool keep_alive) {
+    s_.metrics.upstream_failed(kind);
+    auto res = make_response(
+        kind == upstream_error::timeout ? http::status::gateway_timeout : http::status::bad_gateway,
+        std::string(body), version, keep_alive);
     co_return co_await answer(res, true);
   }
 
@@ -962,7 +596,7 @@ class connection {
                                     toxic_stream::downstream, 0);
     if (sent != step::ok) co_return sent;
     if (res.keep_alive()) co_return step::ok;
-    co_await close_gently();  // a request body may be left unread
+    co_await close_gently(client_);  // a request body may be left unread
     co_return step::closed;
   }
 
@@ -974,26 +608,9 @@ class connection {
     const std::string text = serialize(res);
     entry_.expect_within(o_.header_timeout);
     const auto [ec, n] = co_await asio::async_write(client_, asio::buffer(text), on_loop);
+    entry_.no_deadline();  // close_gently has its own limit
     if (ec || stopped()) co_return;
-    co_await close_gently();
-  }
-
-  // Before closing a connection with request bytes still unread (a header over the limit, a body
-  // the proxy did not relay): closing at once would reset it, and the client's TCP would drop the
-  // answer before the client reads it. So the proxy stops sending and drains what the client
-  // still sends for at most a second or 1 MiB, as serve does (nginx's lingering close).
-  task<> close_gently() {
-    beast::error_code ignored;
-    client_.shutdown(tcp::socket::shutdown_send, ignored);
-    entry_.expect_within(std::chrono::seconds(1));
-    std::array<char, 4096> sink;
-    std::size_t drained = 0;
-    while (drained < (1U << 20)) {
-      const auto [read_error, got] = co_await client_.async_read_some(asio::buffer(sink), on_loop);
-      if (read_error) break;
-      drained += got;
-    }
-    entry_.no_deadline();
+    co_await close_gently(client_);
   }
 
   shared_state& s_;
@@ -1014,154 +631,62 @@ class connection {
 }  // namespace
 }  // namespace proxy_detail
 
-struct proxy::impl {
-  template <typename T = void>
-  using task = proxy_detail::task<T>;
-  using socket_type = proxy_detail::socket_type;
-  using acceptor_type = proxy_detail::acceptor_type;
-  using timer_type = proxy_detail::timer_type;
-  using connection_entry = proxy_detail::connection_entry;
-  using shared_state = proxy_detail::shared_state;
-  using connection = proxy_detail::connection;
+namespace {
 
-  explicit impl(const proxy_options& o) : options(o), shared{options, metrics, {}, {}} {}
+// The options with their defaults filled in: max_connections 0 is half of what serve would take
+// (each client connection holds two descriptors).
+proxy_options with_defaults(proxy_options o) {
+  if (o.max_connections <= 0) {
+    o.max_connections = std::max<std::int64_t>(1, default_max_connections(1) / 2);
+  }
+  return o;
+}
+
+}  // namespace
+
+struct proxy::impl final : connection_owner {
+  explicit impl(const proxy_options& o)
+      : options(with_defaults(o)), shared{options, metrics, {}, {}} {}
 
   proxy_options options;
   proxy_metrics metrics;
-  shared_state shared;
+  proxy_detail::shared_state shared;
   asio::io_context context{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   acceptor_type acceptor{context.get_executor()};
-  timer_type sweeper{context.get_executor()};
-  std::list<connection_entry> entries;
+  // A deadline ends the wait it was set for: an upstream too slow gets the client a 504, and the
+  // client's connection goes on.
+  connection_table connections{context.get_executor(), {.deadline_closes = false}, *this};
+  listener accept{acceptor, connections, *this, metrics.connections, options.max_connections};
   std::thread thread;
   std::uint16_t port = 0;
   std::mutex control;
   bool stopped = false;
-  std::uint64_t accepted = 0;
+  std::uint64_t sessions = 0;  // numbers each connection's draws (derive_seed)
 
-  // One connection's session: the connection layer in this frame, its entry in the list.
-  task<> session(socket_type client, std::uint64_t number) {
-    const auto me = entries.emplace(entries.end());
-    metrics.connections.fetch_add(1);
-    {
-      connection c(shared, client, *me, number);
-      co_await c.run();
-    }
-    proxy_detail::close_socket(client);
-    entries.erase(me);
-    metrics.connections.fetch_sub(1);
+  task<> session(socket_type& client, connection_entry& entry) override {
+    proxy_detail::connection c(shared, client, entry, sessions++);
+    co_await c.run();
   }
-
-  task<> accept_loop() {
-    // Accept errors (out of descriptors) back off with the library's own policy, as the server's.
-    const backoff_policy policy = parse_policy("exponential(initial=1ms, factor=2, max=1s)");
-    backoff_state waits = policy.start();
-    random_generator rng(1);
-    timer_type pause(context.get_executor());
-    for (;;) {
-      auto [error, socket] = co_await acceptor.async_accept(proxy_detail::on_loop);
-      if (shared.stopping || error == asio::error::operation_aborted) break;
-      if (error) {
-        // Out of descriptors: make room as at max_connections, then accept again after the pause.
-        if (error == asio::error::no_descriptors || error.value() == ENFILE) {
-          evict_a_waiting_connection();
-        }
-        pause.expires_after(proxy_detail::to_steady(waits.next_delay(rng)));
-        co_await pause.async_wait(proxy_detail::on_loop);
-        continue;
-      }
-      waits = policy.start();
-      metrics.connections_total.fetch_add(1);
-      if (metrics.connections.load() >= options.max_connections && !evict_a_waiting_connection()) {
-        metrics.connections_refused.fetch_add(1);
-        beast::error_code ignored;
-        socket.close(ignored);  // memory and descriptors stay bounded; the client retries
-        continue;
-      }
-      beast::error_code ignored;
-      socket.set_option(tcp::no_delay(true), ignored);
-      asio::co_spawn(context, session(std::move(socket), accepted++), asio::detached);
-    }
-  }
-
-  // At max_connections (or out of descriptors): closes the client connection that has waited
-  // longest on its client for a request, idle or with a header begun and not finished, as serve
-  // does (server.cpp, evict_a_waiting_connection): one byte on each of max_connections
-  // connections must not hold the proxy for the header timeout. False when every connection is
-  // forwarding or answering a request.
-  bool evict_a_waiting_connection() {
-    connection_entry* oldest = nullptr;
-    for (connection_entry& e : entries) {
-      const bool waiting = e.now != connection_entry::phase::busy;
-      if (waiting && !e.evicted && !e.reset && (oldest == nullptr || e.since < oldest->since)) {
-        oldest = &e;
-      }
-    }
-    if (oldest == nullptr) return false;
-    oldest->evicted = true;
-    metrics.connections_evicted.fetch_add(1);
-    beast::error_code ignored;
-    oldest->client->cancel(ignored);
-    if (oldest->upstream != nullptr) oldest->upstream->cancel(ignored);
-    if (oldest->waiter != nullptr) oldest->waiter->cancel();
-    return true;
-  }
-
-  // Every `period`: connections past their deadline have their pending operation cancelled;
-  // those whose reset_peer time came are reset.
-  task<> sweep(duration period) {
-    for (;;) {
-      sweeper.expires_after(proxy_detail::to_steady(period));
-      const auto [ec] = co_await sweeper.async_wait(proxy_detail::on_loop);
-      if (ec || shared.stopping) co_return;
-      const auto now = steady::now();
-      for (connection_entry& e : entries) {
-        if (!e.reset && e.reset_at <= now) {
-          e.reset = true;
-          proxy_detail::reset_socket(*e.client);
-          if (e.upstream != nullptr) proxy_detail::close_socket(*e.upstream);
-          if (e.waiter != nullptr) e.waiter->cancel();
-        } else if (e.deadline <= now) {
-          e.timed_out = true;
-          e.deadline = steady::time_point::max();
-          beast::error_code ignored;
-          e.client->cancel(ignored);
-          if (e.upstream != nullptr) e.upstream->cancel(ignored);
-          if (e.waiter != nullptr) e.waiter->cancel();
-        }
-      }
-    }
+  void accepted() noexcept override { metrics.connections_total.fetch_add(1); }
+  void refused() noexcept override { metrics.connections_refused.fetch_add(1); }
+  void closed(const connection_entry&, connection_entry::ending why) noexcept override {
+    if (why == connection_entry::ending::evicted) metrics.connections_evicted.fetch_add(1);
   }
 
   void shut_down() {
     shared.stopping = true;
-    beast::error_code ignored;
-    acceptor.close(ignored);
-    sweeper.cancel();
-    for (connection_entry& e : entries) {
-      e.client->close(ignored);
-      if (e.upstream != nullptr) e.upstream->close(ignored);
-      if (e.waiter != nullptr) e.waiter->cancel();
-    }
+    accept.stop();
+    connections.stop();
   }
 };
 
 proxy::proxy(const proxy_options& options) : impl_(std::make_unique<impl>(options)) {
-  proxy_options& o = impl_->options;
-  if (o.max_connections <= 0)
-    o.max_connections = std::max<std::int64_t>(1, default_max_connections(1) / 2);
+  const proxy_options& o = impl_->options;
   beast::error_code ec;
   const auto address = asio::ip::make_address(o.listen_host, ec);
   if (ec) throw std::system_error(ec, "bad listen address '" + o.listen_host + "'");
-  const tcp::endpoint endpoint(address, o.listen_port);
-  const std::string where = proxy_detail::authority(o.listen_host, o.listen_port);
-  auto& acceptor = impl_->acceptor;
-  acceptor.open(endpoint.protocol(), ec);
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::system_error(ec, "cannot listen on " + where);
-  impl_->port = acceptor.local_endpoint(ec).port();
+  listen_on(impl_->acceptor, tcp::endpoint(address, o.listen_port), false);
+  impl_->port = impl_->acceptor.local_endpoint(ec).port();
   if (ec) throw std::system_error(ec, "cannot read the listening address");
 
   tcp::resolver resolver(impl_->context);
@@ -1169,7 +694,7 @@ proxy::proxy(const proxy_options& options) : impl_(std::make_unique<impl>(option
   if (ec || results.empty()) {
     throw std::system_error(
         ec ? ec : make_error_code(asio::error::host_not_found),
-        "cannot resolve the upstream " + proxy_detail::authority(o.upstream_host, o.upstream_port));
+        "cannot resolve the upstream " + authority(o.upstream_host, o.upstream_port));
   }
   for (const auto& r : results) impl_->shared.upstream.push_back(r.endpoint());
   std::random_device entropy;
@@ -1192,7 +717,6 @@ const proxy_metrics& proxy::metrics() const noexcept {
 
 void proxy::start() {
   impl_->shared.started = steady::now();
-  // Deadlines are checked every eighth of the shortest timeout (at least 5 ms, at most 1 s).
   duration shortest = std::min({impl_->options.header_timeout, impl_->options.idle_timeout,
                                 impl_->options.upstream_timeout});
   for (const toxic& t : impl_->options.toxics) {
@@ -1201,10 +725,8 @@ void proxy::start() {
       shortest = std::min(shortest, t.timeout);
     }
   }
-  const duration period =
-      std::clamp<duration>(shortest / 8, std::chrono::milliseconds(5), std::chrono::seconds(1));
-  asio::co_spawn(impl_->context, impl_->accept_loop(), asio::detached);
-  asio::co_spawn(impl_->context, impl_->sweep(period), asio::detached);
+  asio::co_spawn(impl_->context, impl_->accept.run(), asio::detached);
+  asio::co_spawn(impl_->context, impl_->connections.sweep(sweep_period(shortest)), asio::detached);
   impl_->thread = std::thread([ctx = &impl_->context] { ctx->run(); });
 }
 

@@ -11,11 +11,12 @@
 //   ... http://127.0.0.1:<p.port()>/anything goes to the upstream ...
 //   p.stop();  p.wait();
 //
-// Three layers, as the server: the pure parts (toxics.hpp's plans, faults.hpp's decisions, the
-// request rewriting below), the per-connection loop (read a request from the client, decide its
-// faults, forward it on the connection's own upstream connection, relay the answer), and the
-// accept loop (backs off on accept errors). One thread, one io_context: nothing is shared but the
-// atomic counters of proxy_metrics.
+// Three layers, as the server: the pure parts (toxics.hpp's plans, faults.hpp's decisions,
+// rewrite.hpp's rewriting of the messages), the per-connection loop (read a request from the
+// client, decide its faults, forward it on the connection's own upstream connection, relay the
+// answer), and the network layer serve runs on too (net/common/connections.hpp: the accept loop,
+// which backs off on accept errors, and the table of connections with their deadlines). One
+// thread, one io_context: nothing is shared but the atomic counters of proxy_metrics.
 //
 // Memory per connection is bounded: a request header of at most request_header_limit bytes
 // (beyond: 400), an answer's header of at most response_header_limit (beyond: 502), and bodies

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "metrics.hpp"
 
-#include <fmt/format.h>
+#include <string>
+#include <string_view>
+
+#include "backoff/prometheus_text.hpp"
+#include "net/common/metric_families.hpp"
 
 namespace backoff::net {
 
@@ -101,78 +105,59 @@ metrics_snapshot server_metrics::snapshot() const noexcept {
 }
 
 std::string prometheus_text(const metrics_snapshot& s) {
-  std::string out;
-  const auto counter = [&](const char* name, const char* help) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n", name, help, name);
+  prometheus_writer out;
+  out.family("backoff_requests_total", prometheus_type::counter,
+             "Requests answered, by HTTP status.");
+  const auto answered = [&](std::string_view status, std::uint64_t n) {
+    out.sample("backoff_requests_total", {{"status", status}}, n);
   };
-  const auto gauge = [&](const char* name, const char* help, double value) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, value);
-  };
-  counter("backoff_requests_total", "Requests answered, by HTTP status.");
-  out += fmt::format("backoff_requests_total{{status=\"200\"}} {}\n", s.ok);
-  out += fmt::format("backoff_requests_total{{status=\"{}\"}} {}\n", s.reject_status, s.rejected);
-  out += fmt::format("backoff_requests_total{{status=\"400\"}} {}\n", s.bad_request);
-  out += fmt::format("backoff_requests_total{{status=\"404\"}} {}\n", s.not_found);
-  out += fmt::format("backoff_requests_total{{status=\"405\"}} {}\n", s.not_allowed);
-  out += fmt::format("backoff_requests_total{{status=\"401\"}} {}\n", s.unauthorized);
-  out += fmt::format("backoff_requests_total{{status=\"403\"}} {}\n", s.forbidden);
-  out += fmt::format("backoff_requests_total{{status=\"408\"}} {}\n", s.request_timeout);
-  out += fmt::format("backoff_requests_total{{status=\"504\"}} {}\n", s.gateway_timeout);
+  answered("200", s.ok);
+  answered(std::to_string(s.reject_status), s.rejected);
+  answered("400", s.bad_request);
+  answered("404", s.not_found);
+  answered("405", s.not_allowed);
+  answered("401", s.unauthorized);
+  answered("403", s.forbidden);
+  answered("408", s.request_timeout);
+  answered("504", s.gateway_timeout);
   for (std::size_t i = 0; i < s.other_statuses.size(); ++i) {
-    if (s.other_statuses[i] == 0) continue;
-    out +=
-        fmt::format("backoff_requests_total{{status=\"{}\"}} {}\n", i + 100, s.other_statuses[i]);
+    if (s.other_statuses[i] != 0) answered(std::to_string(i + 100), s.other_statuses[i]);
   }
-  counter("backoff_faults_total",
-          "Requests to /api a fault was injected into, by kind (docs/NETWORK.md, Faults on "
-          "demand).");
-  for (unsigned c = 0; c < fault_counter_count; ++c) {
-    out += fmt::format("backoff_faults_total{{fault=\"{}\"}} {}\n",
-                       fault_counter_name(static_cast<fault_counter>(c)), s.faults[c]);
-  }
-  counter("backoff_closed_connections_total",
-          "Connections the server closed: header, idle or write timeout, an idle or half-sent one "
-          "evicted for a new one at --max-connections, a new one refused there.");
-  out += fmt::format("backoff_closed_connections_total{{reason=\"header_timeout\"}} {}\n",
-                     s.header_timeouts);
-  out += fmt::format("backoff_closed_connections_total{{reason=\"idle_timeout\"}} {}\n",
-                     s.idle_timeouts);
-  out += fmt::format("backoff_closed_connections_total{{reason=\"write_timeout\"}} {}\n",
-                     s.write_timeouts);
-  out += fmt::format("backoff_closed_connections_total{{reason=\"evicted\"}} {}\n", s.evicted);
-  out += fmt::format("backoff_closed_connections_total{{reason=\"refused\"}} {}\n", s.refused);
-  counter("backoff_abandoned_requests_total",
-          "Requests dropped because the client disconnected (--cancel-on-disconnect).");
-  out += fmt::format("backoff_abandoned_requests_total {}\n", s.abandoned);
-  counter("backoff_expired_requests_total",
-          "Requests to /api whose propagated deadline had passed, answered 504: before their "
-          "service started (served --expired-cost of it), or during it (stopped there).");
-  out += fmt::format("backoff_expired_requests_total{{stage=\"before_service\"}} {}\n",
-                     s.expired_before_service);
-  out += fmt::format("backoff_expired_requests_total{{stage=\"in_service\"}} {}\n",
-                     s.expired_in_service);
-  counter("backoff_pauses_total", "Pauses through POST /admin/pause.");
-  out += fmt::format("backoff_pauses_total {}\n", s.pauses);
-  gauge("backoff_concurrency", "Requests to /api being served, abandoned ones included.",
-        static_cast<double>(s.concurrency));
-  gauge("backoff_connections", "Open client connections.", static_cast<double>(s.connections));
-  gauge("backoff_paused", "1 while the service is paused.", s.paused ? 1.0 : 0.0);
-  gauge("backoff_last_delay_seconds", "The service time computed at the latest check.",
-        static_cast<double>(s.last_delay_ns) * 1e-9);
-  out +=
-      "# HELP backoff_service_seconds Time from the start of an /api request to its answer.\n"
-      "# TYPE backoff_service_seconds histogram\n";
-  std::uint64_t cumulative = 0;
-  for (std::size_t i = 0; i < service_buckets_s.size(); ++i) {
-    cumulative += s.service_counts[i];
-    out += fmt::format("backoff_service_seconds_bucket{{le=\"{}\"}} {}\n", service_buckets_s[i],
-                       cumulative);
-  }
-  cumulative += s.service_counts.back();
-  out += fmt::format("backoff_service_seconds_bucket{{le=\"+Inf\"}} {}\n", cumulative);
-  out += fmt::format("backoff_service_seconds_sum {}\n", s.service_sum_s);
-  out += fmt::format("backoff_service_seconds_count {}\n", cumulative);
-  return out;
+  counter_by_kind<fault_counter>(
+      out, "backoff_faults_total",
+      "Requests to /api a fault was injected into, by kind (docs/NETWORK.md, Faults on demand).",
+      "fault", fault_counter_count, fault_counter_name,
+      [&](fault_counter c) { return s.faults[static_cast<std::size_t>(c)]; });
+  out.family("backoff_closed_connections_total", prometheus_type::counter,
+             "Connections the server closed: header, idle or write timeout, an idle or half-sent "
+             "one evicted for a new one at --max-connections, a new one refused there.");
+  const auto closed = [&](std::string_view reason, std::uint64_t n) {
+    out.sample("backoff_closed_connections_total", {{"reason", reason}}, n);
+  };
+  closed("header_timeout", s.header_timeouts);
+  closed("idle_timeout", s.idle_timeouts);
+  closed("write_timeout", s.write_timeouts);
+  closed("evicted", s.evicted);
+  closed("refused", s.refused);
+  out.counter("backoff_abandoned_requests_total",
+              "Requests dropped because the client disconnected (--cancel-on-disconnect).",
+              s.abandoned);
+  out.family("backoff_expired_requests_total", prometheus_type::counter,
+             "Requests to /api whose propagated deadline had passed, answered 504: before their "
+             "service started (served --expired-cost of it), or during it (stopped there).");
+  out.sample("backoff_expired_requests_total", {{"stage", "before_service"}},
+             s.expired_before_service);
+  out.sample("backoff_expired_requests_total", {{"stage", "in_service"}}, s.expired_in_service);
+  out.counter("backoff_pauses_total", "Pauses through POST /admin/pause.", s.pauses);
+  out.gauge("backoff_concurrency", "Requests to /api being served, abandoned ones included.",
+            static_cast<double>(s.concurrency));
+  out.gauge("backoff_connections", "Open client connections.", static_cast<double>(s.connections));
+  out.gauge("backoff_paused", "1 while the service is paused.", s.paused ? 1.0 : 0.0);
+  out.gauge("backoff_last_delay_seconds", "The service time computed at the latest check.",
+            static_cast<double>(s.last_delay_ns) * 1e-9);
+  out.histogram("backoff_service_seconds", "Time from the start of an /api request to its answer.",
+                service_buckets_s, s.service_counts, s.service_sum_s);
+  return out.take();
 }
 
 }  // namespace backoff::net

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +11,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -25,7 +23,6 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
-#include <list>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -37,8 +34,12 @@
 #include "backoff/deadline_headers.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/http.hpp"
+#include "backoff/random.hpp"
 #include "backoff/spec.hpp"
 #include "handler.hpp"
+#include "net/common/connections.hpp"
+#include "net/common/loop.hpp"
+#include "net/common/sockets.hpp"
 
 namespace backoff::net {
 namespace {
@@ -47,17 +48,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 using steady = std::chrono::steady_clock;
-
-// Everything in a worker runs on its own io_context, so its sockets, timers and coroutines name
-// that executor type rather than the type-erased any_io_executor: a few percent of the server's
-// own CPU per request went to copying and destroying erased executors.
-using executor = asio::io_context::executor_type;
-template <typename T = void>
-using task = asio::awaitable<T, executor>;
-using socket_type = asio::basic_stream_socket<tcp, executor>;
-using acceptor_type = asio::basic_socket_acceptor<tcp, executor>;
-using timer_type = asio::basic_waitable_timer<steady, asio::wait_traits<steady>, executor>;
-constexpr auto as_tuple_on_worker = asio::as_tuple(asio::use_awaitable_t<executor>{});
 
 // Request headers larger than this get 400: a client cannot make a connection hold more memory.
 constexpr std::uint32_t header_limit = request_header_limit;
@@ -105,13 +95,6 @@ class dated_answers {
   std::string ok_keep_alive_;
 };
 
-// True when the client has closed its side (recv would return 0). Pipelined data is not a close.
-bool peer_closed(socket_type& socket) {
-  char byte;
-  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
 // A request that does not parse, as opposed to a client that went away (or a closed socket).
 bool is_malformed_request(const beast::error_code& read_error) {
   return read_error.category() == make_error_code(http::error::end_of_stream).category() &&
@@ -128,34 +111,6 @@ std::optional<asio::const_buffer> send_at_once(socket_type& socket, asio::const_
   return bytes + sent;
 }
 
-// What the worker knows of one connection, for its timeouts and for stop. The session sets the
-// deadline while it waits for its client (reading a request, writing an answer) and clears it
-// otherwise; the worker's sweep closes the connection once the deadline has passed.
-struct session_entry {
-  enum class phase {
-    idle,     // waiting for a request, no byte of it yet: may make room for a new connection
-    reading,  // a request has begun
-    writing,  // an answer the client has not taken yet
-    busy,     // a request in service (or held by a pause): no deadline
-  };
-  explicit session_entry(socket_type& s) : socket(&s) {}
-  socket_type* socket;
-  phase now = phase::idle;
-  steady::time_point deadline = steady::time_point::max();
-  steady::time_point since{};  // when the phase began: who waited longest on its client
-  std::optional<server_metrics::close_reason> closing;  // set when the worker closes it
-
-  void enter(phase p, duration timeout) {
-    now = p;
-    since = steady::now();
-    deadline = saturating_add(since, timeout);
-  }
-  void enter_busy() {
-    now = phase::busy;
-    deadline = steady::time_point::max();
-  }
-};
-
 // Reads one request into `parser`, leaving any bytes after it in `buffer` for the next one.
 //
 // It waits for readiness before each read instead of reading first as http::async_read does:
@@ -166,24 +121,23 @@ struct session_entry {
 // read after a spurious wake-up returns would_block and the loop waits again.
 // The error codes are the ones http::async_read gives (end_of_stream, partial_message,
 // buffer_overflow for a header larger than the buffer, the parser's own), and operation_aborted
-// when the worker closed the connection (entry.closing says why).
+// when the connection table closed the connection (entry.closing says why).
 // Timeouts: until a byte of the request arrives the connection is idle (`idle_timeout` after an
 // answer, the header timeout on a new connection: the caller arms it); from the first byte the
 // whole request has `header_timeout`.
 task<beast::error_code> read_request(socket_type& socket, beast::flat_buffer& buffer,
                                      http::request_parser<http::string_body>& parser,
-                                     session_entry& entry, duration header_timeout) {
+                                     connection_entry& entry, duration header_timeout) {
   for (;;) {
     if (const beast::error_code parsed = parse_buffered(buffer, parser);
         parsed != http::error::need_more) {
       entry.enter_busy();
       co_return parsed;
     }
-    if (entry.now != session_entry::phase::reading && (buffer.size() > 0 || parser.got_some())) {
-      entry.enter(session_entry::phase::reading, header_timeout);
+    if (entry.now != connection_entry::phase::reading && (buffer.size() > 0 || parser.got_some())) {
+      entry.enter(connection_entry::phase::reading, header_timeout);
     }
-    const auto [wait_error] =
-        co_await socket.async_wait(tcp::socket::wait_read, as_tuple_on_worker);
+    const auto [wait_error] = co_await socket.async_wait(tcp::socket::wait_read, on_loop);
     if (entry.closing) co_return asio::error::operation_aborted;
     if (wait_error) co_return wait_error;
     beast::error_code ec;
@@ -195,38 +149,9 @@ task<beast::error_code> read_request(socket_type& socket, beast::flat_buffer& bu
   }
 }
 
-// Reads and drops what the client still sends, until it closes, `limit` bytes, or an error.
-task<> discard_until_eof(socket_type& socket, std::size_t limit) {
-  std::array<char, 4096> sink;
-  std::size_t total = 0;
-  while (total < limit) {
-    const auto [wait_error] =
-        co_await socket.async_wait(tcp::socket::wait_read, as_tuple_on_worker);
-    if (wait_error) co_return;
-    beast::error_code ec;
-    const std::size_t n = socket.read_some(asio::buffer(sink), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
-    if (ec) co_return;
-    total += n;
-  }
-}
-
-// After an error answer, on a connection the server is about to close with request bytes still
-// unread (a header over the limit, a body it refused): closing at once would reset the
-// connection, and the client's TCP would then drop the 400 before the client reads it. So the
-// server stops sending, and drains for at most a second or 1 MiB first (nginx's lingering close).
-task<> close_gently(socket_type& socket) {
-  beast::error_code ignored;
-  socket.shutdown(tcp::socket::shutdown_send, ignored);
-  timer_type limit(socket.get_executor());
-  limit.expires_after(std::chrono::seconds(1));
-  using asio::experimental::awaitable_operators::operator||;
-  co_await (discard_until_eof(socket, 1 << 20) || limit.async_wait(as_tuple_on_worker));
-}
-
-// One thread's share of the server: its own io_context, acceptor and pause gate; it touches the
-// other threads only through the atomic metrics.
-struct worker {
+// One thread's share of the server: its own io_context, acceptor, connections and pause gate; it
+// touches the other threads only through the atomic metrics.
+struct worker final : connection_owner {
   worker(const server_options& o, server_metrics& m, unsigned index)
       : options(o), metrics(m), fault_rng(derive_seed(o.fault_seed, index)) {}
 
@@ -237,14 +162,16 @@ struct worker {
   asio::io_context context{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   acceptor_type acceptor{context.get_executor()};
   timer_type gate{context.get_executor()};  // expires at "never" while paused; cancelled to resume
-  timer_type sweeper{context.get_executor()};  // closes connections past their deadline
-  const admin_access* admin = nullptr;         // set before start
+  // A client too slow to send a request or to take an answer is done with: its deadline closes it.
+  connection_table connections{context.get_executor(), {.deadline_closes = true}, *this};
+  listener accept{acceptor, connections, *this, metrics.connections, options.max_connections};
+  server* owner = nullptr;              // set before start: /admin/pause and resume act on it
+  const admin_access* admin = nullptr;  // set before start
   bool paused = false;
   bool stopping = false;
-  std::list<session_entry> sessions;  // oldest first: for timeouts, room, and stop
-  random_generator fault_rng;         // this thread's draws for the fault plan
-  steady::time_point started{};       // the time 0 of the fault plan's windows
-  dated_answers dates;                // Date, and the usual answer with it
+  random_generator fault_rng;    // this thread's draws for the fault plan
+  steady::time_point started{};  // the time 0 of the fault plan's windows
+  dated_answers dates;           // Date, and the usual answer with it
 
   // `res` with this second's Date.
   response& dated(response& res) {
@@ -253,59 +180,22 @@ struct worker {
     return res;
   }
 
-  // Ends a connection's session: its pending wait completes with operation_aborted, and the
-  // session sees why in `closing` (counted once, even if a last answer then times out too).
-  void close_session(session_entry& e, server_metrics::close_reason why) {
-    if (!e.closing) {
-      e.closing = why;
-      metrics.closed(why);
-    }
-    e.deadline = steady::time_point::max();
-    beast::error_code ignored;
-    e.socket->cancel(ignored);
+  void refused() noexcept override { metrics.closed(server_metrics::close_reason::refused); }
+
+  void closed(const connection_entry& e, connection_entry::ending why) noexcept override {
+    metrics.closed(why == connection_entry::ending::evicted ? server_metrics::close_reason::evicted
+                                                            : timeout_reason(e.now));
   }
 
-  static server_metrics::close_reason timeout_reason(session_entry::phase p) {
+  static server_metrics::close_reason timeout_reason(connection_entry::phase p) {
     switch (p) {
-      case session_entry::phase::idle:
+      case connection_entry::phase::idle:
         return server_metrics::close_reason::idle_timeout;
-      case session_entry::phase::writing:
+      case connection_entry::phase::writing:
         return server_metrics::close_reason::write_timeout;
       default:
         return server_metrics::close_reason::header_timeout;
     }
-  }
-
-  // Every `period`, the connections whose deadline has passed (a sweep rather than a timer per
-  // connection: no coroutine frame or timer operation per request on the hot path).
-  task<> sweep(duration period) {
-    for (;;) {
-      sweeper.expires_after(period);
-      const auto [ec] = co_await sweeper.async_wait(as_tuple_on_worker);
-      if (ec || stopping) co_return;
-      const auto now = steady::now();
-      for (session_entry& e : sessions) {
-        if (e.deadline <= now) close_session(e, timeout_reason(e.now));
-      }
-    }
-  }
-
-  // At --max-connections (or out of descriptors): closes the connection of this thread that has
-  // waited longest on its client for a request, idle (no byte of one yet, as nginx reuses such
-  // connections) or half-sent (a header begun and not finished: otherwise a client that sends
-  // one byte on each of --max-connections connections holds the server for the whole header
-  // timeout). Connections in service or being answered are never evicted. False when there is
-  // none.
-  bool evict_a_waiting_connection() {
-    session_entry* oldest = nullptr;
-    for (session_entry& e : sessions) {
-      const bool waiting =
-          e.now == session_entry::phase::idle || e.now == session_entry::phase::reading;
-      if (waiting && !e.closing && (oldest == nullptr || e.since < oldest->since)) oldest = &e;
-    }
-    if (oldest == nullptr) return false;
-    close_session(*oldest, server_metrics::close_reason::evicted);
-    return true;
   }
 
   void set_paused(bool on) {
@@ -319,7 +209,7 @@ struct worker {
 
   task<> wait_while_paused() {
     while (paused && !stopping) {
-      co_await gate.async_wait(as_tuple_on_worker);
+      co_await gate.async_wait(on_loop);
     }
   }
 
@@ -376,7 +266,7 @@ struct worker {
         break;
       }
       tick.expires_after(p.tick);
-      co_await tick.async_wait(as_tuple_on_worker);
+      co_await tick.async_wait(on_loop);
       if (paused) co_await wait_while_paused();
       if (stopping) break;
       if (options.cancel_on_disconnect && peer_closed(stream)) {
@@ -400,8 +290,7 @@ struct worker {
 
   // Answers that need no waiting: everything but an /api request to serve. Pause and resume act
   // here, before their answer is written.
-  std::optional<response> answer_at_once(const route& r, server& owner, unsigned version,
-                                         bool keep_alive) {
+  std::optional<response> answer_at_once(const route& r, unsigned version, bool keep_alive) {
     switch (r.kind) {
       case route_kind::api:
         if (options.max_busy > 0 && metrics.concurrency.load() >= options.max_busy) {
@@ -416,13 +305,13 @@ struct worker {
         return res;
       }
       case route_kind::pause:
-        owner.pause(r.pause_for);
+        owner->pause(r.pause_for);
         return make_response(http::status::ok,
                              r.pause_for ? "paused for " + format_duration(*r.pause_for) + "\n"
                                          : std::string("paused\n"),
                              version, keep_alive);
       case route_kind::resume:
-        owner.resume();
+        owner->resume();
         return make_response(http::status::ok, "resumed\n", version, keep_alive);
       case route_kind::not_found:
         return make_response(http::status::not_found, "not found\n", version, keep_alive);
@@ -469,32 +358,23 @@ struct worker {
       if (now >= until) co_return true;
       const auto slice = std::chrono::milliseconds(100);
       timer.expires_at(until - now > slice ? now + slice : until);
-      co_await timer.async_wait(as_tuple_on_worker);
+      co_await timer.async_wait(on_loop);
       if (peer_closed(stream)) co_return false;
     }
-  }
-
-  // A reset as the peer sees it (ECONNRESET): SO_LINGER with a zero timeout makes close() send
-  // RST instead of FIN.
-  static void reset_connection(socket_type& stream) {
-    beast::error_code ignored;
-    stream.set_option(asio::socket_base::linger(true, 0), ignored);
-    stream.close(ignored);
   }
 
   // slow_body: the header, then `plan.size` bytes of padding at `plan.bytes_per_s`, on an
   // absolute schedule (byte n leaves at n / speed), in pieces of a twentieth of a second. Each
   // piece must be taken within the header timeout, like any answer. False after an error.
-  task<bool> write_slow_body(socket_type& stream, session_entry& entry, unsigned version,
+  task<bool> write_slow_body(socket_type& stream, connection_entry& entry, unsigned version,
                              bool keep_alive, bool head, slow_body_plan plan) {
     static const std::string padding(64 * 1024, 'x');
     response res = make_response(http::status::ok, "", version, keep_alive);
     res.content_length(plan.size);
     dated(res);
     http::response_serializer<http::string_body> header{res};
-    entry.enter(session_entry::phase::writing, options.header_timeout);
-    const auto [header_error, unused] =
-        co_await http::async_write_header(stream, header, as_tuple_on_worker);
+    entry.enter(connection_entry::phase::writing, options.header_timeout);
+    const auto [header_error, unused] = co_await http::async_write_header(stream, header, on_loop);
     if (header_error || entry.closing) co_return false;
     if (head) co_return true;
     const std::uint64_t piece = std::clamp<std::uint64_t>(
@@ -513,9 +393,9 @@ struct worker {
         if (!co_await wait_for_fault(stream, due)) co_return false;
       }
       const std::uint64_t n = std::min(piece, plan.size - sent);
-      entry.enter(session_entry::phase::writing, options.header_timeout);
+      entry.enter(connection_entry::phase::writing, options.header_timeout);
       const auto [error, written] = co_await asio::async_write(
-          stream, asio::buffer(padding.data(), static_cast<std::size_t>(n)), as_tuple_on_worker);
+          stream, asio::buffer(padding.data(), static_cast<std::size_t>(n)), on_loop);
       if (error || entry.closing) co_return false;
       sent += n;
     }
@@ -524,13 +404,13 @@ struct worker {
 
   // 400 for a request that does not parse, 408 for one whose header came too slowly; then the
   // connection is closed.
-  task<> answer_and_close(socket_type& stream, session_entry& entry, http::status status,
+  task<> answer_and_close(socket_type& stream, connection_entry& entry, http::status status,
                           std::string body) {
     auto res = make_response(status, std::move(body), 11, false);
     dated(res);
     metrics.answered(static_cast<int>(status));
-    entry.enter(session_entry::phase::writing, options.header_timeout);
-    const auto [write_error, written] = co_await http::async_write(stream, res, as_tuple_on_worker);
+    entry.enter(connection_entry::phase::writing, options.header_timeout);
+    const auto [write_error, written] = co_await http::async_write(stream, res, on_loop);
     entry.enter_busy();  // close_gently has its own limit
     if (!write_error) co_await close_gently(stream);
   }
@@ -538,32 +418,19 @@ struct worker {
   // An /api request is served and answered here rather than in coroutines of its own: each would
   // cost a coroutine frame per request, and the server's CPU per request is tuned
   // (docs/PERFORMANCE.md). The helpers it calls on that path do not suspend.
-  task<> session(socket_type stream, server& owner) {
-    const auto me = sessions.emplace(sessions.end(), stream);
-    session_entry& entry = *me;
-    metrics.connections.fetch_add(1);
+  task<> session(socket_type& stream, connection_entry& entry) override {
     beast::flat_buffer buffer(header_limit);
     beast::error_code ignored;
     stream.non_blocking(true, ignored);  // read_request reads without blocking the thread
-    entry.enter(session_entry::phase::idle, options.header_timeout);  // its first request
+    entry.enter(connection_entry::phase::idle, options.header_timeout);  // its first request
     for (;;) {
       request_parser parser;
       limit_request_parser(parser);
       const beast::error_code read_error =
           co_await read_request(stream, buffer, parser, entry, options.header_timeout);
-      if (read_error || stopping) {
-        // A request that does not parse gets 400 and the connection is closed, one too slow 408;
-        // a client that went away, or an idle connection closed, needs no answer.
-        if (stopping) break;
-        if (entry.closing) {
-          if (entry.closing == server_metrics::close_reason::header_timeout) {
-            co_await answer_and_close(stream, entry, http::status::request_timeout,
-                                      "request header timeout\n");
-          }
-        } else if (is_malformed_request(read_error)) {
-          co_await answer_and_close(stream, entry, http::status::bad_request,
-                                    "bad request: " + read_error.message() + "\n");
-        }
+      if (stopping) break;
+      if (read_error) {
+        co_await answer_read_error(stream, entry, read_error);
         break;
       }
       const auto& req = parser.get();
@@ -577,8 +444,7 @@ struct worker {
       // A HEAD answer has the GET answer's header, Content-Length included, and no body: a body
       // would be read as the start of the next answer on a keep-alive connection.
       const bool head = req.method() == http::verb::head;
-      std::optional<response> res =
-          answer_at_once(route_request(req, *admin), owner, version, keep_alive);
+      std::optional<response> res = answer_at_once(route_request(req, *admin), version, keep_alive);
       std::optional<slow_body_plan> slow;
       if (!res && !options.faults.empty()) {
         const fault_decision fault = decide_faults(req);
@@ -586,19 +452,11 @@ struct worker {
           reset_connection(stream);
           break;
         }
-        if (fault.hold_until || fault.delay.count() > 0) {
-          entry.enter_busy();  // held on purpose: no timeout applies
-          auto until = saturating_add(steady::now(), fault.delay);
-          if (fault.hold_until) until = std::max(until, saturating_add(started, *fault.hold_until));
-          if (!co_await wait_for_fault(stream, until)) break;
+        if ((fault.hold_until || fault.delay.count() > 0) &&
+            !co_await hold_for_fault(stream, entry, fault)) {
+          break;
         }
-        if (fault.abort_status) {
-          // 204 and 304 have no body (RFC 9110 sections 15.3.5 and 15.4.5).
-          const int status = *fault.abort_status;
-          res = make_response(static_cast<http::status>(status),
-                              status == 204 || status == 304 ? "" : "injected fault\n", version,
-                              keep_alive);
-        }
+        if (fault.abort_status) res = injected_answer(*fault.abort_status, version, keep_alive);
         slow = fault.slow;
       }
       if (!res) {
@@ -615,25 +473,14 @@ struct worker {
               !keep_alive) {
             break;
           }
-          entry.enter(session_entry::phase::idle, options.idle_timeout);
+          entry.enter(connection_entry::phase::idle, options.idle_timeout);
           continue;
         } else if (version == 11 && keep_alive && !head) {
-          // The answer nearly every request gets, as bytes prepared once: serializing it with
-          // Beast each time was most of the server's own CPU per request. Written at once when
-          // the socket takes it all (it nearly always does), saving a trip through the
-          // scheduler; the rest, if any, asynchronously.
-          metrics.answered(200);
-          dates.refresh();
-          const auto rest = send_at_once(stream, asio::buffer(dates.ok_keep_alive()));
+          const auto rest = send_usual_answer(stream);
           if (!rest) break;
-          if (rest->size() > 0) {
-            // A client that does not read its answers holds the connection no longer than this.
-            entry.enter(session_entry::phase::writing, options.header_timeout);
-            const auto [rest_error, written] =
-                co_await asio::async_write(stream, *rest, as_tuple_on_worker);
-            if (rest_error || entry.closing) break;
-          }
-          entry.enter(session_entry::phase::idle, options.idle_timeout);
+          // A client that does not read its answers holds the connection no longer than this.
+          if (rest->size() > 0 && !co_await write_rest(stream, entry, *rest)) break;
+          entry.enter(connection_entry::phase::idle, options.idle_timeout);
           continue;
         } else {
           res = make_response(http::status::ok, "OK", version, keep_alive);
@@ -642,64 +489,74 @@ struct worker {
       metrics.answered(static_cast<int>(res->result_int()));
       dated(*res);
       beast::error_code write_error;
-      entry.enter(session_entry::phase::writing, options.header_timeout);
+      entry.enter(connection_entry::phase::writing, options.header_timeout);
       if (head) {
         http::serializer<false, http::string_body> header_only{*res};
         std::tie(write_error, std::ignore) =
-            co_await http::async_write_header(stream, header_only, as_tuple_on_worker);
+            co_await http::async_write_header(stream, header_only, on_loop);
       } else {
-        std::tie(write_error, std::ignore) =
-            co_await http::async_write(stream, *res, as_tuple_on_worker);
+        std::tie(write_error, std::ignore) = co_await http::async_write(stream, *res, on_loop);
       }
       if (write_error || entry.closing || !res->keep_alive()) break;
-      entry.enter(session_entry::phase::idle, options.idle_timeout);
+      entry.enter(connection_entry::phase::idle, options.idle_timeout);
     }
-    stream.shutdown(tcp::socket::shutdown_send, ignored);
-    sessions.erase(me);
-    metrics.connections.fetch_sub(1);
   }
 
-  task<> accept_loop(server& owner) {
-    // Accept errors (out of descriptors, a connection reset before accept) back off with the
-    // library's own policy rather than spin: the error usually needs time to clear.
-    const backoff_policy policy = parse_policy("exponential(initial=1ms, factor=2, max=1s)");
-    backoff_state waits = policy.start();
-    random_generator rng(1);
-    timer_type pause_timer(context.get_executor());
-    for (;;) {
-      auto [error, socket] = co_await acceptor.async_accept(as_tuple_on_worker);
-      if (stopping || error == asio::error::operation_aborted) break;
-      if (error) {
-        // Out of descriptors: make room as at --max-connections, then accept again after the
-        // pause (the evicted session closes its socket when it next runs).
-        if (error == asio::error::no_descriptors || error.value() == ENFILE) {
-          evict_a_waiting_connection();
-        }
-        pause_timer.expires_after(waits.next_delay(rng));
-        co_await pause_timer.async_wait(as_tuple_on_worker);
-        continue;
+  // A request that does not parse gets 400 and the connection is closed, one too slow 408; a
+  // client that went away, or an idle connection closed, needs no answer.
+  task<> answer_read_error(socket_type& stream, connection_entry& entry,
+                           const beast::error_code& read_error) {
+    if (entry.closing) {
+      if (entry.closing == connection_entry::ending::timeout &&
+          timeout_reason(entry.now) == server_metrics::close_reason::header_timeout) {
+        co_await answer_and_close(stream, entry, http::status::request_timeout,
+                                  "request header timeout\n");
       }
-      waits = policy.start();
-      if (metrics.connections.load() >= options.max_connections && !evict_a_waiting_connection()) {
-        // Counted before the close, so whoever sees the connection end also sees the count.
-        metrics.closed(server_metrics::close_reason::refused);
-        beast::error_code ignored;
-        socket.close(ignored);  // over the limit: memory stays bounded, the client retries
-        continue;
-      }
-      beast::error_code ignored;
-      socket.set_option(tcp::no_delay(true), ignored);
-      asio::co_spawn(context, session(std::move(socket), owner), asio::detached);
+    } else if (is_malformed_request(read_error)) {
+      co_await answer_and_close(stream, entry, http::status::bad_request,
+                                "bad request: " + read_error.message() + "\n");
     }
+  }
+
+  // A fault's delay or hold: waits on purpose (no timeout applies); false when the client left
+  // or the server stops meanwhile.
+  task<bool> hold_for_fault(socket_type& stream, connection_entry& entry,
+                            const fault_decision& fault) {
+    entry.enter_busy();
+    auto until = saturating_add(steady::now(), fault.delay);
+    if (fault.hold_until) until = std::max(until, saturating_add(started, *fault.hold_until));
+    co_return co_await wait_for_fault(stream, until);
+  }
+
+  // An injected status; 204 and 304 have no body (RFC 9110 sections 15.3.5 and 15.4.5).
+  static response injected_answer(int status, unsigned version, bool keep_alive) {
+    return make_response(static_cast<http::status>(status),
+                         status == 204 || status == 304 ? "" : "injected fault\n", version,
+                         keep_alive);
+  }
+
+  // The answer nearly every request gets, as bytes prepared once: serializing it with Beast each
+  // time was most of the server's own CPU per request. Written at once when the socket takes it
+  // all (it nearly always does), saving a trip through the scheduler: what it did not take is
+  // returned (empty when it took everything), nullopt after an error.
+  std::optional<asio::const_buffer> send_usual_answer(socket_type& stream) {
+    metrics.answered(200);
+    dates.refresh();
+    return send_at_once(stream, asio::buffer(dates.ok_keep_alive()));
+  }
+
+  // What send_usual_answer left, within the header timeout; false when the connection ends.
+  task<bool> write_rest(socket_type& stream, connection_entry& entry, asio::const_buffer rest) {
+    entry.enter(connection_entry::phase::writing, options.header_timeout);
+    const auto [rest_error, written] = co_await asio::async_write(stream, rest, on_loop);
+    co_return !rest_error && !entry.closing;
   }
 
   void shut_down() {
     stopping = true;
-    beast::error_code ignored;
-    acceptor.close(ignored);
+    accept.stop();
     gate.cancel();
-    sweeper.cancel();
-    for (session_entry& e : sessions) e.socket->close(ignored);
+    connections.stop();
   }
 };
 
@@ -707,7 +564,7 @@ struct worker {
 task<> log_each_second(timer_type& timer, const worker& w, const server_metrics& metrics) {
   for (;;) {
     timer.expires_after(std::chrono::seconds(1));
-    const auto [ec] = co_await timer.async_wait(as_tuple_on_worker);
+    const auto [ec] = co_await timer.async_wait(on_loop);
     if (ec || w.stopping) co_return;
     log_line(metrics.concurrency.load(), duration(metrics.last_delay_ns.load()));
   }
@@ -732,34 +589,6 @@ struct server::impl {
     for (auto& w : workers) asio::post(w->context, [w = w.get(), f] { f(*w); });
   }
 };
-
-namespace {
-
-// Opens, binds and listens; throws std::system_error naming the address (every step: an
-// exception of Boost's own type would escape callers that catch std::system_error).
-void listen_on(acceptor_type& acceptor, const tcp::endpoint& endpoint, bool reuse_port) {
-  const auto where = [&] {
-    const std::string host = endpoint.address().to_string();
-    return endpoint.address().is_v6() ? fmt::format("[{}]:{}", host, endpoint.port())
-                                      : fmt::format("{}:{}", host, endpoint.port());
-  };
-  beast::error_code ec;
-  acceptor.open(endpoint.protocol(), ec);
-  // SO_REUSEADDR lets a restarted server bind while old connections are in TIME_WAIT; on Linux
-  // it does not let two listeners share a port (SO_REUSEPORT does, when both ask for it).
-  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec && reuse_port) {
-    const int one = 1;
-    if (::setsockopt(acceptor.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
-      ec.assign(errno, boost::system::system_category());
-    }
-  }
-  if (!ec) acceptor.bind(endpoint, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) throw std::system_error(ec, "cannot listen on " + where());
-}
-
-}  // namespace
 
 std::int64_t default_max_connections(unsigned threads) {
   rlimit limit{};
@@ -823,7 +652,10 @@ server::server(const server_options& options) : impl_(std::make_unique<impl>()) 
   impl_->admin.loopback = address.is_loopback();
   impl_->admin.port = port;
   impl_->admin.token = options.admin_token;
-  for (auto& w : impl_->workers) w->admin = &impl_->admin;
+  for (auto& w : impl_->workers) {
+    w->admin = &impl_->admin;
+    w->owner = this;
+  }
   impl_->auto_resume = std::make_unique<asio::steady_timer>(impl_->workers[0]->context);
   impl_->ticker = std::make_unique<timer_type>(impl_->workers[0]->context.get_executor());
 }
@@ -841,16 +673,13 @@ const server_metrics& server::metrics() const noexcept {
 }
 
 void server::start() {
-  // Deadlines are checked every eighth of the shorter timeout (at least 10 ms, at most 1 s): a
-  // connection is closed between its timeout and an eighth (or a second) later.
-  const duration shorter = std::min(impl_->options.header_timeout, impl_->options.idle_timeout);
-  const duration sweep_period =
-      std::clamp<duration>(shorter / 8, std::chrono::milliseconds(10), std::chrono::seconds(1));
+  const duration period =
+      sweep_period(std::min(impl_->options.header_timeout, impl_->options.idle_timeout));
   const auto started = steady::now();
   for (auto& w : impl_->workers) {
     w->started = started;
-    asio::co_spawn(w->context, w->accept_loop(*this), asio::detached);
-    asio::co_spawn(w->context, w->sweep(sweep_period), asio::detached);
+    asio::co_spawn(w->context, w->accept.run(), asio::detached);
+    asio::co_spawn(w->context, w->connections.sweep(period), asio::detached);
   }
   if (impl_->options.log_every_second) {
     asio::co_spawn(impl_->workers[0]->context,
@@ -909,10 +738,13 @@ void server::wait() {
   }
 }
 
-std::string api_url(std::string_view host, std::uint16_t port) {
+std::string authority(std::string_view host, std::uint16_t port) {
   const bool v6 = host.find(':') != std::string_view::npos;
-  return "http://" + std::string(v6 ? "[" : "") + std::string(host) + (v6 ? "]" : "") + ":" +
-         std::to_string(port) + "/api";
+  return (v6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+}
+
+std::string api_url(std::string_view host, std::uint16_t port) {
+  return "http://" + authority(host, port) + "/api";
 }
 
 }  // namespace backoff::net

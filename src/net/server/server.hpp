@@ -11,8 +11,10 @@
 //   s.stop();  s.wait();
 //
 // Three layers (STYLE.md): the pure handler (handler.hpp: routes and responses), the per-connection
-// loop (read a request, serve it, write the answer, again while keep-alive), and the accept loop
-// (backs off on accept errors with the library's own exponential policy instead of spinning).
+// loop (read a request, serve it, write the answer, again while keep-alive), and the network layer
+// the proxy runs on too (net/common/connections.hpp: the accept loop, which backs off on accept
+// errors with the library's own exponential policy instead of spinning, and the table of
+// connections with their deadlines).
 // Each thread has its own io_context and its own acceptor over one listening socket (a dup() of
 // its descriptor), so threads share nothing but the atomic counters in server_metrics, and a
 // second server on a busy port fails to bind instead of silently taking half the traffic.
@@ -106,6 +108,9 @@ class server {
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+
+// "host:port", an IPv6 address in brackets ("[::1]:8070").
+std::string authority(std::string_view host, std::uint16_t port);
 
 // The URL of /api on `host`:`port`, an IPv6 address in brackets ("http://[::1]:8070/api").
 std::string api_url(std::string_view host, std::uint16_t port);
