@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim {
 namespace {
@@ -94,9 +95,9 @@ class ethernet_clients final : public model_runner, public model {
     // A sensing client that waits 0 after a deferral would sense again at the same instant,
     // forever: nothing frees descriptors in zero time.
     if (senses(strategy) && strategy.policy().backoff.initial.count() == 0) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": carrier sense needs a backoff that waits (initial > 0), or a "
-                           "deferred client would sense again at the same instant forever");
+      refuse_strategy(strategy,
+                      "carrier sense needs a backoff that waits (initial > 0), or a "
+                      "deferred client would sense again at the same instant forever");
     }
   }
 

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim::hedging_model {
 namespace {
@@ -45,6 +46,21 @@ struct slow_band {
 };
 
 enum class cancel_mode : std::uint8_t { none, queued, running };
+
+// Which of `choices` the string key `key` names, the first when it is absent; any other value is
+// refused with the list ("must be \"none\", \"queued\" or \"running\", not \"x\"").
+std::size_t read_choice(config_reader& keys, std::string_view key,
+                        const std::vector<std::string_view>& choices) {
+  const std::string value = keys.string(key, choices.front());
+  const auto found = std::find(choices.begin(), choices.end(), value);
+  if (found != choices.end()) return static_cast<std::size_t>(found - choices.begin());
+  std::string list;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    list += i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ";
+    list += "\"" + std::string(choices[i]) + "\"";
+  }
+  keys.fail(key, "must be " + list + ", not \"" + value + "\"");
+}
 
 // "1%: 10s" -> {0.01, 10 s}; one line on error.
 slow_band parse_band(config_reader& keys, const std::string& text) {
@@ -97,34 +113,12 @@ class hedging final : public model_runner, public model {
         limit_(
             keys.duration_value("run.limit", std::chrono::seconds{100}, std::chrono::nanoseconds{1})
                 .count()) {
-    const std::string arrival = keys.string("workload.arrival", "closed");
-    if (arrival == "closed") {
-      open_ = false;
-    } else if (arrival == "poisson") {
-      open_ = true;
-    } else {
-      keys.fail("workload.arrival", "must be \"closed\" or \"poisson\", not \"" + arrival + "\"");
-    }
-    const std::string dist = keys.string("server.service_dist", "constant");
-    if (dist == "constant") {
-      exponential_service_ = false;
-    } else if (dist == "exponential") {
-      exponential_service_ = true;
-    } else {
-      keys.fail("server.service_dist",
-                "must be \"constant\" or \"exponential\", not \"" + dist + "\"");
-    }
-    const std::string cancel = keys.string("server.cancel", "none");
-    if (cancel == "none") {
-      cancel_ = cancel_mode::none;
-    } else if (cancel == "queued") {
-      cancel_ = cancel_mode::queued;
-    } else if (cancel == "running") {
-      cancel_ = cancel_mode::running;
-    } else {
-      keys.fail("server.cancel",
-                "must be \"none\", \"queued\" or \"running\", not \"" + cancel + "\"");
-    }
+    open_ = read_choice(keys, "workload.arrival", {"closed", "poisson"}) == 1;
+    exponential_service_ =
+        read_choice(keys, "server.service_dist", {"constant", "exponential"}) == 1;
+    constexpr cancel_mode cancel_modes[] = {cancel_mode::none, cancel_mode::queued,
+                                            cancel_mode::running};
+    cancel_ = cancel_modes[read_choice(keys, "server.cancel", {"none", "queued", "running"})];
     read_tail(keys);
 
     // Mean service time of one copy, what `utilization` is measured against.
@@ -171,12 +165,12 @@ class hedging final : public model_runner, public model {
   }
 
   void check(const client_strategy& strategy) const override {
-    const auto refuse = [&](const std::string& why) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() + ": " + why);
-    };
-    if (strategy.has_window()) refuse("this model has no window: give it no `window`");
+    if (strategy.has_window()) {
+      refuse_strategy(strategy, "this model has no window: give it no `window`");
+    }
     if (!strategy.retries_at_once() || strategy.policy().max_attempts != 0) {
-      refuse(
+      refuse_strategy(
+          strategy,
           "this server never fails, so a retry policy would never act: give it no policy or "
           "max_attempts (use `hedge` to send copies)");
     }

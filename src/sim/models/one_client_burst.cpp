@@ -36,6 +36,7 @@
 
 #include "model.hpp"
 #include "sim/engine/huge_pages.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim {
 namespace {
@@ -73,15 +74,12 @@ class one_client_burst final : public model, public model_runner {
   }
 
   void check(const client_strategy& strategy) const override {
-    const auto refuse = [&](const std::string& why) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() + ": " + why);
-    };
     if (strategy.has_window() && (strategy.breaker() || strategy.hedge() || strategy.deadline())) {
-      refuse("a window resends from its queue: give it no breaker, hedge or deadline");
+      refuse_strategy(strategy,
+                      "a window resends from its queue: give it no breaker, hedge or deadline");
     }
     if (strategy.has_window() && !strategy.retries_at_once()) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": a window resends from its queue; give it no policy (or \"none\")");
+      refuse_strategy(strategy, "a window resends from its queue; give it no policy (or \"none\")");
     }
     // A refused attempt is answered connect + error after it is sent; at zero, a strategy that
     // resends at once (a window requeues, a zero delay) loops at one instant while the request
@@ -90,11 +88,11 @@ class one_client_burst final : public model, public model_runner {
                                      ? strategy.policy().max_attempts == 0 && !strategy.has_budget()
                                      : strategy.retries_forever_at_zero_delay();
     if (connect_ + error_ == 0 && operations_ > max_busy_ && resends_at_once) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": with server.connect + server.error = 0s a refused attempt is "
-                           "answered at once, and this strategy retries at once without end: it "
-                           "would loop forever at one instant; give server.connect or "
-                           "server.error a time, or the strategy a delay or max_attempts");
+      refuse_strategy(strategy,
+                      "with server.connect + server.error = 0s a refused attempt is "
+                      "answered at once, and this strategy retries at once without end: it "
+                      "would loop forever at one instant; give server.connect or "
+                      "server.error a time, or the strategy a delay or max_attempts");
     }
   }
 

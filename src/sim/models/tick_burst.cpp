@@ -76,6 +76,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim {
 namespace {
@@ -128,9 +129,9 @@ class tick_burst final : public model_runner, public model {
 
   void check(const client_strategy& strategy) const override {
     if (strategy.has_window()) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": tick-burst clients send one request each and retry it with a "
-                           "backoff policy; a window has nothing to schedule");
+      refuse_strategy(strategy,
+                      "tick-burst clients send one request each and retry it with a "
+                      "backoff policy; a window has nothing to schedule");
     }
   }
 

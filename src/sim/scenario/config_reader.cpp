@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// config_reader (scenario.hpp): a scenario's keys read by dotted path, each marked as read, with
+// the one-line messages every model's keys share.
+#include <toml++/toml.h>
+
+#include <cmath>
+#include <functional>
+#include <optional>
+
+#include "backoff/spelling.hpp"
+#include "overrides.hpp"
+#include "scenario.hpp"
+#include "toml_text.hpp"
+
+namespace backoff::sim {
+
+using scenario_detail::number_text;
+using scenario_detail::position;
+using scenario_detail::split_path;
+using scenario_detail::type_name;
+
+config_reader::config_reader(std::shared_ptr<toml::table> root, std::string path,
+                             std::map<std::string, std::string, std::less<>> overridden)
+    : root_(std::move(root)), path_(std::move(path)), overridden_(std::move(overridden)) {}
+config_reader::~config_reader() = default;
+config_reader::config_reader(config_reader&&) noexcept = default;
+config_reader& config_reader::operator=(config_reader&&) noexcept = default;
+
+const toml::node* config_reader::find(std::string_view key) const {
+  const toml::node* at = root_.get();
+  for (const auto& part : split_path(key)) {
+    if (at == nullptr || !at->is_table()) return nullptr;
+    at = at->as_table()->get(part);
+  }
+  return at;
+}
+
+bool config_reader::has(std::string_view key) const {
+  return find(key) != nullptr;
+}
+
+std::string config_reader::where(const toml::node* node, std::string_view key) const {
+  if (const auto it = overridden_.find(key); it != overridden_.end()) return it->second;
+  if (node != nullptr) return position(node->source(), path_);
+  return path_;
+}
+
+std::string config_reader::where(std::string_view key) const {
+  return where(find(key), key);
+}
+
+void config_reader::fail(std::string_view key, const std::string& message) const {
+  throw scenario_error(where(key) + ": " + std::string(key) + ": " + message);
+}
+
+std::int64_t config_reader::integer(std::string_view key, std::int64_t fallback, std::int64_t min,
+                                    std::int64_t max) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  const auto v = n->value_exact<std::int64_t>();
+  if (!v) fail(key, "expected an integer, found " + type_name(*n));
+  if (*v < min || *v > max) {
+    fail(key, std::to_string(*v) + " is out of range [" + std::to_string(min) + ", " +
+                  std::to_string(max) + "]");
+  }
+  return *v;
+}
+
+double config_reader::number(std::string_view key, double fallback, double min, double max) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  std::optional<double> v;
+  if (n->is_floating_point()) v = n->as_floating_point()->get();
+  if (n->is_integer()) v = static_cast<double>(n->as_integer()->get());
+  if (!v) fail(key, "expected a number, found " + type_name(*n));
+  if (!std::isfinite(*v) || *v < min || *v > max) {
+    fail(key,
+         number_text(*v) + " is out of range [" + number_text(min) + ", " + number_text(max) + "]");
+  }
+  return *v;
+}
+
+duration config_reader::duration_value(std::string_view key, duration fallback, duration min) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  const auto text = n->value_exact<std::string>();
+  if (!text) {
+    fail(key, "expected a duration string such as \"100ms\", found " + type_name(*n));
+  }
+  duration d{};
+  try {
+    d = parse_duration(*text);
+  } catch (const parse_error& e) {
+    fail(key, e.what());
+  }
+  if (d < min) fail(key, "must be at least " + format_duration(min));
+  return d;
+}
+
+bool config_reader::boolean(std::string_view key, bool fallback) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  const auto v = n->value_exact<bool>();
+  if (!v) fail(key, "expected true or false, found " + type_name(*n));
+  return *v;
+}
+
+std::string config_reader::string(std::string_view key, std::string_view fallback) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return std::string(fallback);
+  const auto v = n->value_exact<std::string>();
+  if (!v) fail(key, "expected a string, found " + type_name(*n));
+  return *v;
+}
+
+std::vector<std::string> config_reader::strings(std::string_view key,
+                                                const std::vector<std::string>& fallback) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return fallback;
+  const toml::array* list = n->as_array();
+  if (list == nullptr) fail(key, "expected an array of strings, found " + type_name(*n));
+  std::vector<std::string> out;
+  for (const toml::node& item : *list) {
+    const auto v = item.value_exact<std::string>();
+    if (!v) fail(key, "expected an array of strings, found " + type_name(item) + " in it");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+void config_reader::consume(std::string_view key) {
+  used_.emplace(key);
+}
+
+void config_reader::finish() const {
+  // Depth-first in file order; a key is known when it, or a table above it, was read.
+  std::function<void(const toml::table&, const std::string&)> walk =
+      [&](const toml::table& t, const std::string& prefix) {
+        for (const auto& [k, node] : t) {
+          const std::string key =
+              prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+          if (used_.contains(key)) continue;
+          if (node.is_table() && !node.as_table()->empty()) {
+            walk(*node.as_table(), key);
+            continue;
+          }
+          // An empty table is known when a key below it was read (an empty [workload] leaves
+          // the model's defaults); any other, [bogus] or [workload.extra], is a mistake.
+          const auto below = used_.lower_bound(key + ".");
+          if (node.is_table() && below != used_.end() && below->starts_with(key + ".")) continue;
+          const auto it = overridden_.find(key);
+          const std::string at = it != overridden_.end() ? it->second : position(k.source(), path_);
+          // The keys the model asked for (present or not) are what a misspelt one meant.
+          const std::vector<std::string_view> known(used_.begin(), used_.end());
+          throw scenario_error(at + (node.is_table() ? ": unknown table '" : ": unknown key '") +
+                               key + "'" + did_you_mean(key, known));
+        }
+      };
+  walk(*root_, "");
+}
+
+}  // namespace backoff::sim

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// A scenario's [[strategy]] tables, read into client_strategy (strategy.hpp): each key set and
+// validated by the library's backoff::strategy, so that a strategy means the same in a scenario,
+// on the command line and in the library.
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "backoff/error.hpp"
+#include "backoff/spelling.hpp"
+#include "backoff/strategy.hpp"
+#include "scenario.hpp"
+#include "toml_text.hpp"
+
+namespace backoff::sim {
+
+using scenario_detail::position;
+using scenario_detail::type_name;
+
+namespace {
+
+// Every key of strategy::keys() (and `name`), each read by the library's strategy::set; a key
+// that is not one gets the library's did-you-mean. max_attempts is a TOML integer, the others are
+// spec strings.
+// `names`: the names taken by the strategies before this one.
+client_strategy read_strategy(const toml::table& t, const std::string& path,
+                              std::set<std::string>& names) {
+  const auto keys = backoff::strategy::keys();
+  for (const auto& [k, node] : t) {
+    (void)node;
+    if (k.str() == "name" || std::find(keys.begin(), keys.end(), k.str()) != keys.end()) continue;
+    std::vector<std::string_view> known{"name"};
+    known.insert(known.end(), keys.begin(), keys.end());
+    std::string list;
+    for (const std::string_view key : known) list += (list.empty() ? "" : ", ") + std::string(key);
+    throw scenario_error(position(k.source(), path) + ": unknown strategy key '" +
+                         std::string(k.str()) + "'" + did_you_mean(k.str(), known) +
+                         " (known: " + list + ")");
+  }
+  const std::string where = position(t.source(), path);
+  std::string name;
+  if (const toml::node* n = t.get("name")) {
+    const auto v = n->value_exact<std::string>();
+    if (!v) {
+      throw scenario_error(position(n->source(), path) +
+                           ": strategy.name: expected a string, found " + type_name(*n));
+    }
+    name = *v;
+  }
+  if (name.empty()) throw scenario_error(where + ": strategy: missing name");
+  if (!names.insert(name).second) {
+    throw scenario_error(where + ": strategy: name '" + name + "' used twice");
+  }
+  backoff::strategy guards;
+  for (const std::string_view key : keys) {
+    const toml::node* n = t.get(key);
+    if (n == nullptr) continue;
+    const std::string at = position(n->source(), path) + ": strategy." + std::string(key) + ": ";
+    std::string text;
+    if (key == "max_attempts") {
+      const auto v = n->value_exact<std::int64_t>();
+      if (!v || *v < 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
+        throw scenario_error(at + "expected an integer >= 0 (0 = unlimited)");
+      }
+      text = std::to_string(*v);
+    } else {
+      const auto v = n->value_exact<std::string>();
+      if (!v) throw scenario_error(at + "expected a string, found " + type_name(*n));
+      text = *v;
+    }
+    try {
+      guards.set(key, text);
+    } catch (const parse_error& e) {
+      throw scenario_error(at + e.what());
+    }
+  }
+  try {
+    guards.validate();
+  } catch (const parse_error& e) {
+    throw scenario_error(where + ": strategy " + name + ": " + e.what());
+  }
+  return client_strategy(std::move(name), where, std::move(guards));
+}
+
+}  // namespace
+
+void scenario::read_strategies(const toml::table& root) {
+  const std::string& path = source_.path;
+  const toml::node* list = root.get("strategy");
+  if (list == nullptr) {
+    throw scenario_error(path + ":1:1: no [[strategy]]: a scenario needs at least one");
+  }
+  if (!list->is_array_of_tables()) {
+    throw scenario_error(position(list->source(), path) +
+                         ": strategy: expected [[strategy]] tables");
+  }
+  std::set<std::string> names;
+  for (const toml::node& item : *list->as_array()) {
+    strategies_.push_back(read_strategy(*item.as_table(), path, names));
+  }
+}
+
+}  // namespace backoff::sim
