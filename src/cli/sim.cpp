@@ -9,7 +9,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include "output.hpp"
 #include "report/output_files.hpp"
 #include "report/plots.hpp"
+#include "report/result_json.hpp"
 #include "report/summary.hpp"
 #include "scenario_files.hpp"
 #include "sim/run/map.hpp"
@@ -149,9 +149,7 @@ std::optional<int> run_one(const sim_options& o, sim::scenario& sc, std::uint64_
     outputs.reports.push_back((*run.out / "report.html").string());
   }
   if (o.format == "json") {
-    std::ostringstream text;
-    report::write_summary_json(r, text);
-    outputs.json.push_back(nlohmann::ordered_json::parse(text.str()));
+    outputs.json.push_back(r);  // held whole: `sim` never spools a sweep's points
   } else {
     std::cout << report::comparison_table(r) << '\n';
     if (!flush_stdout("backoff sim")) return exit_failure;

@@ -8,6 +8,7 @@
 
 #include "backoff/error.hpp"
 #include "csv.hpp"
+#include "result_json.hpp"
 #include "text_table.hpp"
 
 namespace backoff::report {
@@ -62,9 +63,14 @@ double felt_outage(const std::vector<double>& periods) {
 
 namespace {
 
+// A boundary point belongs to the map whose model, mapped scenario and strategy it names.
+bool of_map(const boundary_point& p, const map_axes& m) {
+  return m.model == p.model && m.mapped == p.mapped && m.strategy == p.strategy;
+}
+
 const map_axes* axes_of(const scenario_result& r, const boundary_point& p) {
   for (const auto& m : r.maps) {
-    if (m.model == p.model && m.mapped == p.mapped && m.strategy == p.strategy) return &m;
+    if (of_map(p, m)) return &m;
   }
   return nullptr;
 }
@@ -97,25 +103,10 @@ void write_boundary_csv(const scenario_result& r, std::ostream& out) {
 nlohmann::ordered_json map_json(const scenario_result& r) {
   nlohmann::ordered_json maps = nlohmann::ordered_json::array();
   for (const auto& m : r.maps) {
-    nlohmann::ordered_json j;
-    j["model"] = m.model;
-    j["mapped"] = m.mapped;
-    j["strategy"] = m.strategy;
-    j["load_key"] = m.load_key;
-    j["load_unit"] = m.load_unit;
-    j["trigger_key"] = m.trigger_key;
-    j["trigger_unit"] = m.trigger_unit;
+    nlohmann::ordered_json j = m;
     auto& points = j["boundary"] = nlohmann::ordered_json::array();
     for (const auto& p : r.boundary) {
-      if (p.model != m.model || p.mapped != m.mapped || p.strategy != m.strategy) continue;
-      points.push_back({{"load", p.load},
-                        {"trigger", p.trigger},
-                        {"trigger_lo", p.trigger_lo},
-                        {"trigger_hi", p.trigger_hi},
-                        {"replications", p.replications},
-                        {"probes", p.probes},
-                        {"always_down", p.always_down},
-                        {"never_down", p.never_down}});
+      if (of_map(p, m)) points.push_back(p);
     }
     maps.push_back(std::move(j));
   }

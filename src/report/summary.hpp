@@ -4,7 +4,8 @@
 // (`sim`, `sweep`) and the network harness (`load`) both write through here.
 //
 //   report::output_folder out(dir);
-//   report::atomic_file clients = out.create("clients.csv");   // rows streamed by the recorder
+//   report::atomic_file clients = out.create("clients.csv");
+//   clients.stream() << report::clients_csv_header_line;     // clients_csv.hpp; rows: the recorder
 //   ... run ...
 //   clients.commit();
 //   report::write_run_files(result, out);   // timeseries.csv or sweep.csv, then summary.json
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "clients_csv.hpp"
 #include "output_files.hpp"
 #include "result.hpp"
 
@@ -28,15 +30,12 @@ namespace backoff::report {
 // exception after the work is done).
 std::string json_text(const nlohmann::ordered_json& doc, int indent = 2);
 
-// summary.json exactly as SPEC 6.2 shows it (plus added fields).
+// summary.json exactly as SPEC 6.2 shows it (plus added fields): the document result_json.hpp
+// maps the result to, its points streamed from the spool of a spooled sweep.
 void write_summary_json(const scenario_result& r, std::ostream& out);
 void write_timeseries_csv(const scenario_result& r, std::ostream& out);
 // Sweeps: one row per point and strategy (SPEC 2.4).
 void write_sweep_csv(const scenario_result& r, std::ostream& out);
-
-// clients.csv: the header, and one operation's row (as the recorder streams them).
-inline constexpr const char* clients_csv_header =
-    "strategy,id,first_attempt_s,done_s,attempts,latency_s,status\n";
 
 // A plain run: timeseries.csv then summary.json; a sweep: sweep.csv then summary.json; a
 // metastable map (scenario_result::maps): boundary.csv then summary.json. Then the
@@ -49,8 +48,8 @@ std::string comparison_table(const scenario_result& r);
 void write_comparison_table(const scenario_result& r, std::ostream& out);
 
 // The pieces of the writers above for one sweep point, for sweep_spool (which writes a sweep
-// point by point): summary.json's entry, sweep.csv's columns before the model fields and each
-// field's two, the table's header and rows.
+// point by point): summary.json's entry (its to_json), sweep.csv's columns before the model fields
+// and each field's two, the table's header and rows.
 nlohmann::ordered_json sweep_point_json(const point_result& p);
 bool sweep_cell_complete(const sweep_cell& cell);
 std::vector<std::string> sweep_cell_fields(const sweep_cell& cell);

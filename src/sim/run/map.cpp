@@ -149,9 +149,11 @@ class searcher {
     probe p;
     p.trigger = trigger;
     for (std::uint32_t r = 0; r < m.replications; ++r) {
-      guard_.check_between_runs();
-      const report::strategy_summary s =
-          run_once(sc, *model, target.strategy, replication_seed(map_.seed(), r), guard_);
+      const strategy_run run =
+          run_strategy(*model, sc.strategies().at(target.strategy),
+                       replication_seed(map_.seed(), r), guard_, {.keep_series = false});
+      if (run.stopped) throw *run.stopped;  // the search keeps it (stop())
+      const report::strategy_summary& s = *run.summary;
       p.recovered += s.recovery_s ? 1 : 0;
       ++p.runs;
       out.events += s.events;
@@ -270,13 +272,7 @@ report::scenario_result run_map(scenario& map, const std::vector<scenario_source
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   if (const auto& stop = search.stop()) {
-    report::run_stop info;
-    info.reason = stop->reason;
-    info.signal = stop->signal;
-    info.resident = stop->resident;
-    info.runs_done = search.runs_done();
-    info.runs = search.size();
-    result.stopped = std::move(info);
+    result.stopped = stop_after_runs(*stop, search.runs_done(), search.size());
   }
   if (options.out) {
     report::output_folder folder(*options.out);

@@ -11,7 +11,7 @@
 // then the built-in suite; the first with that name wins), never by path, so a map file cannot
 // reach outside what the user named. Every probe is a plain run of the mapped scenario with the
 // map's overrides plus `load_key = load` and `trigger_key = trigger`, through the runner's own
-// per-run machinery (run_once: make_model, recorder, engine with the guard), one strategy,
+// per-run machinery (run_strategy: recorder, engine with the guard), one strategy,
 // `replications` runs with replication_seed(map seed, r) (the same seeds at every probe and load:
 // common random numbers). A run recovers when it has a recovery_s; a probe recovers when a
 // strict majority of its runs do.

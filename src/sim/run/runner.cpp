@@ -154,11 +154,8 @@ class sweep_pool {
         tasks_, threads,
         [this] {
           // The worker's current point and its model, replaced when a task is of another point.
-          return [this, point = points_,
-                  model = std::unique_ptr<model_runner>()](std::size_t slot) mutable {
-            limits_.check_between_runs();
-            run_task(task(slot), point, model);
-          };
+          return [this, point = points_, model = std::unique_ptr<model_runner>()](
+                     std::size_t slot) mutable { run_task(task(slot), point, model); };
         },
         [this](std::size_t slot, const run_stopped& stopped) {
           // Not an error: the runs done so far are kept and the outputs marked partial.
@@ -216,15 +213,10 @@ class sweep_pool {
       model = make_model(at);
       point = p;
     }
-    const client_strategy& strategy = sc_.strategies()[s];
-    report::recorder rec(recorder_for(*model, strategy.name()), nullptr);
-    engine e(&limits_, model->max_events_per_instant());
-    const run_info info =
-        model->run(strategy, replication_seed(sc_.seed(), rep), e, rec, [](double) {});
-    report::strategy_summary summary = rec.finish(info.end, info.events);
-    add_felt_outage(*model, info.end, summary);
-    summary.buckets.clear();
-    summary.buckets.shrink_to_fit();
+    strategy_run run = run_strategy(*model, sc_.strategies()[s], replication_seed(sc_.seed(), rep),
+                                    limits_, {.keep_series = false});
+    if (run.stopped) throw *run.stopped;  // the pool keeps it (run())
+    report::strategy_summary summary = std::move(*run.summary);
     const std::scoped_lock hold(results_lock_);
     events_ += summary.events;
     if (spool_ == nullptr) {
@@ -315,12 +307,7 @@ void run_sweep(scenario& sc, const model_runner& model, const run_options& optio
   result.events = pool.events();
   result.fingerprint = sc.fingerprint();
   if (const auto& stop = pool.stop()) {
-    report::run_stop info;
-    info.reason = stop->reason;
-    info.signal = stop->signal;
-    info.resident = stop->resident;
-    info.runs_done = pool.done();
-    info.runs = tasks;
+    report::run_stop info = stop_after_runs(*stop, pool.done(), tasks);
     if (stop->reason == report::stop_reason::instant_limit) {
       info.strategy = pool.stopped_strategy();
       info.point = pool.stopped_point();
@@ -364,6 +351,16 @@ void run_sweep(scenario& sc, const model_runner& model, const run_options& optio
 
 }  // namespace
 
+report::run_stop stop_after_runs(const run_stopped& stop, std::size_t runs_done, std::size_t runs) {
+  report::run_stop info;
+  info.reason = stop.reason;
+  info.signal = stop.signal;
+  info.resident = stop.resident;
+  info.runs_done = runs_done;
+  info.runs = runs;
+  return info;
+}
+
 void add_felt_outage(const model_runner& model, time_ns end, report::strategy_summary& summary) {
   const auto window = model.outage();
   if (!window) return;
@@ -380,17 +377,35 @@ void add_felt_outage(const model_runner& model, time_ns end, report::strategy_su
        periods ? std::optional<double>(report::felt_outage(*periods)) : std::nullopt});
 }
 
-report::strategy_summary run_once(scenario& sc, model_runner& model, std::size_t strategy,
-                                  std::uint64_t seed, run_guard& guard) {
-  const client_strategy& s = sc.strategies().at(strategy);
-  report::recorder rec(recorder_for(model, s.name()), nullptr);
-  engine e(&guard, model.max_events_per_instant());
-  const run_info info = model.run(s, seed, e, rec, [](double) {});
-  report::strategy_summary summary = rec.finish(info.end, info.events);
-  add_felt_outage(model, info.end, summary);
-  summary.buckets.clear();
-  summary.buckets.shrink_to_fit();
-  return summary;
+strategy_run run_strategy(model_runner& model, const client_strategy& strategy, std::uint64_t seed,
+                          run_guard& guard, const strategy_run_options& options) {
+  strategy_run out;
+  report::recorder rec(recorder_for(model, strategy.name()), options.clients);
+  try {
+    guard.check_between_runs();
+    if (options.on_start) options.on_start();
+    engine e(&guard, model.max_events_per_instant());
+    const progress_fn silent = [](double) {};
+    const run_info info =
+        model.run(strategy, seed, e, rec, options.progress ? options.progress : silent);
+    out.summary = rec.finish(info.end, info.events);
+    add_felt_outage(model, info.end, *out.summary);
+  } catch (const run_stopped& stopped) {
+    // The figures up to where the engine stopped. The operations still in flight were not
+    // reported by the model (it did not get to its end), so they are counted unfinished here and
+    // have no clients.csv row.
+    if (stopped.events > 0) {
+      out.summary = rec.finish(stopped.at, stopped.events);
+      out.summary->unfinished =
+          out.summary->operations - out.summary->completed - out.summary->gave_up;
+    }
+    out.stopped = stopped;
+  }
+  if (out.summary && !options.keep_series) {
+    out.summary->buckets.clear();
+    out.summary->buckets.shrink_to_fit();
+  }
+  return out;
 }
 
 void check_scenario(scenario& sc) {
@@ -448,17 +463,8 @@ report::scenario_result sweep_scenario(scenario& sc, const model_runner& model,
   return result;
 }
 
-// The figures of a run the guard stopped, up to where the engine stopped. The operations still in
-// flight were not reported by the model (it did not get to its end), so they are counted
-// unfinished here and have no clients.csv row.
-report::strategy_summary partial_summary(report::recorder& rec, const run_stopped& stopped) {
-  report::strategy_summary partial = rec.finish(stopped.at, stopped.events);
-  partial.unfinished = partial.operations - partial.completed - partial.gave_up;
-  return partial;
-}
-
 // How a run stopped in strategy `i`: where (when it had run events, its figures are kept, as
-// partial_summary gives them) and which strategies did not run.
+// run_strategy gives them) and which strategies did not run.
 report::run_stop stop_in(const scenario& sc, const model_runner& model, std::size_t i,
                          const run_stopped& stopped) {
   const std::vector<client_strategy>& strategies = sc.strategies();
@@ -484,25 +490,21 @@ void run_in_turn(scenario& sc, model_runner& model, const run_options& options,
   run_guard guard;
   guard.memory_limit = options.memory_limit;
   for (std::size_t i = 0; i < strategies.size() && !result.stopped; ++i) {
-    report::recorder rec(recorder_for(model, strategies[i].name()), clients);
-    try {
-      guard.check_between_runs();
-      if (options.on_strategy_start) options.on_strategy_start(i);
-      progress_bar bar(show, fmt::format("{} {} ({}/{})", sc.name(), strategies[i].name(), i + 1,
-                                         strategies.size()));
-      engine e(&guard, model.max_events_per_instant());
-      const run_info info =
-          model.run(strategies[i], sc.seed(), e, rec, [&](double f) { bar.update(f); });
-      result.strategies.push_back(rec.finish(info.end, info.events));
-      add_felt_outage(model, info.end, result.strategies.back());
-      result.events += info.events;
-    } catch (const run_stopped& stopped) {
-      if (stopped.events > 0) {
-        result.strategies.push_back(partial_summary(rec, stopped));
-        result.events += stopped.events;
-      }
-      result.stopped = stop_in(sc, model, i, stopped);
+    progress_bar bar(show, fmt::format("{} {} ({}/{})", sc.name(), strategies[i].name(), i + 1,
+                                       strategies.size()));
+    strategy_run run = run_strategy(model, strategies[i], sc.seed(), guard,
+                                    {.clients = clients,
+                                     .progress = [&](double f) { bar.update(f); },
+                                     .on_start =
+                                         [&] {
+                                           if (options.on_strategy_start)
+                                             options.on_strategy_start(i);
+                                         }});
+    if (run.summary) {
+      result.events += run.summary->events;
+      result.strategies.push_back(std::move(*run.summary));
     }
+    if (run.stopped) result.stopped = stop_in(sc, model, i, *run.stopped);
   }
 }
 
@@ -598,28 +600,27 @@ class strategy_pool {
       left.rows = &*k.rows;
       left.rows_from = left.rows_to = k.rows->written();
     }
-    report::recorder rec(recorder_for(model, strategy.name()),
-                         k.rows ? &k.rows->stream() : nullptr);
-    try {
-      guard_.check_between_runs();
-      if (options_.on_strategy_start) options_.on_strategy_start(s);
-      engine e(&guard_, model.max_events_per_instant());
-      const run_info info = model.run(strategy, sc_.seed(), e, rec, [&](double f) {
-        const std::scoped_lock hold(progress_lock_);
-        fractions_[s] = f;
-        double sum = 0;
-        for (const double x : fractions_) sum += x;
-        bar_.update(sum / static_cast<double>(fractions_.size()));
-      });
-      left.summary = rec.finish(info.end, info.events);
-      add_felt_outage(model, info.end, *left.summary);
-    } catch (const run_stopped& stopped) {
-      if (stopped.events > 0) left.summary = partial_summary(rec, stopped);
-      left.stop = stopped;
-      if (k.rows) left.rows_to = k.rows->written();
-      throw;  // the pool starts no run after this one
-    }
+    strategy_run run =
+        run_strategy(model, strategy, sc_.seed(), guard_,
+                     {.clients = k.rows ? &k.rows->stream() : nullptr,
+                      .progress =
+                          [&](double f) {
+                            const std::scoped_lock hold(progress_lock_);
+                            fractions_[s] = f;
+                            double sum = 0;
+                            for (const double x : fractions_) sum += x;
+                            bar_.update(sum / static_cast<double>(fractions_.size()));
+                          },
+                      .on_start =
+                          [&] {
+                            if (options_.on_strategy_start) options_.on_strategy_start(s);
+                          }});
+    left.summary = std::move(run.summary);
     if (k.rows) left.rows_to = k.rows->written();
+    if (run.stopped) {
+      left.stop = run.stopped;
+      throw *run.stopped;  // the pool starts no run after this one
+    }
     const std::scoped_lock hold(progress_lock_);
     fractions_[s] = 1.0;
   }
@@ -653,7 +654,7 @@ report::scenario_result plain_scenario(scenario& sc, model_runner& model,
   if (options.out) {
     folder.emplace(*options.out);
     clients.emplace(folder->create("clients.csv"));
-    clients->stream() << report::clients_csv_header;
+    clients->stream() << report::clients_csv_header_line;
   }
   const std::vector<client_strategy>& strategies = sc.strategies();
   report::scenario_result result = result_for(sc, model);

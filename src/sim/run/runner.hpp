@@ -86,11 +86,31 @@ void check_scenario(scenario& sc);
 // metastable map is refused with one line: `backoff sim` runs it through map.hpp.
 report::scenario_result run_scenario(scenario& sc, const run_options& options);
 
-// One run of strategy `strategy` of the plain scenario `sc` (its model made by make_model) on
-// `seed`, with no files: a metastable map's probe (map.hpp) runs these. The summary keeps no time
-// series. `guard` stops it as it stops the runner's own runs (run_stopped).
-report::strategy_summary run_once(scenario& sc, model_runner& model, std::size_t strategy,
-                                  std::uint64_t seed, run_guard& guard);
+// What one run of one strategy left: its figures (whole, or up to where the guard stopped it;
+// none when it stopped before its first event) and, when the guard stopped it, why and where.
+struct strategy_run {
+  std::optional<report::strategy_summary> summary;
+  std::optional<run_stopped> stopped;
+};
+
+struct strategy_run_options {
+  std::ostream* clients = nullptr;   // where its clients.csv rows go; none: no rows
+  progress_fn progress{};            // the model's progress, for a bar; none: not shown
+  std::function<void()> on_start{};  // once the guard lets it start, before its engine is made
+  bool keep_series = true;           // false: the summary drops its time series (sweeps, probes)
+};
+
+// One run of `strategy` on `model` (made by make_model) with `seed`: the guard's check between
+// runs, a recorder, a fresh engine under `guard`, the model's run, and the summary with its felt
+// outage (add_felt_outage). Every run goes through here: a plain run's strategies (in turn or
+// side by side), a sweep's tasks, a metastable map's probes (map.hpp). A run the guard stops is
+// returned (`stopped`) with its figures up to the stop, the operations in flight counted
+// unfinished; the caller rethrows it where a stop ends its loop.
+strategy_run run_strategy(model_runner& model, const client_strategy& strategy, std::uint64_t seed,
+                          run_guard& guard, const strategy_run_options& options = {});
+
+// The stop of a run of many runs (a sweep's tasks, a map's loads): why, and how many were done.
+report::run_stop stop_after_runs(const run_stopped& stop, std::size_t runs_done, std::size_t runs);
 
 // The model's felt outage (report/boundary.hpp, felt_outage_s) added to `summary` as a model
 // field, when the model has an outage; called on every run's summary before its series goes.

@@ -28,140 +28,18 @@
 
 #include "backoff/error.hpp"
 #include "report/output_files.hpp"
+#include "report/result_json.hpp"
 #include "runner.hpp"
 
 namespace backoff::sim {
 namespace {
 
+using report::checked::count_at;
+using report::checked::figure;
+using report::checked::figure_at;
+using report::checked::string_at;
+
 constexpr const char* shard_format = "backoff-sweep-shard/2";
-
-const char* type_name(report::sweep_value::kind k) {
-  switch (k) {
-    case report::sweep_value::kind::integer:
-      return "integer";
-    case report::sweep_value::kind::number:
-      return "number";
-    case report::sweep_value::kind::string:
-      return "string";
-    case report::sweep_value::kind::boolean:
-      return "boolean";
-  }
-  return "string";
-}
-
-report::sweep_value::kind type_of(const std::string& name) {
-  if (name == "integer") return report::sweep_value::kind::integer;
-  if (name == "number") return report::sweep_value::kind::number;
-  if (name == "boolean") return report::sweep_value::kind::boolean;
-  if (name == "string") return report::sweep_value::kind::string;
-  throw std::invalid_argument("unknown parameter type '" + name + "'");
-}
-
-nlohmann::json summary_json(const report::strategy_summary& s) {
-  nlohmann::json j;
-  j["operations"] = s.operations;
-  j["completed"] = s.completed;
-  j["gave_up"] = s.gave_up;
-  j["unfinished"] = s.unfinished;
-  j["attempts"] = s.attempts;
-  j["attempts_per_operation"] = s.attempts_per_operation;
-  j["makespan_s"] = s.makespan_s;
-  if (s.latency_s) {
-    const report::latency_summary& l = *s.latency_s;
-    j["latency_s"] = {l.p50, l.p75, l.p90, l.p95, l.p99, l.p999, l.p9999, l.max};
-  } else {
-    j["latency_s"] = nullptr;  // nothing completed
-  }
-  j["goodput_per_s"] = s.goodput_per_s;
-  j["peak_load"] = s.peak_load;
-  j["mean_load"] = s.mean_load;
-  j["recovery_s"] = s.recovery_s ? nlohmann::json(*s.recovery_s) : nlohmann::json(nullptr);
-  j["events"] = s.events;
-  j["has_window"] = s.has_window;
-  j["seconds_per_unit"] = s.seconds_per_unit;
-  j["bucket_width"] = s.bucket_width;
-  auto& fields = j["fields"] = nlohmann::json::array();
-  for (const auto& f : s.fields) {
-    fields.push_back({f.name, f.value ? nlohmann::json(*f.value) : nlohmann::json(nullptr)});
-  }
-  return j;
-}
-
-// A count at j[key]: a whole number, never negative (nlohmann would wrap -1 to 2^64 - 1).
-std::uint64_t whole_at(const nlohmann::json& j, const char* key) {
-  const nlohmann::json& v = j.at(key);
-  if (!v.is_number_unsigned()) throw std::invalid_argument(std::string(key) + ": expected a count");
-  return v.get<std::uint64_t>();
-}
-
-// A figure: a finite number, and not negative where `signed_ok` is false (times, rates, loads).
-double figure(const nlohmann::json& v, const std::string& key, bool signed_ok = false) {
-  if (!v.is_number()) throw std::invalid_argument(key + ": expected a number");
-  const double x = v.get<double>();
-  if (!std::isfinite(x) || (!signed_ok && x < 0)) {
-    throw std::invalid_argument(key + ": expected a finite number" +
-                                (signed_ok ? std::string() : std::string(" >= 0")));
-  }
-  return x;
-}
-
-double figure_at(const nlohmann::json& j, const char* key) {
-  return figure(j.at(key), key);
-}
-
-// A run's figures as write_shard_json wrote them, every field checked for type and range.
-report::strategy_summary summary_of(const nlohmann::json& j, const std::string& name) {
-  if (!j.is_object()) throw std::invalid_argument("summary: expected an object");
-  report::strategy_summary s;
-  s.name = name;
-  s.operations = whole_at(j, "operations");
-  s.completed = whole_at(j, "completed");
-  s.gave_up = whole_at(j, "gave_up");
-  s.unfinished = whole_at(j, "unfinished");
-  s.attempts = whole_at(j, "attempts");
-  s.attempts_per_operation = figure_at(j, "attempts_per_operation");
-  s.makespan_s = figure_at(j, "makespan_s");
-  if (const auto& l = j.at("latency_s"); !l.is_null()) {
-    if (!l.is_array() || l.size() != 8) {
-      throw std::invalid_argument("latency_s: expected 8 numbers or null");
-    }
-    std::array<double, 8> v{};
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = figure(l[i], "latency_s");
-    s.latency_s = report::latency_summary{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
-  }
-  s.goodput_per_s = figure_at(j, "goodput_per_s");
-  const std::uint64_t peak = whole_at(j, "peak_load");
-  if (peak > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-    throw std::invalid_argument("peak_load: out of range");
-  }
-  s.peak_load = static_cast<std::int64_t>(peak);
-  s.mean_load = figure_at(j, "mean_load");
-  if (!j.at("recovery_s").is_null()) s.recovery_s = figure_at(j, "recovery_s");
-  s.events = whole_at(j, "events");
-  if (!j.at("has_window").is_boolean())
-    throw std::invalid_argument("has_window: expected a boolean");
-  s.has_window = j.at("has_window").get<bool>();
-  s.seconds_per_unit = figure_at(j, "seconds_per_unit");
-  if (s.seconds_per_unit <= 0) throw std::invalid_argument("seconds_per_unit: expected > 0");
-  const std::uint64_t width = whole_at(j, "bucket_width");
-  if (width > static_cast<std::uint64_t>(std::numeric_limits<report::time_units>::max())) {
-    throw std::invalid_argument("bucket_width: out of range");
-  }
-  s.bucket_width = static_cast<report::time_units>(width);
-  const nlohmann::json& fields = j.at("fields");
-  if (!fields.is_array()) throw std::invalid_argument("fields: expected a list");
-  for (const auto& f : fields) {
-    if (!f.is_array() || f.size() != 2 || !f[0].is_string() ||
-        f[0].get_ref<const std::string&>().empty() ||
-        f[0].get_ref<const std::string&>().size() > 200) {
-      throw std::invalid_argument("fields: expected [name, value] pairs");
-    }
-    s.fields.push_back(
-        {f[0].get<std::string>(),
-         f[1].is_null() ? std::nullopt : std::optional<double>(figure(f[1], "fields", true))});
-  }
-  return s;
-}
 
 // The shard files named by the inputs: files as given, folders' shard-*-of-*.json in name order.
 std::vector<std::filesystem::path> shard_files(const std::vector<std::filesystem::path>& inputs) {
@@ -221,12 +99,11 @@ nlohmann::json shard_document(const report::scenario_result& r, const report::re
   for (const auto& p : r.points) {
     auto params = nlohmann::json::array();
     for (const auto& [key, value] : p.params) {
-      params.push_back({{"key", key},
-                        {"toml", value.toml},
-                        {"text", value.text},
-                        {"type", type_name(value.type)}});
+      nlohmann::json param = value;
+      param["key"] = key;
+      params.push_back(std::move(param));
     }
-    points.push_back({{"params", params}});
+    points.push_back({{"params", std::move(params)}});
   }
   auto& names = doc["strategies"] = nlohmann::json::array();
   if (!r.points.empty()) {
@@ -238,10 +115,8 @@ nlohmann::json shard_document(const report::scenario_result& r, const report::re
       const report::sweep_cell& cell = r.points[p].strategies[s];
       for (std::size_t rep = 0; rep < cell.runs.size(); ++rep) {
         if (cell.ran[rep] == 0) continue;
-        runs.push_back({{"point", p},
-                        {"strategy", s},
-                        {"replication", rep},
-                        {"summary", summary_json(cell.runs[rep])}});
+        runs.push_back(
+            {{"point", p}, {"strategy", s}, {"replication", rep}, {"summary", cell.runs[rep]}});
       }
     }
   }
@@ -326,61 +201,28 @@ struct shard_contents {
 constexpr std::size_t max_values_per_entry = 4096;
 constexpr std::size_t max_header_values = 1'000'000;
 
-bool whole_text(const std::string& text, report::sweep_value::kind type) {
-  const char* first = text.data();
-  const char* last = first + text.size();
-  switch (type) {
-    case report::sweep_value::kind::integer: {
-      std::int64_t v = 0;
-      const auto [end, ec] = std::from_chars(first, last, v);
-      return ec == std::errc() && end == last && !text.empty();
-    }
-    case report::sweep_value::kind::number: {
-      double v = 0;
-      const auto [end, ec] = std::from_chars(first, last, v);
-      return ec == std::errc() && end == last && !text.empty() && std::isfinite(v);
-    }
-    case report::sweep_value::kind::boolean:
-      return text == "true" || text == "false";
-    case report::sweep_value::kind::string:
-      return true;
-  }
-  return false;
-}
-
-std::string string_at(const nlohmann::json& j, const char* key) {
-  const nlohmann::json& v = j.at(key);
-  if (!v.is_string()) throw std::invalid_argument(std::string(key) + ": expected a string");
-  return v.get<std::string>();
-}
-
 report::point_result point_of(const nlohmann::json& j) {
   const nlohmann::json& params = j.at("params");
   if (!params.is_array()) throw std::invalid_argument("points: params: expected a list");
   report::point_result p;
   for (const auto& param : params) {
     if (!param.is_object()) throw std::invalid_argument("points: params: expected objects");
-    report::sweep_value v;
-    v.toml = string_at(param, "toml");
-    v.text = string_at(param, "text");
-    v.type = type_of(string_at(param, "type"));
     std::string key = string_at(param, "key");
-    if (!whole_text(v.text, v.type)) {
-      throw std::invalid_argument("points: " + escape_controls(key) + " = \"" +
-                                  escape_controls(v.text.substr(0, 40)) + "\" is not a " +
-                                  type_name(v.type));
+    try {
+      p.params.emplace_back(std::move(key), param.get<report::sweep_value>());
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("points: " + escape_controls(key) + " = " + e.what());
     }
-    p.params.emplace_back(std::move(key), std::move(v));
   }
   return p;
 }
 
 placed_run run_of(const nlohmann::json& j) {
   placed_run run;
-  run.point = whole_at(j, "point");
-  run.strategy = whole_at(j, "strategy");
-  run.replication = whole_at(j, "replication");
-  run.summary = summary_of(j.at("summary"), "");
+  run.point = count_at(j, "point");
+  run.strategy = count_at(j, "strategy");
+  run.replication = count_at(j, "replication");
+  run.summary = j.at("summary").get<report::strategy_summary>();
   return run;
 }
 
@@ -436,8 +278,8 @@ shard_contents read_shard(const std::filesystem::path& file) {
 }
 
 // A whole number in [min, max] at doc[key] (a shard's counts are never negative or fractional).
-std::uint64_t count_at(const nlohmann::json& doc, const char* key, std::uint64_t min,
-                       std::uint64_t max) {
+std::uint64_t bounded_count_at(const nlohmann::json& doc, const char* key, std::uint64_t min,
+                               std::uint64_t max) {
   const nlohmann::json& v = doc.at(key);
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min || v.get<std::uint64_t>() > max) {
     throw std::invalid_argument(std::string(key) + ": expected a whole number from " +
@@ -487,10 +329,11 @@ void check_grid(const shard_contents& shard) {
 void check_shape(const shard_contents& shard, const std::string& where) {
   const nlohmann::json& doc = shard.header;
   const nlohmann::json& part = doc.at("shard");
-  const std::uint64_t count = count_at(part, "count", 1, std::numeric_limits<std::uint32_t>::max());
-  const std::uint64_t index = count_at(part, "index", 1, count);
+  const std::uint64_t count =
+      bounded_count_at(part, "count", 1, std::numeric_limits<std::uint32_t>::max());
+  const std::uint64_t index = bounded_count_at(part, "index", 1, count);
   const std::uint64_t replications =
-      count_at(doc, "replications", 1, std::numeric_limits<std::uint32_t>::max());
+      bounded_count_at(doc, "replications", 1, std::numeric_limits<std::uint32_t>::max());
   if (const auto runs = doc.find("runs"); runs == doc.end() || !runs->is_array()) {
     throw std::invalid_argument("runs: expected a list");
   }
@@ -519,8 +362,8 @@ void check_shape(const shard_contents& shard, const std::string& where) {
   (void)string_at(doc, "scenario");
   (void)string_at(doc, "model");
   (void)string_at(doc, "fingerprint");
-  (void)count_at(doc, "seed", 0, std::numeric_limits<std::uint64_t>::max());
-  if (!doc.at("outage").is_boolean()) throw std::invalid_argument("outage: expected a boolean");
+  (void)bounded_count_at(doc, "seed", 0, std::numeric_limits<std::uint64_t>::max());
+  (void)report::checked::boolean_at(doc, "outage");
   (void)figure_at(doc, "wall_s");
 }
 
