@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzzes the scenario loader, backoff::sim::scenario::load (src/sim/scenario/scenario.cpp, with
+// Fuzzes the scenario loader, backoff::sim::scenario::load (src/sim/scenario/, with
 // toml++), and its --set overrides. The input is a scenario file's text; any NUL byte ends it, and
 // each NUL-separated piece after it is one --set (`key=value`).
 // Asserts: load returns or throws sim::scenario_error (nothing else: no toml::parse_error,

@@ -2,6 +2,7 @@
 // Names of retry reasons, and retry_metrics in Prometheus' text exposition format.
 #include "backoff/hooks.hpp"
 
+#include <array>
 #include <stdexcept>
 
 #include "backoff/prometheus_text.hpp"
@@ -9,19 +10,11 @@
 namespace backoff {
 
 std::string_view to_string(retry_reason r) noexcept {
-  switch (r) {
-    case retry_reason::failed:
-      return "failed";
-    case retry_reason::retry_after:
-      return "retry_after";
-    case retry_reason::deferred:
-      return "deferred";
-    case retry_reason::timed_out:
-      return "timed_out";
-    case retry_reason::exception:
-      return "exception";
-  }
-  return "?";
+  // In the enum's order (hooks.hpp).
+  static constexpr std::array<std::string_view, 5> names{"failed", "retry_after", "deferred",
+                                                         "timed_out", "exception"};
+  const auto i = static_cast<std::size_t>(r);
+  return i < names.size() ? names[i] : "?";
 }
 
 std::string to_prometheus_text(const retry_metrics& m, std::string_view prefix) {

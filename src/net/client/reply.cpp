@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "net/common/put_buffered.hpp"
+
 namespace backoff::net::load_detail {
 
 const known_replies::entry* known_replies::find(std::string_view data, bool& prefix) const {
@@ -35,24 +37,14 @@ void known_replies::remember(std::string bytes, const reply_head& head) {
 // `taken` while it holds no more than known_replies::max_bytes (`too_long` says when it did not).
 beast::error_code parse_buffered(beast::flat_buffer& buffer, reply_parser& parser,
                                  std::string& taken, bool& too_long) {
-  while (buffer.size() > 0) {
-    beast::error_code ec;
-    const std::size_t used = parser.put(buffer.data(), ec);
-    if (!too_long && used > 0) {
-      if (taken.size() + used > known_replies::max_bytes) {
-        too_long = true;
-      } else {
-        taken.append(static_cast<const char*>(buffer.data().data()), used);
-      }
+  return put_buffered(buffer, parser, [&](const auto& bytes, std::size_t used) {
+    if (too_long || used == 0) return;
+    if (taken.size() + used > known_replies::max_bytes) {
+      too_long = true;
+    } else {
+      taken.append(static_cast<const char*>(bytes.data()), used);
     }
-    buffer.consume(used);
-    if (parser.is_done()) return {};
-    if (ec == http::error::need_more) break;
-    if (ec) return ec;
-    if (used == 0) break;
-  }
-  if (buffer.size() == buffer.max_size()) return http::error::buffer_overflow;
-  return http::error::need_more;
+  });
 }
 
 void answer_reader::start_parser() {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backoff/error.hpp"
+#include "net/common/put_buffered.hpp"
 
 namespace backoff::net {
 namespace {
@@ -332,19 +333,8 @@ void limit_request_parser(request_parser& parser) {
 }
 
 boost::beast::error_code parse_buffered(boost::beast::flat_buffer& buffer, request_parser& parser) {
-  // One put() stops after the header (the parser is not eager), so a body that came in the same
-  // read as its header needs another: without it the server waited for bytes it already had.
-  while (buffer.size() > 0) {
-    boost::beast::error_code ec;
-    const std::size_t used = parser.put(buffer.data(), ec);
-    buffer.consume(used);
-    if (parser.is_done()) return {};
-    if (ec == http::error::need_more) break;
-    if (ec) return ec;
-    if (used == 0) break;
-  }
-  if (buffer.size() == buffer.max_size()) return http::error::buffer_overflow;
-  return http::error::need_more;
+  // The parser is not eager: put_buffered's loop gives a body that came with its header.
+  return put_buffered(buffer, parser);
 }
 
 boost::beast::error_code parse_eof(request_parser& parser) {

@@ -41,6 +41,7 @@
 
 #include "backoff/error.hpp"
 #include "model.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim {
 namespace {
@@ -69,15 +70,14 @@ class aws_occ final : public model_runner, public model {
 
   void check(const client_strategy& strategy) const override {
     if (strategy.has_window() || strategy.has_budget() || strategy.has_throttle()) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": aws-occ clients retry with a backoff policy only (no window, budget "
-                           "or throttle)");
+      refuse_strategy(strategy,
+                      "aws-occ clients retry with a backoff policy only (no window, budget "
+                      "or throttle)");
     }
     try {
       scaled(strategy.policy()).backoff.validate();
     } catch (const parse_error& e) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": with policy.base and policy.cap: " + e.what());
+      refuse_strategy(strategy, std::string("with policy.base and policy.cap: ") + e.what());
     }
   }
 

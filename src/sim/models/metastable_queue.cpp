@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim::metastable_queue_model {
 
@@ -246,9 +247,9 @@ class metastable_queue final : public model_runner, public model {
 
   void check(const client_strategy& strategy) const override {
     if (strategy.has_window()) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": metastable-queue clients are open-loop, one request each; an AIMD "
-                           "window has nothing to do here");
+      refuse_strategy(strategy,
+                      "metastable-queue clients are open-loop, one request each; an AIMD "
+                      "window has nothing to do here");
     }
   }
 

@@ -25,6 +25,7 @@
 
 #include "concurrency_server.hpp"
 #include "model.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim {
 namespace {
@@ -91,9 +92,9 @@ class outage_recovery final : public model_runner,
 
   void check(const client_strategy& strategy) const override {
     if (strategy.has_window()) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": outage-recovery clients have one request in flight each; an AIMD "
-                           "window has nothing to do here");
+      refuse_strategy(strategy,
+                      "outage-recovery clients have one request in flight each; an AIMD "
+                      "window has nothing to do here");
     }
   }
 

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim {
 namespace {
@@ -285,9 +286,9 @@ class queueing_model final : public model_runner {
   void check(const client_strategy& strategy) const override {
     if (!strategy.retries_at_once() || strategy.has_window() || strategy.has_budget() ||
         strategy.has_throttle()) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": the queueing models have no failures to retry; use policy "
-                           "\"none\" without window, budget or throttle");
+      refuse_strategy(strategy,
+                      "the queueing models have no failures to retry; use policy "
+                      "\"none\" without window, budget or throttle");
     }
   }
 

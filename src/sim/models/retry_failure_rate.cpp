@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim::brooker_retry_model {
 namespace {
@@ -81,9 +82,9 @@ class retry_failure_rate final : public model_runner, public model {
 
   void check(const client_strategy& strategy) const override {
     if (strategy.has_window()) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": retry-failure-rate clients have no window: their operations "
-                           "arrive open-loop and never queue");
+      refuse_strategy(strategy,
+                      "retry-failure-rate clients have no window: their operations "
+                      "arrive open-loop and never queue");
     }
   }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "strategy_refusal.hpp"
 
 namespace backoff::sim::retry_layers_model {
 namespace {
@@ -95,9 +96,9 @@ class retry_layers final : public model_runner, public model {
 
   void check(const client_strategy& strategy) const override {
     if (strategy.has_window()) {
-      throw scenario_error(strategy.where() + ": strategy " + strategy.name() +
-                           ": retry-layers calls have one attempt in flight each; an AIMD window "
-                           "has nothing to do here");
+      refuse_strategy(strategy,
+                      "retry-layers calls have one attempt in flight each; an AIMD window "
+                      "has nothing to do here");
     }
   }
 
