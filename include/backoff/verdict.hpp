@@ -22,6 +22,14 @@ enum class verdict_kind : std::uint8_t { success, retryable, permanent };
 struct verdict {
   verdict_kind kind = verdict_kind::success;
   std::optional<duration> retry_after;  // the server's minimum wait, when it gave one
+  // retry_after is a pushback (gRPC's grpc-retry-pushback-ms, AWS's x-amz-retry-after): the
+  // next wait is exactly it, and the backoff then restarts from its first step (gRFC A6).
+  bool pushback = false;
+  // The attempt timed out: a retry quota charges a timeout more than another failure.
+  bool timeout = false;
+  // The request is known not to have reached the server, or not to have been processed by it
+  // (connection refused, a 429 or 503 with Retry-After): safe to retry a non-idempotent call.
+  bool not_sent = false;
 
   static constexpr verdict success() noexcept { return {verdict_kind::success, std::nullopt}; }
   static constexpr verdict retryable(std::optional<duration> after = std::nullopt) noexcept {
