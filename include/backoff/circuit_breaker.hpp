@@ -6,7 +6,8 @@
 //   backoff::circuit_breaker breaker{backoff::parse_breaker(
 //       "breaker(kind=rate, threshold=50%, window=10s, min_calls=20, open=5s, half_open=3)")};
 //   const auto permit = breaker.try_acquire(now(), /*first_try=*/true);
-//   if (!permit) return fail_fast();                   // open: the dependency is not called
+//   if (!permit) return fail_fast(breaker.open_remaining(now()));  // open: not called; the
+//                                                                  // time left for Retry-After
 //   const bool ok = call();
 //   breaker.record(now(), permit, /*failure=*/!ok);    // every allowed permit is recorded
 //
@@ -40,6 +41,39 @@
 //   attempts since the breaker was made, and refuses a retry when failed / first tries is above
 //   `threshold` (strictly, as there). Nothing counted yet refuses, as an empty window does.
 //
+// Slow calls (rate only; resilience4j's slowCallDurationThreshold and slowCallRateThreshold):
+//   with `slow=2s`, a call that took longer than 2 s from try_acquire to record (strictly, as
+//   resilience4j's CircuitBreakerMetrics.onSuccess/onError compare `duration > threshold`) is
+//   slow, success or failure; the breaker opens when, with at least `min_calls` in the window,
+//   failures / calls >= `threshold` OR slow calls / calls >= `slow_threshold` (100% unless
+//   given). Half-open, the trials decide on both: with trials=all the first failure reopens it
+//   and, once all `half_open` trials succeeded, it reopens when slow trials / trials >=
+//   `slow_threshold` (resilience4j's HalfOpenState judges both rates over its permitted calls);
+//   with trials=ratio both rates of all the trials decide. The consecutive kind takes no slow=:
+//   it counts failures in a row, and no peer defines slow calls in a row; a caller that wants
+//   one slow call to count as a failure classifies it so.
+//
+// A break that grows (consecutive, rate; Polly v8's BreakDurationGenerator fed its
+//   HalfOpenAttempts): with `open=5s, open_growth=2, open_max=5m` each reopening since the last
+//   close stays open `open_growth` times longer than the one before, at most `open_max` (1d
+//   when not given): 5 s, 10 s, 20 s, ... 5 min. A close (and every manual call) starts
+//   again at `open`.
+//
+// Manual states (resilience4j's transitionToForcedOpenState, transitionToDisabledState,
+//   transitionToMetricsOnlyState and reset; Polly's Isolate and Close), for every kind:
+//   force_open refuses every attempt (and, for the retry-only and run-ratio kinds, every retry)
+//   until another manual call; disable admits everything and counts nothing; metrics_only
+//   admits everything and counts as closed does, but never opens (resilience4j then publishes
+//   its failure-rate-exceeded events; this breaker's listener hears transitions only, so read
+//   current_counts); reset closes it with every count cleared. Each reaches the listener as a
+//   transition when it changes the state (resilience4j also publishes X -> X; we do not); the
+//   counts are cleared on entering closed, forced_open, disabled and metrics_only, as
+//   resilience4j gives each of those states fresh metrics.
+//
+// Time left open: open_remaining(now) is how long until the next try_acquire half-opens the
+// breaker, for a Retry-After answer (failsafe-go's CircuitBreaker.RemainingDelay): 0 when it
+// admits calls, nullopt when forced open (no end is known).
+//
 // What counts as a failure is the caller's: the retry loops record a retryable verdict as a
 // failure and a success or a permanent verdict (the server answered) as a success.
 //
@@ -53,7 +87,10 @@
 //
 // Time is injected: every call takes `now`, the caller's clock reading as a duration since that
 // clock's epoch (steady_clock, a manual_clock in tests, the simulator's virtual time); the
-// breaker never reads a clock.
+// breaker never reads a clock, except in state() and open_remaining() without arguments, which
+// read std::chrono::steady_clock: the clock the retry loops use by default (retry_env's `now`,
+// detail::steady_now, is steady_clock's time since its epoch), so that state() and
+// state(detail::steady_now()) agree for a breaker the loops drive on their default env.
 //
 // Transitions reach the listener given at construction, on the thread that made them, in order,
 // while the breaker holds its transition lock: the listener may call state() but must not call
@@ -66,6 +103,8 @@
 //   breaker(kind=rate, ..., half_open=100, trials=ratio)
 //   breaker(kind=retry-only, threshold=10%, window=200ms)
 //   breaker(kind=run-ratio, threshold=10%)
+//   breaker(kind=rate, ..., slow=2s, slow_threshold=50%)
+//   breaker(kind=consecutive, ..., open=5s, open_growth=2, open_max=5m)
 // with `keyed=true, max_keys=1000` for one breaker per key (keyed_breakers.hpp), and the presets
 // retry-only-10pct (jirfag's retry-only breaker at 10 %, window 200 ms) and run-ratio-10pct
 // (Brooker's, 10 %), which take overrides: retry-only-10pct(window=1s).
@@ -77,6 +116,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -87,15 +127,24 @@
 namespace backoff {
 
 enum class breaker_kind : std::uint8_t { consecutive, rate, retry_only, run_ratio };
-enum class breaker_state : std::uint8_t { closed, open, half_open };
+// The first three the breaker moves between by itself; the last three only a manual call sets
+// (force_open, disable, metrics_only) and only another manual call leaves.
+enum class breaker_state : std::uint8_t {
+  closed,
+  open,
+  half_open,
+  forced_open,
+  disabled,
+  metrics_only
+};
 // How a half-open breaker decides: `all` trials must succeed (the first failure reopens it), or
 // the failure `ratio` of all its trials against the threshold (rate kind only).
 enum class half_open_rule : std::uint8_t { all, ratio };
-inline constexpr std::size_t breaker_state_count = 3;
+inline constexpr std::size_t breaker_state_count = 6;
 
 // "consecutive", "rate", "retry-only", "run-ratio": the spec's names.
 BACKOFF_EXPORT std::string_view to_string(breaker_kind kind) noexcept;
-// "closed", "open", "half_open".
+// "closed", "open", "half_open", "forced_open", "disabled", "metrics_only".
 BACKOFF_EXPORT std::string_view to_string(breaker_state state) noexcept;
 
 // A breaker's configuration: an immutable value. Its defaults are the consecutive kind's row of
@@ -114,6 +163,10 @@ struct BACKOFF_EXPORT breaker_config {
   half_open_rule trials = half_open_rule::all;  // rate: how the trials decide (`trials=ratio`)
   bool keyed = false;                           // one breaker per key (keyed_breakers.hpp)
   std::uint32_t max_keys = 1000;                // keyed: breakers kept at most
+  duration slow{0};                             // rate: a call longer than this is slow; 0: none is
+  double slow_threshold = 1.0;  // rate with slow: the slow-call ratio that opens it, millionths
+  double open_growth = 1.0;     // consecutive, rate: each reopening's factor on the break, >= 1
+  duration open_max{0};         // with open_growth > 1: the longest break; 0: 1d
 
   static breaker_config defaults(breaker_kind kind) noexcept;
 
@@ -146,6 +199,7 @@ class BACKOFF_EXPORT circuit_breaker {
     bool trial = false;      // a half-open trial: its result decides the next state
     bool first_try = false;  // as given to try_acquire
     std::uint64_t generation = 0;
+    duration acquired{0};  // try_acquire's `now`: record's `now` minus this is the call's length
 
     explicit operator bool() const noexcept { return allowed; }
   };
@@ -158,15 +212,12 @@ class BACKOFF_EXPORT circuit_breaker {
   // Whether an attempt may be sent now. `first_try`: the operation's first attempt (the
   // run-ratio kind counts them). Never refuses for the retry-only and run-ratio kinds.
   permit try_acquire(duration now, bool first_try) noexcept {
-    if (!gates_) {
-      if (first_try && config_.kind == breaker_kind::run_ratio) {
-        first_tries_.fetch_add(1, std::memory_order_relaxed);
-      }
-      return {true, false, first_try, 0};
-    }
     const std::uint64_t w = word_.load(std::memory_order_acquire);
-    if (state_of(w) == breaker_state::closed) return {true, false, first_try, w >> 2};
-    return acquire_slow(now, first_try, w);
+    if (state_of(w) != breaker_state::closed) return acquire_slow(now, first_try, w);
+    if (first_try && config_.kind == breaker_kind::run_ratio) {
+      first_tries_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return {true, false, first_try, w >> state_bits, now};
   }
 
   // The attempt a permit allowed has ended; `failure` as the caller classifies it. A refused
@@ -177,13 +228,15 @@ class BACKOFF_EXPORT circuit_breaker {
       record_trial(now, p, failure);
     } else if (config_.kind == breaker_kind::consecutive) {
       const std::uint64_t w = word_.load(std::memory_order_acquire);
-      if (w != closed_word(p.generation)) return;  // admitted by an earlier state
+      // Admitted by an earlier state, or by a disabled breaker: not counted.
+      if ((w >> state_bits) != p.generation || state_of(w) == breaker_state::disabled) return;
       if (!failure) {
         // A healthy dependency writes nothing: the count is already 0.
         if (consecutive_.load(std::memory_order_relaxed) != 0) {
           consecutive_.store(0, std::memory_order_relaxed);
         }
-      } else if (consecutive_.fetch_add(1, std::memory_order_relaxed) + 1 >= config_.failures) {
+      } else if (consecutive_.fetch_add(1, std::memory_order_relaxed) + 1 >= config_.failures &&
+                 state_of(w) == breaker_state::closed) {
         trip(now, w);
       }
     } else {
@@ -202,8 +255,26 @@ class BACKOFF_EXPORT circuit_breaker {
   bool retry_allowed(duration now) const noexcept;
 
   // The state at `now`: an open breaker whose open time is over reads half_open (what the next
-  // try_acquire will find). The retry-only and run-ratio kinds are always closed.
+  // try_acquire will find). The retry-only and run-ratio kinds are closed unless a manual call
+  // set forced_open, disabled or metrics_only.
   breaker_state state(duration now) const noexcept;
+  // The state now on std::chrono::steady_clock, the retry loops' default clock (see above).
+  breaker_state state() const noexcept;
+
+  // How long until the next try_acquire half-opens an open breaker (0 once that time is
+  // reached), for a refused call's Retry-After; 0 in every state that admits calls (closed,
+  // half_open, disabled, metrics_only); nullopt when forced open, which ends only by a manual
+  // call.
+  std::optional<duration> open_remaining(duration now) const noexcept;
+  std::optional<duration> open_remaining() const noexcept;  // on steady_clock, as state()
+
+  // Manual states, for every kind. Each takes the lock and, when it changes the state, tells the
+  // listener (transition.at = now); a call that finds the state already set does nothing, but
+  // reset always clears the counts and the grown break.
+  void force_open(duration now) noexcept;    // refuses everything until another manual call
+  void disable(duration now) noexcept;       // admits everything, counts nothing
+  void metrics_only(duration now) noexcept;  // admits everything, counts, never opens
+  void reset(duration now) noexcept;         // closed, counts cleared, the break back at `open`
 
   // The calls and failures the breaker is counting at `now`: the window (rate, retry-only), the
   // failures in a row (consecutive: calls = failures), or since the start (run-ratio: calls are
@@ -211,6 +282,7 @@ class BACKOFF_EXPORT circuit_breaker {
   struct counts {
     std::uint64_t calls = 0;
     std::uint64_t failures = 0;
+    std::uint64_t slow = 0;  // rate with slow=: the slow calls among them, failed or not
   };
   counts current_counts(duration now) const noexcept;
 
@@ -219,22 +291,35 @@ class BACKOFF_EXPORT circuit_breaker {
  private:
   class call_window;
 
+  // The word's low bits hold the state, the rest the generation.
+  static constexpr unsigned state_bits = 3;
   static constexpr breaker_state state_of(std::uint64_t w) noexcept {
-    return static_cast<breaker_state>(w & 3U);
+    return static_cast<breaker_state>(w & ((1U << state_bits) - 1));
   }
-  static constexpr std::uint64_t closed_word(std::uint64_t generation) noexcept {
-    return generation << 2;
+  static constexpr std::uint64_t word_of(std::uint64_t generation, breaker_state s) noexcept {
+    return (generation << state_bits) | static_cast<std::uint64_t>(s);
   }
 
   permit acquire_slow(duration now, bool first_try, std::uint64_t seen) noexcept;
   void record_trial(duration now, const permit& p, bool failure) noexcept;
   void record_counts(duration now, const permit& p, bool failure) noexcept;
+  void add_to_window(duration now, bool failure, bool slow) noexcept;
+  bool is_slow(duration now, const permit& p) const noexcept {
+    return slow_ns_ > 0 && (now - p.acquired).count() > slow_ns_;
+  }
   void trip(duration now, std::uint64_t seen) noexcept;
   // Under mutex_: the transitions.
   void move_locked(breaker_state to, duration now) noexcept;
+  void manual_move(breaker_state to, duration now) noexcept;
+  void clear_counts_locked() noexcept;
   counts window_counts(duration now) const noexcept;
   bool at_or_above_threshold(counts c) const noexcept {
     return c.failures * 1'000'000 >= threshold_ppm_ * c.calls;
+  }
+  // The rate kind's rule, in closed (over the window) and in half-open (over the trials).
+  bool rates_open_it(counts c) const noexcept {
+    return at_or_above_threshold(c) ||
+           (slow_ns_ > 0 && c.slow * 1'000'000 >= slow_threshold_ppm_ * c.calls);
   }
 
   breaker_config config_;
@@ -242,13 +327,17 @@ class BACKOFF_EXPORT circuit_breaker {
   bool gates_;                   // consecutive and rate: attempts pass through the states
   std::uint64_t threshold_ppm_;  // threshold in millionths
   std::int64_t open_ns_;         // config_.open in nanoseconds
-  // (generation << 2) | state. Every transition adds one to the generation, so a permit knows
-  // whether the state that admitted it still holds.
+  std::int64_t open_max_ns_;     // the longest break, in nanoseconds
+  std::int64_t slow_ns_;         // config_.slow in nanoseconds; 0: no call is slow
+  std::uint64_t slow_threshold_ppm_;
+  // (generation << state_bits) | state. Every transition adds one to the generation, so a
+  // permit knows whether the state that admitted it still holds.
   std::atomic<std::uint64_t> word_{0};
   // When an open breaker may half-open; written before the open word is published.
   std::atomic<std::int64_t> open_until_ns_{0};
   std::atomic<std::uint32_t> consecutive_{0};
   detail::sliding_counts time_window_;         // (calls, failures); rate and retry-only over time
+  detail::sliding_counts slow_window_;         // (slow calls, slow failures); rate over time
   std::unique_ptr<call_window> calls_;         // rate and retry-only over the last N calls
   std::atomic<std::uint64_t> first_tries_{0};  // run-ratio
   std::atomic<std::uint64_t> failed_attempts_{0};  // run-ratio
@@ -256,6 +345,8 @@ class BACKOFF_EXPORT circuit_breaker {
   std::uint32_t trials_admitted_ = 0;  // half-open, under mutex_
   std::uint32_t trial_successes_ = 0;  // half-open, under mutex_
   std::uint32_t trial_failures_ = 0;   // half-open with trials=ratio, under mutex_
+  std::uint32_t trial_slow_ = 0;       // half-open with slow=, under mutex_
+  std::int64_t next_open_ns_;          // the next break, grown at each opening; under mutex_
 };
 
 }  // namespace backoff

@@ -4,5 +4,5 @@
 // blocks: 1
 // scope: function
 backoff::duration now();
-int fail_fast();
+int fail_fast(std::optional<backoff::duration> retry_after);  // nullopt: forced open
 bool call();
