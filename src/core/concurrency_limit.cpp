@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -30,20 +30,18 @@ constexpr std::string_view limit_what = "limit";
 constexpr std::string_view limit_names[] = {"limit"};
 // Bit i: limit_kind i.
 constexpr std::string_view limit_kind_names[] = {"aimd", "vegas", "gradient2"};
+// Index i: limit_outcome i.
+constexpr std::string_view limit_outcome_names[] = {"success", "dropped", "ignored"};
 constexpr std::uint32_t limit_max_count = 1'000'000;
 
 constexpr variant_set aimd_only = variant_bit(limit_kind::aimd);
 constexpr variant_set vegas_only = variant_bit(limit_kind::vegas);
 constexpr variant_set gradient2_only = variant_bit(limit_kind::gradient2);
 
-bool parse_limit_kind(std::string_view name, limit_kind& kind) {
-  for (std::size_t i = 0; i < std::size(limit_kind_names); ++i) {
-    if (name == limit_kind_names[i]) {
-      kind = static_cast<limit_kind>(i);
-      return true;
-    }
-  }
-  return false;
+std::optional<limit_kind> limit_kind_named(std::string_view name) {
+  const auto* found = std::find(std::begin(limit_kind_names), std::end(limit_kind_names), name);
+  if (found == std::end(limit_kind_names)) return std::nullopt;
+  return static_cast<limit_kind>(found - std::begin(limit_kind_names));
 }
 
 // A whole number in 0..1000000; validate() narrows each key's range.
@@ -238,15 +236,8 @@ std::string_view to_string(limit_kind kind) noexcept {
 }
 
 std::string_view to_string(limit_outcome o) noexcept {
-  switch (o) {
-    case limit_outcome::success:
-      return "success";
-    case limit_outcome::dropped:
-      return "dropped";
-    case limit_outcome::ignored:
-      return "ignored";
-  }
-  return "?";
+  const auto i = static_cast<std::size_t>(o);
+  return i < std::size(limit_outcome_names) ? limit_outcome_names[i] : "?";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -297,12 +288,15 @@ limit_config parse_limit(std::string_view text) {
   }
   limit_kind kind = limit_kind::vegas;
   for (const spec_argument& arg : call.arguments) {
-    if (arg.key == "kind" && !parse_limit_kind(arg.value, kind)) {
+    if (arg.key != "kind") continue;
+    const std::optional<limit_kind> named = limit_kind_named(arg.value);
+    if (!named) {
       detail::spec_fail(limit_what, text,
                         "kind=" + arg.value +
                             " is not a limit kind (known: " + join_names(limit_kind_names) + ")" +
                             name_hint(arg.value, limit_kind_names));
     }
+    kind = *named;
   }
   const variant_set in_effect = variant_bit(kind);
   for (const spec_argument& arg : call.arguments) {
