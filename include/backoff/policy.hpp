@@ -24,17 +24,29 @@
 //   2. with cap_mode::before, b = min(b, max);
 //   3. jitter (below), then with cap_mode::after, d = min(d, max); finally d = max(d, 0).
 //
-// | jitter         | delay                          | source                               |
-// |----------------|--------------------------------|--------------------------------------|
-// | none           | b                              |                                      |
-// | full           | U(0, b)                        | AWS, "Exponential Backoff and Jitter"|
-// | equal          | b/2 + U(0, b/2)                | same                                 |
-// | decorrelated   | min(max, U(initial, 3p))       | same; p = previous delay, p0 = initial; the
-// schedule is not used | | additive       | b + U(0, jitter_max)           | seed 002 (Cloud IoT
-// Core)            | | multiplicative | b * U(lo, hi)                  | seed 000 (R in [1, 2]) |
-// | proportional   | b * U(1 - r, 1 + r)            | gRPC (r = 0.2), cenkalti (0.5)       |
-// | gaussian       | b + N(0, sigma*b) or N(0, sd)  | seed 004 (relative); its Go code (absolute
-// sd) |
+// | jitter          | delay                         | source                                   |
+// |-----------------|-------------------------------|------------------------------------------|
+// | none            | b                             |                                          |
+// | full            | U(0, b)                       | AWS, "Exponential Backoff and Jitter"    |
+// | equal           | b/2 + U(0, b/2)               | same                                     |
+// | decorrelated    | min(max, U(initial, 3p))      | same; p = previous delay, p0 = initial   |
+// | decorrelated-v2 | min(max, (g(t) - g(t')) / 1.4 | Polly v8 (Polly.Core RetryHelper         |
+// |                 |   * initial), t = n + U(0, 1) | DecorrelatedJitterBackoffV2, 2023), from |
+// |                 |   g(t) = 2^t tanh(sqrt(4 t))  | Polly.Contrib.WaitAndRetry (2020)        |
+// | additive        | b + U(0, jitter_max)          | seed 002 (Cloud IoT Core)                |
+// | multiplicative  | b * U(lo, hi)                 | seed 000 (R in [1, 2])                   |
+// | proportional    | b * U(1 - r, 1 + r)           | gRPC (r = 0.2), cenkalti (0.5)           |
+// | gaussian        | b + N(0, sigma*b) or N(0, sd) | seed 004 (relative); its Go code (sd)    |
+//
+// Both decorrelated jitters ignore the schedule (and `factor`). decorrelated-v2 is George
+// Polevoy's formula as Polly adopted it (Polly#530: fewer spikes and a smoother spread than AWS's).
+// Its `initial` is Polly's medianFirstRetryDelay, the median the delays are scaled to: the medians
+// of retries 0, 1, 2, 3, 4... are about 0.9, 1.1, 2, 4, 8... times initial. t' is the previous
+// retry's t, and g(t') = 0 before the first retry. The state carries g(t') as Polly's `prev`
+// does: the cap bounds the delay returned, never that state. However many retries, the delay
+// stays in [0, max] (Polly#2163 was NaN after 1025); with initial = 0 it is 0. continue_from()
+// does not affect it. It calls exp2 and tanh, which C libraries need not round alike: on another
+// platform a delay may come out 1 ns apart for the same seed.
 //
 // Every step saturates: the base never exceeds about 146 years whatever the attempt count, so no
 // schedule overflows or turns negative (seed 003's author overflowed 64-bit time by doubling).
@@ -42,6 +54,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -60,7 +73,8 @@ enum class jitter_kind : std::uint8_t {
   additive,
   multiplicative,
   proportional,
-  gaussian
+  gaussian,
+  decorrelated_v2  // spelled "decorrelated-v2" in specs
 };
 // Whether `max` bounds the base before jitter (randomness survives at the cap) or the jittered
 // delay (every client at the cap waits exactly `max`).
@@ -132,9 +146,9 @@ class backoff_state {
   duration previous() const noexcept { return duration{static_cast<std::int64_t>(previous_)}; }
   // Makes the next delay grow from `previous` as if next_delay() had returned it: the
   // growth::previous schedule multiplies it by the factor and decorrelated jitter draws up to 3x
-  // it, even before the first retry. Other schedules ignore it. Seed 004's Go client does this
-  // by accident (its first backoff grows from the think time it waited before the attempt);
-  // the simulator reproduces that quirk with this call.
+  // it, even before the first retry. Other schedules and decorrelated-v2 ignore it. Seed 004's Go
+  // client does this by accident (its first backoff grows from the think time it waited before the
+  // attempt); the simulator reproduces that quirk with this call.
   void continue_from(duration previous) noexcept {
     previous_ = static_cast<double>(std::max(previous, duration{0}).count());
     continued_ = true;
@@ -146,9 +160,10 @@ class backoff_state {
   explicit backoff_state(const backoff_policy& p) noexcept;
 
   const backoff_policy* policy_;
-  double base_;          // the next un-jittered base, in ns (saturating)
-  double fib_previous_;  // the base before it (fibonacci)
-  double previous_ = 0;  // the last delay returned, in ns
+  double base_;                // the next un-jittered base, in ns (saturating)
+  double fib_previous_;        // the base before it (fibonacci)
+  double previous_ = 0;        // the last delay returned, in ns
+  double polly_previous_ = 0;  // decorrelated-v2: g(t) of the last retry, Polly's `prev`
   std::uint32_t retries_ = 0;
   bool continued_ = false;  // continue_from() set previous_ before the first retry
 };
@@ -172,6 +187,24 @@ inline duration to_duration(double v) noexcept {
   // would round to even (an odd delay would come back 1 ns long).
   if (v >= 0x1.0p52) return duration{static_cast<std::int64_t>(v)};
   return duration{static_cast<std::int64_t>(v + 0.5)};
+}
+
+// decorrelated-v2 (Polly.Core RetryHelper.DecorrelatedJitterBackoffV2): the delay in ns, at most
+// `cap`, for retry `attempt` (0 first) given u in [0, 1); moves `previous` (Polly's `prev`) on.
+inline double polly_decorrelated_v2(std::uint32_t attempt, double u, double& previous,
+                                    double median_first_ns, double cap) noexcept {
+  // Polly's pFactor smooths the first delay; 1 / rpScalingFactor puts the medians near 1, 2, 4...
+  // times the median first delay instead of 1.4, 2.8, 5.6...
+  constexpr double p_factor = 4.0;
+  constexpr double rp_scaling = 1.0 / 1.4;
+  const double t = static_cast<double>(attempt) + u;
+  const double next = std::exp2(t) * std::tanh(std::sqrt(p_factor * t));
+  // From 2^1024 on, next is infinite and next - previous would be NaN (Polly#2163): Polly
+  // returns its longest delay, which its cap then bounds.
+  const double formula = std::isinf(next) ? next : next - previous;
+  previous = next;
+  if (!(median_first_ns > 0.0)) return 0.0;
+  return std::min(cap, formula * rp_scaling * median_first_ns);
 }
 }  // namespace detail
 
@@ -245,6 +278,10 @@ duration backoff_state::next_delay(G& g) noexcept {
       case jitter_kind::gaussian:
         d = b + standard_normal(g) * (p.sd.count() > 0 ? detail::ns(p.sd) : p.sigma * b);
         break;
+      case jitter_kind::decorrelated_v2:
+        d = detail::polly_decorrelated_v2(retries_, uniform01(g), polly_previous_,
+                                          detail::ns(p.initial), cap);
+        break;
     }
   }
   if (p.cap == cap_mode::after) d = std::min(d, cap);
@@ -254,7 +291,8 @@ duration backoff_state::next_delay(G& g) noexcept {
   // comparison with the cap can round past it.
   const bool bounded = p.cap == cap_mode::after || p.jitter == jitter_kind::none ||
                        p.jitter == jitter_kind::full || p.jitter == jitter_kind::equal ||
-                       p.jitter == jitter_kind::decorrelated || (first && !p.jitter_first);
+                       p.jitter == jitter_kind::decorrelated ||
+                       p.jitter == jitter_kind::decorrelated_v2 || (first && !p.jitter_first);
   if (bounded && result > p.max) result = p.max;
   previous_ = static_cast<double>(result.count());
   if (retries_ != UINT32_MAX) ++retries_;
@@ -266,7 +304,7 @@ duration backoff_state::next_delay(G& g) noexcept {
 // `backoff delays`, `backoff presets` and the report's delay charts, so they all show the same
 // delays for a seed. for_each_delay visits one run whole; a caller that interleaves runs (the
 // delays table: one row per retry, one column per run) or may stop early keeps one delay_stream
-// per run rather than every delay. A small value (under 80 bytes; a copy continues the run on its
+// per run rather than every delay. A small value (80 bytes at most; a copy continues the run on its
 // own) that refers to `policy`, which must outlive it: as with start(), a temporary does not
 // compile.
 class delay_stream {

@@ -301,6 +301,8 @@ std::string_view to_string(jitter_kind kind) noexcept {
       return "proportional";
     case jitter_kind::gaussian:
       return "gaussian";
+    case jitter_kind::decorrelated_v2:
+      return "decorrelated-v2";
   }
   return "?";
 }
@@ -317,10 +319,12 @@ namespace {
 
 constexpr schedule_kind all_schedules[] = {schedule_kind::constant, schedule_kind::linear,
                                            schedule_kind::exponential, schedule_kind::fibonacci};
-constexpr jitter_kind all_jitters[] = {jitter_kind::none,         jitter_kind::full,
-                                       jitter_kind::equal,        jitter_kind::decorrelated,
-                                       jitter_kind::additive,     jitter_kind::multiplicative,
-                                       jitter_kind::proportional, jitter_kind::gaussian};
+// In the enum's order: jitter_bit() counts on it. decorrelated-v2 came last, so the lists in the
+// messages and docs that name every jitter only gained a name at their end.
+constexpr jitter_kind all_jitters[] = {
+    jitter_kind::none,         jitter_kind::full,     jitter_kind::equal,
+    jitter_kind::decorrelated, jitter_kind::additive, jitter_kind::multiplicative,
+    jitter_kind::proportional, jitter_kind::gaussian, jitter_kind::decorrelated_v2};
 
 // The defaults of each schedule written without a preset. `constant` and `exponential` equal
 // the seed 001 presets of the same names, so the bare name means the same either way.
@@ -427,7 +431,7 @@ growth growth_named(std::string_view text, const spec_argument& arg) {
   fail(policy_what, text, "grow=" + escape_controls(arg.value) + " must be base or previous");
 }
 
-// The variants of a policy: bits 0-3 its schedule, bits 4-11 its jitter.
+// The variants of a policy: bits 0-3 its schedule, bits 4-12 its jitter.
 constexpr variant_set schedule_bit(schedule_kind kind) noexcept {
   return variant_bit(kind);
 }
