@@ -85,14 +85,7 @@ std::string bulkhead_config::to_string() const {
 }
 
 bulkhead_config parse_bulkhead(std::string_view text) {
-  const spec_call call = parse_spec_call(text, bulkhead_what);
-  if (call.name != bulkhead_names[0]) {
-    detail::unknown_name(bulkhead_what, text, "bulkhead", call.name, bulkhead_names);
-  }
-  bulkhead_config c;
-  detail::read_spec_keys(bulkhead_what, text, call, bulkhead_keys, c);
-  detail::validate_spec(bulkhead_what, text, c);
-  return c;
+  return detail::read_limiter_spec(bulkhead_what, "bulkhead", text, bulkhead_names, bulkhead_keys);
 }
 
 std::string detail::bulkhead_keys_markdown() {

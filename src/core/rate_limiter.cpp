@@ -66,14 +66,7 @@ std::string rate_limiter_config::to_string() const {
 }
 
 rate_limiter_config parse_rate_limiter(std::string_view text) {
-  const spec_call call = parse_spec_call(text, rate_what);
-  if (call.name != rate_names[0]) {
-    detail::unknown_name(rate_what, text, "rate limiter", call.name, rate_names);
-  }
-  rate_limiter_config c;
-  detail::read_spec_keys(rate_what, text, call, rate_keys, c);
-  detail::validate_spec(rate_what, text, c);
-  return c;
+  return detail::read_limiter_spec(rate_what, "rate limiter", text, rate_names, rate_keys);
 }
 
 std::string detail::rate_keys_markdown() {
