@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "backoff/concurrency_limit.hpp"
+#include "limiter_spec.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
@@ -64,6 +66,9 @@ std::string spec_keys_markdown(std::string_view kind) {
   if (kind == "breaker") return detail::breaker_keys_markdown();
   if (kind == "hedge") return detail::hedge_keys_markdown();
   if (kind == "deadline") return detail::deadline_keys_markdown();
+  if (kind == "bulkhead") return detail::bulkhead_keys_markdown();
+  if (kind == "limit") return detail::limit_keys_markdown();
+  if (kind == "rate") return detail::rate_keys_markdown();
   return "";
 }
 
