@@ -19,7 +19,11 @@
 // Cancellation: the loop stops with outcome::cancelled when the coroutine's cancellation slot
 // fires (asio::bind_cancellation_slot on co_spawn, or an awaitable operator||), or when the
 // env's std::stop_token is triggered; either wakes a pending wait at once. An exception from the
-// operation propagates, as in the sync loop. Deadlines and Retry-After behave as in retry.hpp.
+// operation propagates, as in the sync loop. Deadlines, Retry-After, pushback, idempotency and
+// budgets behave as in retry.hpp: the same retry_controller decides. An attempt this loop cuts
+// at its attempt_timeout is a retryable failure with verdict.timeout set (a retry quota charges
+// its timeout cost) and without not_sent (it may have reached the server, so a call that is not
+// idempotent is not retried: outcome::not_idempotent).
 //
 // Link backoff::asio (it adds Boost.Asio's headers to backoff::backoff). The timer wait is
 // compiled once in the library (async_sleep), so including this header stays cheap.

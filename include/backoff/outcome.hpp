@@ -20,9 +20,10 @@ enum class outcome : std::uint8_t {
   budget_exhausted,    // the retry budget refused the retry
   throttled,           // the throttle refused the attempt locally
   breaker_open,        // the circuit breaker refused the attempt or the retry
+  not_idempotent,      // the call is not idempotent and its failure may have reached the server
 };
 
-inline constexpr std::size_t outcome_count = 8;
+inline constexpr std::size_t outcome_count = 9;
 
 // "succeeded", "attempts_exhausted", ...: the enumerator's name.
 BACKOFF_EXPORT std::string_view to_string(outcome o) noexcept;

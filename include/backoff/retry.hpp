@@ -32,6 +32,19 @@
 // pass the deadline, the sleep is clamped to end at the deadline and one last attempt is made
 // there, unless the server's Retry-After asks for more than the time left: then the loop stops
 // at once (deadline_exceeded) rather than call the server before it asked.
+//
+// The server's word on the wait (verdict.hpp): a plain Retry-After is a minimum, the next wait
+// is max(backoff, Retry-After) and the backoff goes on counting. A pushback (verdict.pushback:
+// gRPC's grpc-retry-pushback-ms, AWS's x-amz-retry-after) is the wait itself: exactly it, no
+// backoff drawn, and the backoff restarts from its first step after it (gRFC A6). Both obey the
+// deadline rule above, and a pushback still asks the breaker and the budget.
+//
+// Idempotency (google-cloud-cpp's Idempotency): with retry_policy::idempotent = false, a
+// retryable failure is retried only when its verdict says not_sent (the request provably never
+// reached the server: connection refused, a 429 or 503 with Retry-After, a carrier-sense
+// deferral); any other ends the loop with outcome::not_idempotent, once attempts and time would
+// have allowed a retry (those reasons come first). An attempt cut at its timeout may have
+// reached the server: it is not retried.
 #pragma once
 
 #include <algorithm>
@@ -67,6 +80,10 @@ struct retry_policy {
   backoff_policy backoff;
   std::uint32_t max_attempts = 0;  // 0: unlimited
   duration max_elapsed{0};         // 0: no deadline; measured from the first attempt's start
+  // false (google-cloud-cpp's Idempotency::kNonIdempotent): a retryable failure is retried only
+  // when its verdict says not_sent; any other that would be retried ends the loop
+  // (outcome::not_idempotent), since the call may have had its effect.
+  bool idempotent = true;
 };
 
 // Shared overload controls consulted by the controller; all optional and not owned. One budget,
@@ -143,11 +160,12 @@ class breaker_lease {
 // retryable failure counts for both; a permanent failure only tells the throttle that the server
 // took the request (not an overload). The breaker is told with its attempt's permit instead.
 // `retry`: the attempt was not the operation's first (some token buckets earn on first ones).
-inline void report_answer(const retry_gates& gates, const verdict& v, duration now,
-                          bool retry) noexcept {
+// `taken`: what a retry quota took from the operation for its last retry (refunded on success).
+inline void report_answer(const retry_gates& gates, const verdict& v, duration now, bool retry,
+                          std::uint32_t taken = 0) noexcept {
   if (v.kind != verdict_kind::permanent) {
     const bool ok = v.kind == verdict_kind::success;
-    if (gates.budget != nullptr) gates.budget->on_outcome(now, ok, retry);
+    if (gates.budget != nullptr) gates.budget->on_outcome(now, ok, retry, taken);
     if (gates.throttle != nullptr) gates.throttle->on_response(now, !ok);
   } else if (gates.throttle != nullptr) {
     gates.throttle->on_response(now, false);
@@ -179,6 +197,10 @@ inline void report_answer(const retry_gates& gates, const verdict& v, duration n
 // pass it is clamped to end at it and one last attempt is made there (at_deadline() says so), even
 // if the wait overran it a little; a wait that was not clamped and overran it (a suspended
 // machine, a late wake-up) starts no further attempt.
+//
+// A retry quota (retry_budget.hpp) refunds exactly what this operation took: the controller
+// keeps the cost of its last retry and hands it back on success. A retry after a verdict with
+// `timeout` pays the quota's timeout cost.
 //
 // With a breaker in the gates, the permit taken before an attempt is kept until its result is
 // reported (an attempt begun and never ended releases it when the controller is destroyed).
@@ -257,7 +279,7 @@ class retry_controller {
   template <class Now, bit_generator64 G>
   decision end_attempt(const attempt_plan& s, const verdict& v, Now&& now, G& g,
                        std::optional<duration> planned = std::nullopt) {
-    if (s.what == attempt_start::defer) return decide(verdict::retryable(), clock(now), g, planned);
+    if (s.what == attempt_start::defer) return decide(nothing_sent(), clock(now), g, planned);
     // The common case: a success with nothing to report reads no clock.
     if (v.kind == verdict_kind::success && !has_gates())
       return {false, duration{0}, outcome::succeeded};
@@ -293,7 +315,7 @@ class retry_controller {
   template <bit_generator64 G>
   decision after(const verdict& v, duration now, G& g,
                  std::optional<duration> planned = std::nullopt) noexcept {
-    detail::report_answer(gates_, v, now, attempts_ > 1);
+    detail::report_answer(gates_, v, now, attempts_ > 1, quota_taken_);
     // Only a retryable verdict is a breaker failure. A permanent one means the server answered
     // (a 404, a validation error): the dependency is up, and a breaker that opened on it would
     // refuse the calls that work. For a half-open trial it counts as a success.
@@ -304,7 +326,7 @@ class retry_controller {
   // after() for an attempt that was never sent (carrier sense): no one to report to.
   template <bit_generator64 G>
   decision after_deferred(duration now, G& g) noexcept {
-    return decide(verdict::retryable(), now, g, std::nullopt);
+    return decide(nothing_sent(), now, g, std::nullopt);
   }
 
  private:
@@ -329,7 +351,12 @@ class retry_controller {
     }
     if (has_deadline() && now >= deadline())
       return {false, duration{0}, outcome::deadline_exceeded};
-    duration delay = planned ? *planned : backoff_.next_delay(g);
+    if (!policy_->idempotent && !v.not_sent) return {false, duration{0}, outcome::not_idempotent};
+    // A pushback is the wait itself (gRFC A6), not a minimum: no backoff is drawn for it.
+    const bool pushback = v.pushback && v.retry_after;
+    duration delay = pushback  ? std::max(*v.retry_after, duration{0})
+                     : planned ? *planned
+                               : backoff_.next_delay(g);
     if (v.retry_after && *v.retry_after > delay) delay = *v.retry_after;
     if (has_deadline()) {
       const duration left = deadline() - now;
@@ -344,10 +371,18 @@ class retry_controller {
     if (gates_.breaker != nullptr && !breaker_allows_retry(now, delay)) {
       return {false, duration{0}, outcome::breaker_open};
     }
-    if (gates_.budget != nullptr && !gates_.budget->try_retry(now)) {
+    if (gates_.budget != nullptr && !gates_.budget->try_retry(now, v.timeout, quota_taken_)) {
       return {false, duration{0}, outcome::budget_exhausted};
     }
+    if (pushback) backoff_ = policy_->backoff.start();  // the next backoff is the first step again
     return {true, delay, outcome::succeeded};
+  }
+
+  // What carrier sense's deferral is: a retryable failure that sent nothing.
+  static constexpr verdict nothing_sent() noexcept {
+    verdict v = verdict::retryable();
+    v.not_sent = true;
+    return v;
   }
 
   // The retry-only and run-ratio kinds decide when a failure arrives, as a budget does. The
@@ -371,6 +406,7 @@ class retry_controller {
   std::uint32_t attempts_ = 0;
   bool at_deadline_ = false;
   bool tried_ = false;  // an attempt passed the gates: later ones are retries for the breaker
+  std::uint32_t quota_taken_ = 0;  // what a retry quota took for this operation's last retry
 };
 
 namespace detail {
@@ -578,12 +614,16 @@ class loop_record {
     std::rethrow_exception(e);
   }
 
+  // Cut at its timeout: it may have reached the server (not not_sent), and a quota charges it
+  // its timeout cost.
   verdict timed_out() {
     result.last.reset();
     result.error = nullptr;
     ++result.timed_out;
     reason_ = retry_reason::timed_out;
-    return verdict::retryable();
+    verdict v = verdict::retryable();
+    v.timeout = true;
+    return v;
   }
 
   verdict deferred() {

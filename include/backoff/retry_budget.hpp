@@ -5,15 +5,16 @@
 //
 //   backoff::retry_budget budget{backoff::parse_budget("token-bucket(max=10, ratio=0.1)")};
 //   budget.on_request(now());                  // an operation starts (its first attempt)
-//   for (;;) {
+//   std::uint32_t taken = 0;                   // what a quota took from this operation
+//   for (bool retry = false;; retry = true) {
 //     const bool ok = attempt();
-//     budget.on_outcome(now(), ok);            // a success or a retryable failure
+//     budget.on_outcome(now(), ok, retry, taken);  // a success or a retryable failure
 //     if (ok) break;
-//     if (!budget.try_retry(now())) break;     // spent: fail now instead of retrying
+//     if (!budget.try_retry(now(), false, taken)) break;  // spent: fail now, do not retry
 //     sleep(state.next_delay(rng));
 //   }
 //
-// Two kinds, each in the style of its source:
+// Three kinds, each in the style of its source:
 //
 // token_bucket_budget (gRPC retry throttling, grpc/proposal A6 and C-core retry_throttle.cc):
 //   tokens start at max_tokens; each failed attempt takes 1 (not below 0), each success adds
@@ -39,6 +40,23 @@
 //   cost of a retry to an integer (1000 / percentCanRetry), this compares exactly in integers
 //   (percent is in thousandths). Within one slice a retry's check and its count are one atomic
 //   step, so concurrent retries never overdraw the budget.
+//
+// retry_quota (the AWS SDKs' standard retry mode: botocore retries/quota.py RetryQuota and
+//   retries/standard.py RetryQuotaChecker, aws-sdk-cpp DefaultRetryQuotaContainer, 2019-2026):
+//   a pool of `capacity` tokens (500), full at the start. A retry takes retry_cost (5), or
+//   timeout_cost (10) when the failed attempt timed out (its verdict says `timeout`); when the
+//   pool holds less than the cost, the retry is refused. An operation that succeeds gives back
+//   what its last retry took, or `refund` (1) when it made no retry; a permanent failure or an
+//   operation that runs out of attempts gives nothing back. So on a healthy server the pool
+//   stays full, and in an outage of all-failing calls a client stops retrying after
+//   capacity / retry_cost retries (100) until successes refill it. What an operation took is
+//   that operation's state, not the pool's: retry_controller keeps it per operation and hands
+//   it to try_retry and on_outcome, so the refund is exact however many operations share the
+//   pool. Newer SDKs charge 14 per retry (botocore _RETRY_COST_V2) and 5 for throttling errors:
+//   the costs are configurable; the throttling cost is not (a verdict does not say "throttled").
+//   Tokens are whole numbers in one atomic updated by compare-and-swap, as RetryQuota's lock
+//   guards one integer. Called without an operation's account (a hedge's copies), a retry
+//   takes retry_cost and a success gives back `refund`.
 //
 // Time is injected: every call that depends on it takes `now`, the caller's clock reading as a
 // duration since that clock's epoch (steady_clock::now().time_since_epoch(), a manual_clock in
@@ -244,19 +262,94 @@ class BACKOFF_EXPORT ratio_budget {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Either budget, as scenario files and the drivers name them.
+// Retry quota (the AWS SDKs' standard mode).
 
-using budget_config = std::variant<token_bucket_config, ratio_budget_config>;
+struct BACKOFF_EXPORT retry_quota_config {
+  std::uint32_t capacity = 500;     // tokens in a full quota; it starts full. 1..1000000
+  std::uint32_t retry_cost = 5;     // what a retry takes; 1..capacity
+  std::uint32_t timeout_cost = 10;  // what a retry after a timed-out attempt takes; 1..capacity
+  std::uint32_t refund =
+      1;  // what a success gives back when its operation took nothing; 0..capacity
 
-// Reads "token-bucket(max=10, ratio=0.1)" or "ratio(percent=20, min_per_s=10, window=10s)";
-// every key is optional. Throws parse_error with one line that quotes the spec and names the
-// bad part.
+  void validate() const;
+  // "quota(capacity=500, retry_cost=5, timeout_cost=10, refund=1)"; parse_budget(c.to_string())
+  // gives c back.
+  std::string to_string() const;
+
+  friend bool operator==(const retry_quota_config&, const retry_quota_config&) = default;
+};
+
+class retry_quota {
+ public:
+  explicit retry_quota(const retry_quota_config& config = {}) noexcept
+      : config_(config), available_(config.capacity) {}
+  retry_quota(const retry_quota& other) noexcept
+      : config_(other.config_), available_(other.available()) {}
+  retry_quota& operator=(const retry_quota& other) noexcept {
+    config_ = other.config_;
+    available_.store(other.available(), std::memory_order_relaxed);
+    return *this;
+  }
+
+  // Takes `amount` when the quota holds at least that much (true); else takes nothing (false).
+  bool acquire(std::uint32_t amount) noexcept {
+    std::uint32_t current = available_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (amount > current) return false;
+      if (available_.compare_exchange_weak(current, current - amount, std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+  }
+  // Gives `amount` back, never above capacity; returns what was added. A full quota is only
+  // read, which keeps a healthy client's successes to one load.
+  std::uint32_t release(std::uint32_t amount) noexcept {
+    std::uint32_t current = available_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::uint32_t added =
+          std::min(amount, config_.capacity - std::min(current, config_.capacity));
+      if (added == 0) return 0;
+      if (available_.compare_exchange_weak(current, current + added, std::memory_order_relaxed)) {
+        return added;
+      }
+    }
+  }
+
+  // What a retry after this failure costs.
+  std::uint32_t cost(bool timed_out) const noexcept {
+    return timed_out ? config_.timeout_cost : config_.retry_cost;
+  }
+  // An operation succeeded: it gives back `taken`, what its last retry took, or `refund` when it
+  // took nothing.
+  void on_success(std::uint32_t taken) noexcept { release(taken != 0 ? taken : config_.refund); }
+
+  std::uint32_t available() const noexcept { return available_.load(std::memory_order_relaxed); }
+  const retry_quota_config& config() const noexcept { return config_; }
+
+ private:
+  retry_quota_config config_;
+  std::atomic<std::uint32_t> available_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Any budget, as scenario files and the drivers name them.
+
+using budget_config = std::variant<token_bucket_config, ratio_budget_config, retry_quota_config>;
+
+// Reads "token-bucket(max=10, ratio=0.1)", "ratio(percent=20, min_per_s=10, window=10s)" or
+// "quota(capacity=500, retry_cost=5, timeout_cost=10, refund=1)"; every key is optional. Throws
+// parse_error with one line that quotes the spec and names the bad part.
 BACKOFF_EXPORT budget_config parse_budget(std::string_view text);
 BACKOFF_EXPORT std::string to_string(const budget_config& config);
 
-// One interface over both budgets for the retry loops and the simulator. A call that does not
+// One interface over the budgets for the retry loops and the simulator. A call that does not
 // concern the chosen budget does nothing: the token bucket ignores on_request and time, the
-// ratio budget ignores outcomes.
+// ratio budget ignores outcomes, the quota ignores on_request, time and failures (a retry pays
+// when it is allowed).
+//
+// `taken` is one operation's account of what the quota took from it: try_retry sets it to the
+// cost of the retry it allows, on_outcome gives it back on a success. retry_controller keeps one
+// per operation; other kinds leave it alone.
 class BACKOFF_EXPORT retry_budget {
  public:
   explicit retry_budget(const budget_config& config);
@@ -265,13 +358,14 @@ class BACKOFF_EXPORT retry_budget {
   void on_request(duration now) noexcept {
     if (auto* r = std::get_if<ratio_budget>(&budget_)) {
       r->on_request(now);
-    } else {
-      std::get<token_bucket_budget>(budget_).on_request();
+    } else if (auto* t = std::get_if<token_bucket_budget>(&budget_)) {
+      t->on_request();
     }
   }
   // An attempt ended in success or in a retryable failure (gRPC counts permanent errors as
   // neither: do not report them); `retry`: it was not the operation's first attempt.
-  void on_outcome(duration now, bool succeeded, bool retry = false) noexcept {
+  void on_outcome(duration now, bool succeeded, bool retry = false,
+                  std::uint32_t taken = 0) noexcept {
     static_cast<void>(now);
     if (auto* t = std::get_if<token_bucket_budget>(&budget_)) {
       if (succeeded) {
@@ -279,19 +373,34 @@ class BACKOFF_EXPORT retry_budget {
       } else {
         t->on_failure();
       }
+    } else if (auto* q = std::get_if<retry_quota>(&budget_)) {
+      if (succeeded) q->on_success(taken);
     }
   }
   // Whether the failed operation may retry now; a ratio budget spends one retry if so, as does a
-  // token bucket with spend=retry.
-  bool try_retry(duration now) noexcept {
+  // token bucket with spend=retry, and a quota takes the retry's cost (timeout_cost when
+  // `timed_out`) into `taken`.
+  bool try_retry(duration now, bool timed_out, std::uint32_t& taken) noexcept {
     if (auto* t = std::get_if<token_bucket_budget>(&budget_)) return t->try_retry();
+    if (auto* q = std::get_if<retry_quota>(&budget_)) {
+      const std::uint32_t cost = q->cost(timed_out);
+      if (!q->acquire(cost)) return false;
+      taken = cost;
+      return true;
+    }
     return std::get<ratio_budget>(budget_).try_retry(now);
   }
+  bool try_retry(duration now) noexcept {
+    std::uint32_t unaccounted = 0;
+    return try_retry(now, false, unaccounted);
+  }
 
-  const std::variant<token_bucket_budget, ratio_budget>& get() const noexcept { return budget_; }
+  const std::variant<token_bucket_budget, ratio_budget, retry_quota>& get() const noexcept {
+    return budget_;
+  }
 
  private:
-  std::variant<token_bucket_budget, ratio_budget> budget_;
+  std::variant<token_bucket_budget, ratio_budget, retry_quota> budget_;
 };
 
 }  // namespace backoff

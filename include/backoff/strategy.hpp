@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Every guard of one call edge as one value: the wait before a retry, the attempt limit, an AIMD
-// window, a retry budget, a throttle, a circuit breaker, hedging and a deadline. The simulator's
-// [[strategy]] tables and `backoff load`'s flags both build this type, so a rule between guards
-// (gRPC A6: hedging replaces retrying) is checked here once, for every driver.
+// Every guard of one call edge as one value: the wait before a retry, the attempt limit, whether
+// the call is idempotent, an AIMD window, a retry budget (or the AWS SDKs' retry quota), a
+// throttle, a circuit breaker, hedging and a deadline. The simulator's [[strategy]] tables and
+// `backoff load`'s flags both build this type, so a rule between guards (gRPC A6: hedging replaces
+// retrying) is checked here once, for every driver.
 //
 //   backoff::strategy s = backoff::parse_strategy(
 //       "policy=exponential(initial=50ms, max=10s, jitter=full), max_attempts=4, "
-//       "budget=token-bucket(max=10, ratio=0.1), deadline=deadline(total=5s)");
+//       "idempotent=false, budget=quota(retry_cost=14), deadline=deadline(total=5s)");
 //   std::string text = s.to_string();                // canonical; parses back equal
 //   const backoff::retry_policy policy = s.retry();  // backoff, max_attempts, deadline total
 //   backoff::strategy::live guards = s.instantiate();  // fresh budget, throttle, breaker
@@ -43,8 +44,8 @@ namespace backoff {
 BACKOFF_EXPORT const backoff_policy& no_wait_policy() noexcept;
 
 // What a driver (a simulator model, the load generator) can honour of a strategy's guards. The
-// policy, max_attempts, window, budget and throttle run through retry_controller, which every
-// driver uses; these need the driver's own events or targets.
+// policy, max_attempts, idempotent, window, budget and throttle run through retry_controller,
+// which every driver uses; these need the driver's own events or targets.
 struct guard_support {
   bool breaker = false;   // attempts go through the controller's gates
   bool hedge = false;     // two attempts of one operation can be in flight
@@ -87,6 +88,7 @@ class BACKOFF_EXPORT strategy_error : public parse_error {
 struct strategy {
   backoff_policy policy = no_wait_policy();  // the wait before a retry
   std::uint32_t max_attempts = 0;            // per operation; 0: no limit
+  bool idempotent = true;                    // false: retry only not_sent failures
   std::optional<aimd_config> window;         // paces sends through an AIMD window
   std::optional<budget_config> budget;       // may refuse a retry (or a hedge copy)
   std::optional<throttle_config> throttle;   // may refuse or pace an attempt
@@ -104,7 +106,9 @@ struct strategy {
 
   // Throws strategy_error when guards contradict each other: hedging replaces retrying (gRPC A6:
   // no policy, max_attempts or window beside a hedge); a hedge's copies have no per-attempt
-  // timeout (a deadline beside a hedge takes total and propagate only).
+  // timeout (a deadline beside a hedge takes total and propagate only); a hedge sends copies
+  // that may all reach the server (not with idempotent=false), and they are no operation's
+  // retries, so a quota could not refund them (a hedge takes a token-bucket or ratio budget).
   BACKOFF_EXPORT void validate() const;
   // "policy=..., max_attempts=4, budget=..."; keys at their default left out but policy, which
   // is always written ("policy=none" for no wait). parse_strategy(to_string()) == *this.
@@ -112,7 +116,8 @@ struct strategy {
   // The first guard `can` does not honour, or none.
   BACKOFF_EXPORT std::optional<guard_refusal> refusal(const guard_support& can) const;
 
-  // The controller's policy: the backoff, max_attempts, and the deadline's total as max_elapsed.
+  // The controller's policy: the backoff, max_attempts, the deadline's total as max_elapsed, and
+  // idempotent.
   BACKOFF_EXPORT retry_policy retry() const;
   // The policy is the `none` preset: a retry goes at once.
   BACKOFF_EXPORT bool retries_at_once() const noexcept;

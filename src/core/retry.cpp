@@ -29,6 +29,8 @@ std::string_view to_string(outcome o) noexcept {
       return "throttled";
     case outcome::breaker_open:
       return "breaker_open";
+    case outcome::not_idempotent:
+      return "not_idempotent";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Retry budgets: configuration checks, canonical text and the spec reader.
+// Retry budgets (token bucket, ratio, quota): configuration checks, canonical text and the
+// spec reader.
 #include "backoff/retry_budget.hpp"
 
 #include <algorithm>
@@ -27,10 +28,12 @@ bool has_at_most_3_decimals(double v) {
 }
 
 constexpr std::string_view budget_what = "budget";
-// Bit 0: token-bucket, bit 1: ratio, the variants of budget_config in order.
-constexpr std::string_view budget_names[] = {"token-bucket", "ratio"};
+// Bit 0: token-bucket, bit 1: ratio, bit 2: quota, the variants of budget_config in order.
+constexpr std::string_view budget_names[] = {"token-bucket", "ratio", "quota"};
 constexpr variant_set bucket_only = variant_bit(0);
 constexpr variant_set ratio_only = variant_bit(1);
+constexpr variant_set quota_only = variant_bit(2);
+constexpr std::uint32_t max_quota_capacity = 1'000'000;
 
 token_bucket_config& bucket_of(budget_config& c) {
   return std::get<token_bucket_config>(c);
@@ -43,6 +46,42 @@ ratio_budget_config& ratio_of(budget_config& c) {
 }
 const ratio_budget_config& ratio_of(const budget_config& c) {
   return std::get<ratio_budget_config>(c);
+}
+retry_quota_config& quota_of(budget_config& c) {
+  return std::get<retry_quota_config>(c);
+}
+const retry_quota_config& quota_of(const budget_config& c) {
+  return std::get<retry_quota_config>(c);
+}
+
+// A quota's amounts are whole tokens; their ranges against capacity are validate()'s.
+std::uint32_t quota_tokens(const spec_value& v) {
+  const double n = v.number();
+  if (!(n >= 0.0 && n <= static_cast<double>(max_quota_capacity) && n == std::floor(n))) {
+    detail::spec_fail(
+        v.what, v.spec,
+        v.arg.key + "=" + v.text() + " must be a whole number of tokens, at most 1000000");
+  }
+  return static_cast<std::uint32_t>(n);
+}
+
+// One quota key's reader and canonical text, for the member it names.
+template <std::uint32_t retry_quota_config::*Member>
+void read_quota_key(budget_config& c, const spec_value& v) {
+  quota_of(c).*Member = quota_tokens(v);
+}
+template <std::uint32_t retry_quota_config::*Member>
+std::optional<std::string> write_quota_key(const budget_config& c) {
+  return std::to_string(quota_of(c).*Member);
+}
+
+// "retry_cost=600 must be in 1..capacity (capacity=500)"; `least` is 0 or 1.
+void check_quota_amount(std::string_view key, std::uint32_t value, std::uint32_t least,
+                        std::uint32_t capacity) {
+  if (value >= least && value <= capacity) return;
+  throw parse_error(std::string(key) + "=" + std::to_string(value) + " must be in " +
+                    std::to_string(least) + "..capacity (capacity=" + std::to_string(capacity) +
+                    ")");
 }
 
 void read_threshold(budget_config& config, const spec_value& v, bool inclusive) {
@@ -144,6 +183,20 @@ constexpr spec_key<budget_config> budget_keys[] = {
      [](const budget_config& c) -> std::optional<std::string> {
        return format_duration(ratio_of(c).window);
      }},
+    {"capacity", quota_only, "a whole number in 1..1000000", "500",
+     "tokens in a full quota (the AWS SDKs' 500); it starts full",
+     read_quota_key<&retry_quota_config::capacity>, write_quota_key<&retry_quota_config::capacity>},
+    {"retry_cost", quota_only, "a whole number in 1..`capacity`", "5",
+     "tokens a retry takes (newer AWS SDKs: 14)", read_quota_key<&retry_quota_config::retry_cost>,
+     write_quota_key<&retry_quota_config::retry_cost>},
+    {"timeout_cost", quota_only, "a whole number in 1..`capacity`", "10",
+     "tokens a retry takes after an attempt that timed out",
+     read_quota_key<&retry_quota_config::timeout_cost>,
+     write_quota_key<&retry_quota_config::timeout_cost>},
+    {"refund", quota_only, "a whole number in 0..`capacity`", "1",
+     "tokens a success gives back when its operation made no retry (after retries: what the "
+     "last one took)",
+     read_quota_key<&retry_quota_config::refund>, write_quota_key<&retry_quota_config::refund>},
 };
 
 }  // namespace
@@ -197,6 +250,20 @@ std::string ratio_budget_config::to_string() const {
   return write_spec(budget_names[1], budget_keys, budget_config{*this}, variant_bit(1));
 }
 
+void retry_quota_config::validate() const {
+  if (capacity == 0 || capacity > max_quota_capacity) {
+    throw parse_error("capacity=" + std::to_string(capacity) +
+                      " must be a whole number of tokens in 1..1000000");
+  }
+  check_quota_amount("retry_cost", retry_cost, 1, capacity);
+  check_quota_amount("timeout_cost", timeout_cost, 1, capacity);
+  check_quota_amount("refund", refund, 0, capacity);
+}
+
+std::string retry_quota_config::to_string() const {
+  return write_spec(budget_names[2], budget_keys, budget_config{*this}, variant_bit(2));
+}
+
 ratio_budget::ratio_budget(const ratio_budget_config& config) noexcept
     : config_(config),
       request_credit_(static_cast<std::uint64_t>(std::llround(config.percent * 1000.0))),
@@ -220,6 +287,9 @@ budget_config parse_budget(std::string_view text) {
   } else if (call.name == budget_names[1]) {
     c = ratio_budget_config{};
     variant = 1;
+  } else if (call.name == budget_names[2]) {
+    c = retry_quota_config{};
+    variant = 2;
   } else {
     detail::unknown_name(budget_what, text, "budget", call.name, budget_names);
   }
@@ -238,12 +308,14 @@ std::string to_string(const budget_config& config) {
 
 retry_budget::retry_budget(const budget_config& config)
     : budget_(std::visit(
-          [](const auto& c) -> std::variant<token_bucket_budget, ratio_budget> {
+          [](const auto& c) -> std::variant<token_bucket_budget, ratio_budget, retry_quota> {
             using config_type = std::decay_t<decltype(c)>;
             if constexpr (std::is_same_v<config_type, token_bucket_config>) {
               return token_bucket_budget{c};
-            } else {
+            } else if constexpr (std::is_same_v<config_type, ratio_budget_config>) {
               return ratio_budget{c};
+            } else {
+              return retry_quota{c};
             }
           },
           config)) {}

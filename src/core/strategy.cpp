@@ -4,6 +4,7 @@
 #include <charconv>
 #include <limits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "backoff/presets.hpp"
@@ -45,6 +46,13 @@ constexpr spec_key<strategy> strategy_keys[] = {
      [](const strategy& s) -> std::optional<std::string> {
        if (s.max_attempts == 0) return std::nullopt;
        return std::to_string(s.max_attempts);
+     }},
+    {"idempotent", all_variants, "`true` or `false`", "`true`",
+     "false: retry only a failure that proves the request was not sent",
+     [](strategy& s, const spec_value& v) { s.idempotent = v.boolean(); },
+     [](const strategy& s) -> std::optional<std::string> {
+       if (s.idempotent) return std::nullopt;
+       return "false";
      }},
     {"window", all_variants, "a window", "none", "paces sends through an AIMD window",
      [](strategy& s, const spec_value& v) { s.window = parse_window(v.text()); },
@@ -149,6 +157,17 @@ bool strategy::has(std::string_view key) const {
 
 void strategy::validate() const {
   if (!hedge) return;
+  if (!idempotent) {
+    throw strategy_error({"hedge", "idempotent"},
+                         "a call that is not idempotent is not hedged (every copy may reach the "
+                         "server)",
+                         "give it no");
+  }
+  if (budget && std::holds_alternative<retry_quota_config>(*budget)) {
+    throw parse_error(
+        "with hedge, a budget is a token-bucket or a ratio: a quota refunds what an operation's "
+        "retries took, and hedge copies are not retries");
+  }
   // gRPC A6: a method has a retry policy or a hedging policy, never both.
   std::vector<std::string_view> retrying;
   for (const std::string_view key : {"policy", "max_attempts", "window"}) {
@@ -191,7 +210,7 @@ std::optional<guard_refusal> strategy::refusal(const guard_support& can) const {
 }
 
 retry_policy strategy::retry() const {
-  return {policy, max_attempts, deadline ? deadline->total : duration{0}};
+  return {policy, max_attempts, deadline ? deadline->total : duration{0}, idempotent};
 }
 
 bool strategy::retries_at_once() const noexcept {

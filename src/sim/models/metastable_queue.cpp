@@ -479,7 +479,9 @@ class metastable_queue final : public model_runner, public model {
     if (!r.control || !r.awaiting || r.attempt != static_cast<std::uint32_t>(tag >> 32)) return;
     r.awaiting = false;
     out_->timeout(e.now());
-    const auto d = r.control->after(verdict::retryable(), duration{e.now()}, client_rng_);
+    verdict timed_out = verdict::retryable();
+    timed_out.timeout = true;  // a retry quota charges its timeout cost
+    const auto d = r.control->after(timed_out, duration{e.now()}, client_rng_);
     if (!d.retry) return finish(e, slot, report::op_status::failed);
     if (d.delay.count() > 0) {
       return e.schedule_after(d.delay.count(), self_, retry_wake, slot);

@@ -394,7 +394,9 @@ class one_client_burst final : public model, public model_runner {
     if (o.done || !o.waiting || attempt_of(payload) != (o.attempt & attempt_mask)) return;
     o.waiting = false;
     out_->timeout(e.now());
-    retry_or_finish(e, i, o.control->after(verdict::retryable(), now_of(e), rng_));
+    verdict timed_out = verdict::retryable();
+    timed_out.timeout = true;  // a retry quota charges its timeout cost
+    retry_or_finish(e, i, o.control->after(timed_out, now_of(e), rng_));
   }
 
   void retry_or_finish(engine& e, std::size_t i, const retry_controller::decision& d) {
