@@ -50,6 +50,12 @@ BENCHMARK_CAPTURE(BreakerAcquireAndRecord, consecutive, "breaker(kind=consecutiv
 BENCHMARK_CAPTURE(BreakerAcquireAndRecord, rate_time, "breaker(kind=rate, window=10s)");
 BENCHMARK_CAPTURE(BreakerAcquireAndRecord, rate_calls,
                   "breaker(kind=rate, window=100calls, min_calls=20)");
+// With slow= the success path also compares the call's length (a fast call writes nothing
+// more); target: within ~50 ns, no allocation.
+BENCHMARK_CAPTURE(BreakerAcquireAndRecord, rate_time_slow,
+                  "breaker(kind=rate, window=10s, slow=2s, slow_threshold=50%)");
+BENCHMARK_CAPTURE(BreakerAcquireAndRecord, rate_calls_slow,
+                  "breaker(kind=rate, window=100calls, min_calls=20, slow=2s)");
 BENCHMARK_CAPTURE(BreakerAcquireAndRecord, retry_only, "retry-only-10pct");
 BENCHMARK_CAPTURE(BreakerAcquireAndRecord, run_ratio, "run-ratio-10pct");
 

@@ -163,10 +163,10 @@ struct BACKOFF_EXPORT breaker_config {
   half_open_rule trials = half_open_rule::all;  // rate: how the trials decide (`trials=ratio`)
   bool keyed = false;                           // one breaker per key (keyed_breakers.hpp)
   std::uint32_t max_keys = 1000;                // keyed: breakers kept at most
-  duration slow{0};                             // rate: a call longer than this is slow; 0: none is
-  double slow_threshold = 1.0;  // rate with slow: the slow-call ratio that opens it, millionths
-  double open_growth = 1.0;     // consecutive, rate: each reopening's factor on the break, >= 1
-  duration open_max{0};         // with open_growth > 1: the longest break; 0: 1d
+  duration slow{0};                             // rate: a longer call is slow; 0: none is
+  double slow_threshold = 1.0;                  // rate with slow: (0, 1], millionths
+  double open_growth = 1.0;                     // consecutive, rate: each reopening's factor
+  duration open_max{0};                         // with open_growth > 1: the cap; 0: 1d
 
   static breaker_config defaults(breaker_kind kind) noexcept;
 
@@ -210,7 +210,8 @@ class BACKOFF_EXPORT circuit_breaker {
   circuit_breaker& operator=(const circuit_breaker&) = delete;
 
   // Whether an attempt may be sent now. `first_try`: the operation's first attempt (the
-  // run-ratio kind counts them). Never refuses for the retry-only and run-ratio kinds.
+  // run-ratio kind counts them). Never refuses for the retry-only and run-ratio kinds, unless
+  // forced open.
   permit try_acquire(duration now, bool first_try) noexcept {
     const std::uint64_t w = word_.load(std::memory_order_acquire);
     if (state_of(w) != breaker_state::closed) return acquire_slow(now, first_try, w);
@@ -317,9 +318,11 @@ class BACKOFF_EXPORT circuit_breaker {
     return c.failures * 1'000'000 >= threshold_ppm_ * c.calls;
   }
   // The rate kind's rule, in closed (over the window) and in half-open (over the trials).
+  bool slow_rate_opens_it(counts c) const noexcept {
+    return slow_ns_ > 0 && c.slow * 1'000'000 >= slow_threshold_ppm_ * c.calls;
+  }
   bool rates_open_it(counts c) const noexcept {
-    return at_or_above_threshold(c) ||
-           (slow_ns_ > 0 && c.slow * 1'000'000 >= slow_threshold_ppm_ * c.calls);
+    return at_or_above_threshold(c) || slow_rate_opens_it(c);
   }
 
   breaker_config config_;

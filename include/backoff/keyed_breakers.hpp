@@ -19,6 +19,9 @@
 // shards), but the breaker evicted is the least recently used of the new key's shard (of
 // another shard when that one is empty): the idlest of about a sixteenth of the keys.
 //
+// Every key's breaker is made from the whole config (slow calls, a growing break and all);
+// manual states are per key: breakers.get(host)->force_open(now) isolates that host alone.
+//
 // get() returns a shared_ptr: a breaker evicted while a caller still holds it stays valid for
 // that caller (its results are then counted by a breaker no one else sees). Thread-safe: every
 // member may be called concurrently. A lookup that finds its key allocates nothing.

@@ -193,8 +193,8 @@ void circuit_breaker::record_trial(duration now, const permit& p, bool failure) 
   } else if (++trial_successes_ >= config_.half_open) {
     // All succeeded; with slow=, too many of them slow still reopens it (resilience4j judges
     // the slow-call rate of its permitted half-open calls).
-    move_locked(rates_open_it({trial_successes_, 0, trial_slow_}) ? breaker_state::open
-                                                                  : breaker_state::closed,
+    move_locked(slow_rate_opens_it({trial_successes_, 0, trial_slow_}) ? breaker_state::open
+                                                                       : breaker_state::closed,
                 now);
   }
 }
