@@ -15,9 +15,10 @@
 //
 // Sources, taken for their rules and numbers: failsafe-go bulkhead/bulkhead.go (2024: a
 // semaphore of maxConcurrency permits with a max wait time; TryAcquirePermit, ReleasePermit),
-// resilience4j SemaphoreBulkhead.java (maxConcurrentCalls 25 and maxWaitDuration 0 by default,
-// the defaults here), Polly's BulkheadPolicy (maxParallelization, maxQueuingActions) and
-// System.Threading.RateLimiting's ConcurrencyLimiter (PermitLimit, QueueLimit, oldest first).
+// resilience4j SemaphoreBulkhead.java (2017; maxConcurrentCalls 25 and maxWaitDuration 0 by
+// default, the defaults here), Polly's BulkheadPolicy (2017; maxParallelization,
+// maxQueuingActions) and System.Threading.RateLimiting's ConcurrencyLimiter (2022, Polly v8's
+// concurrency limiter; PermitLimit, QueueLimit, oldest first).
 // Unlike failsafe-go and resilience4j, the number of waiters is bounded (`queue`, as Polly's), and
 // a freed slot goes to the oldest waiter, never to a newcomer that barges in (try_enter refuses
 // while anyone waits), so a waiter is never overtaken.

@@ -22,17 +22,18 @@
 // waiting, as in Guava and failsafe-go.
 //
 // Sources, taken for their rules and numbers: Polly v7's LockFreeTokenBucketRateLimiter.cs
-// (starts full, one token per interval, a refused call told how long until the next token),
-// System.Threading.RateLimiting's TokenBucketRateLimiter (Polly v8's rate limiter), failsafe-go
-// ratelimiter/ratelimiterstats.go (2024: reservations that wait, refused beyond a max wait), and
-// Guava's SmoothBursty (reserve, then sleep outside the limiter). Unlike failsafe-go's smooth
-// limiter, grants are not aligned to a grid of intervals counted from its creation; unlike its
-// bursty limiter and resilience4j's AtomicRateLimiter, tokens do not arrive a period's worth at a
-// time but one by one.
+// (2021; starts full, one token per interval, a refused call told how long until the next
+// token), System.Threading.RateLimiting's TokenBucketRateLimiter (2022, Polly v8's rate limiter),
+// failsafe-go ratelimiter/ratelimiterstats.go (2024: reservations that wait, refused beyond a max
+// wait), and Guava's SmoothBursty (2012; reserve, then sleep outside the limiter). Unlike
+// failsafe-go's smooth limiter, grants are not aligned to a grid of intervals counted from its
+// creation; unlike its bursty limiter and resilience4j's AtomicRateLimiter, tokens do not arrive
+// a period's worth at a time but one by one.
 //
-// How: the state is one integer, the time at which the bucket will be full again (the "theoretical
-// arrival time" of the generic cell rate algorithm); a grant adds one interval to it in a single
-// compare-and-swap, so counts never drift with rounding and the success path is a load and a CAS.
+// How: the state is one integer, the time at which the bucket will be full again (the
+// "theoretical arrival time" of the generic cell rate algorithm, ATM Forum 1996); a grant adds one
+// interval to it in a single compare-and-swap, so counts never drift with rounding and the success
+// path is a load and a CAS.
 //
 // Time is injected: every call takes `now`, the caller's clock reading as a duration since that
 // clock's epoch (steady_clock, a manual_clock in tests, the simulator's virtual time). The limiter
