@@ -302,10 +302,13 @@ limit_config parse_limit(std::string_view text) {
   for (const spec_argument& arg : call.arguments) {
     const spec_key<limit_config>* key = find_spec_key(limit_keys, arg.key);
     if (key != nullptr && !key_applies(*key, in_effect)) {
+      // The keys it takes, but kind: that one is given.
+      const std::span<const spec_key<limit_config>> after_kind =
+          std::span<const spec_key<limit_config>>(limit_keys).subspan(1);
       detail::spec_fail(limit_what, text,
                         "parameter " + detail::quoted(arg.key) +
                             " does not apply to kind=" + std::string(to_string(kind)) +
-                            " (it takes " + spec_key_list(limit_keys, in_effect) + ")");
+                            " (it takes " + spec_key_list(after_kind, in_effect) + ")");
     }
   }
   limit_config c = limit_config::defaults(kind);

@@ -571,7 +571,7 @@ TEST(LimitSpec, ErrorsAreOneLineNamingTheBadPart) {
             "mean 'backoff_ratio'?");
   EXPECT_EQ(climit_error_of("limit(kind=aimd, smoothing=0.5)"),
             "bad limit \"limit(kind=aimd, smoothing=0.5)\": parameter \"smoothing\" does not "
-            "apply to kind=aimd (it takes kind, initial, min, max, backoff_ratio, timeout)");
+            "apply to kind=aimd (it takes initial, min, max, backoff_ratio, timeout)");
   EXPECT_EQ(climit_error_of("limit(kind=aimd, backoff_ratio=1)"),
             "bad limit \"limit(kind=aimd, backoff_ratio=1)\": backoff_ratio=1 must be in "
             "[0.5, 1)");
@@ -620,8 +620,10 @@ TEST(LimitSpec, ValidateRefusesAKeyOfAnotherKind) {
 
 TEST(LimitSpec, DocumentsItsKeysInOneTable) {
   const std::string table = backoff::detail::limit_keys_markdown();
-  EXPECT_NE(table.find("| `kind` | all | `aimd`, `vegas` or `gradient2` | `vegas` |"),
-            std::string::npos);
+  EXPECT_EQ(table.find("| key | applies to | values | default | meaning |\n|---|---|---|---|---|\n"
+                       "| `kind` | all | `aimd`, `vegas` or `gradient2` | `vegas` |"),
+            0u);
+  EXPECT_NE(table.find("| `initial` | all | a whole number in min..max | 20 |"), std::string::npos);
   EXPECT_NE(table.find("| `backoff_ratio` | aimd | a number in [0.5, 1) | 0.9 |"),
             std::string::npos);
   EXPECT_NE(table.find("| `smoothing` | vegas, gradient2 |"), std::string::npos);
