@@ -1,24 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
 // Classifiers: what an attempt's result, or the exception it threw, means for the retry loop.
 // A classifier is any callable that takes the operation's result and returns a verdict; these
-// are the ones a loop gets without writing one.
+// are the ones a loop gets without writing one. Sources: tenacity's retry_if_exception_type
+// (jd/tenacity, tenacity/retry.py, 2026) for retry_on; http.hpp for the HTTP conventions.
 //
 //   default_classifier          bool, verdict, void (std::monostate), std::optional, any
 //                               expected-like type (has_value()/error(): std::expected,
 //                               tl::expected, boost::outcome...), std::error_code and anything
-//                               convertible to it (boost::system::error_code)
+//                               convertible to it (boost::system::error_code), an HTTP response
+//                               (as http_status_classifier); any other type does not compile
 //   http_status_classifier      an HTTP status (int), or a response with result_int() and a
-//                               Retry-After field (a Boost.Beast response)
+//                               Retry-After field (a Boost.Beast response); with count(name)
+//                               too, it reads the pushback headers (http.hpp, classify_http_reply)
 //   retry_on<E...>              retries the exception types E..., lets every other propagate;
-//                               results go to default_classifier, or to the classifier given to
-//                               retry_on<E...>::with(c)
+//                               a result goes to default_classifier when it has a rule for its
+//                               type (a false, an empty optional, an error are still retried),
+//                               and any other returned value (a string, your struct) succeeds;
+//                               retry_on<E...>::with(c) gives results to `c` instead
 //
 //   const backoff::default_classifier classify;
 //   classify(std::optional<int>{});                                   // retryable
-//   classify(make_error_code(std::errc::connection_refused));         // retryable
+//   classify(make_error_code(std::errc::connection_refused));         // retryable, not_sent
 //   classify(make_error_code(std::errc::permission_denied));          // permanent
 //   backoff::http_status_classifier{}(503);                           // retryable
 //   backoff::retry_on<std::ios_base::failure> on_io;  // in retry_options: .classify = on_io
+//   on_io(std::string("any value"));                                  // success
 //
 // Error codes (classify_error_code): success when the code is 0; retryable when it is
 // equivalent to a condition that usually clears by itself (a refused, reset or aborted
@@ -26,9 +32,19 @@
 // broken pipe, too many open files); permanent otherwise, operation_canceled included (someone
 // asked the work to stop). Asio's `eof` (the peer closed) is permanent too: whether a closed
 // connection may be retried is the protocol's call, so classify it yourself when it may.
+// A timeout sets verdict.timeout. Two codes prove that the attempt sent nothing and set
+// verdict.not_sent: a refused connection (nothing listened: connect() failed, or a datagram was
+// turned away) and an address not available (bind() or connect() found no local address or
+// port). Others do not: an unreachable host or network, a reset or a timeout may also end a
+// connection that had carried the request. That proof holds for an operation that makes one
+// connection per attempt; one that reconnects inside an attempt knows better, and so does a
+// gRPC client told UNAVAILABLE before the call left: return a verdict with not_sent set.
+// Classifiers hold no state: call them from any thread.
 #pragma once
 
+#include <chrono>
 #include <concepts>
+#include <cstddef>
 #include <exception>
 #include <optional>
 #include <string_view>
@@ -69,7 +85,47 @@ concept http_response_like = requires(const T& r) {
   { r["Retry-After"] } -> std::convertible_to<std::string_view>;
 };
 
+// A response that tells an absent field from an empty one (Boost.Beast's count(name)): the
+// pushback headers need it, since an empty grpc-retry-pushback-ms means "do not retry".
+template <class T>
+concept http_fields_like = http_response_like<T> && requires(const T& r) {
+  { r.count("Retry-After") } -> std::convertible_to<std::size_t>;
+};
+
 }  // namespace detail
+
+// The retry headers of a response that has count(name). A field given more than once reads as
+// their combined list (RFC 9110 section 5.3), which is no valid value of any of them.
+template <detail::http_fields_like Response>
+retry_headers retry_headers_of(const Response& r) {
+  return retry_headers::from([&r](const char* name) -> std::optional<std::string_view> {
+    const auto lines = static_cast<std::size_t>(r.count(name));
+    if (lines == 0) return std::nullopt;
+    if (lines > 1) return std::string_view(",");
+    return std::string_view(r[name]);
+  });
+}
+
+// HTTP statuses as http.hpp's classify_http_status says (1xx-3xx succeed, 429 and 5xx retry,
+// other 4xx are permanent), with the response's Retry-After when it has one. A response with
+// count(name) is read whole by classify_http_reply: the pushback headers, their precedence and
+// not_sent; one without it keeps to its status and Retry-After. The HTTP-date form of
+// Retry-After is read against the system clock, as the header means.
+struct http_status_classifier {
+  verdict operator()(int status) const { return classify_http_status(status); }
+  template <detail::http_response_like Response>
+  verdict operator()(const Response& r) const {
+    const auto now = std::chrono::system_clock::now();
+    const int status = static_cast<int>(r.result_int());
+    if constexpr (detail::http_fields_like<Response>) {
+      return classify_http_reply(status, retry_headers_of(r), now);
+    } else {
+      const std::string_view after = r["Retry-After"];
+      return classify_http_status(status,
+                                  after.empty() ? std::nullopt : parse_retry_after(after, now));
+    }
+  }
+};
 
 // The classifier a loop uses when it is given none. A type it does not know fails to compile
 // with the candidates listed: write a classifier for it (any callable returning a verdict).
@@ -113,19 +169,29 @@ struct default_classifier {
   constexpr verdict operator()(const O& r) const noexcept(noexcept(r.has_value())) {
     return r.has_value() ? verdict::success() : verdict::retryable();
   }
+
+  // An HTTP response: its status and retry headers, as http_status_classifier reads them.
+  template <detail::http_response_like Response>
+  requires(!detail::expected_like<Response> && !detail::optional_like<Response>) verdict operator()(
+      const Response& r) const {
+    return http_status_classifier{}(r);
+  }
 };
 
-// HTTP statuses as http.hpp's classify_http_status says (1xx-3xx succeed, 429 and 5xx retry,
-// other 4xx are permanent), with the response's Retry-After when it has one. The HTTP-date form
-// of Retry-After is read against the system clock, as the header means.
-struct http_status_classifier {
-  verdict operator()(int status) const { return classify_http_status(status); }
-  template <detail::http_response_like Response>
-  verdict operator()(const Response& r) const {
-    const std::string_view after = r["Retry-After"];
-    return classify_http_status(
-        static_cast<int>(r.result_int()),
-        after.empty() ? std::nullopt : parse_retry_after(after, std::chrono::system_clock::now()));
+// retry_on's classifier for results: default_classifier's rule for a type it has one for, and
+// success for any other class type (the operation returned: as tenacity's retry_if_exception_type
+// reads a return). A number or an enumeration without a rule does not compile: a status or a
+// count taken for a success would hide a failure, so say which it is with retry_on<E...>::with(c).
+struct default_or_success_classifier {
+  template <class R>
+  requires(std::is_invocable_r_v<verdict, const default_classifier&, const R&> ||
+           !std::is_scalar_v<R>) constexpr verdict
+  operator()(const R& r) const {
+    if constexpr (std::is_invocable_r_v<verdict, const default_classifier&, const R&>) {
+      return default_classifier{}(r);
+    } else {
+      return verdict::success();
+    }
   }
 };
 
@@ -143,6 +209,11 @@ struct exception_classifier {
       const R& r) const requires std::is_invocable_r_v<verdict, const Results&, const R&> {
     return results(r);
   }
+  // `results` cannot classify this type (a number under retry_on<E...>, or a type your
+  // classifier does not take): give retry_on<E...>::with(c) a classifier that does.
+  template <class R>
+  requires(!std::is_invocable_r_v<verdict, const Results&, const R&>) verdict operator()(
+      const R&) const = delete;
 
   // nullopt: not one of E..., let it propagate.
   std::optional<verdict> on_exception(const std::exception_ptr& e) const {
@@ -174,7 +245,7 @@ struct exception_classifier {
 };
 
 template <class... E>
-using retry_on = exception_classifier<default_classifier, E...>;
+using retry_on = exception_classifier<default_or_success_classifier, E...>;
 
 // Whether a classifier takes exceptions (then the loop catches around each attempt).
 template <class C>

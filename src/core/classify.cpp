@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The error codes that usually clear by themselves (classify.hpp's header).
+// The error codes that usually clear by themselves, those that prove nothing was sent, and
+// timeouts (classify.hpp's header).
 #include "backoff/classify.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace backoff {
@@ -29,10 +31,14 @@ verdict classify_error_code(const std::error_code& ec) noexcept {
       std::errc::too_many_files_open,
       std::errc::too_many_files_open_in_system,
   };
-  for (const std::errc condition : transient) {
-    if (ec == condition) return verdict::retryable();
-  }
-  return verdict::permanent();
+  const bool clears = std::ranges::any_of(transient, [&ec](std::errc c) { return ec == c; });
+  verdict v = clears ? verdict::retryable() : verdict::permanent();
+  // Only the steps before anything is sent fail so (connect(2), bind(2): nothing listened, or
+  // no local address or port was free). An unreachable host may also end a connection that
+  // had carried the request (an ICMP error reported on an established socket).
+  v.not_sent = ec == std::errc::connection_refused || ec == std::errc::address_not_available;
+  v.timeout = ec == std::errc::timed_out || ec == std::errc::stream_timeout;
+  return v;
 }
 
 }  // namespace backoff

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// HTTP status classification and Retry-After / HTTP-date parsing (RFC 9110). Hand-written: none
-// of our dependencies parses HTTP dates (std::get_time depends on the locale).
+// HTTP status classification, Retry-After / HTTP-date parsing (RFC 9110) and the pushback
+// headers (grpc-retry-pushback-ms, x-amz-retry-after). Hand-written: none of our dependencies
+// parses HTTP dates (std::get_time depends on the locale).
 #include "backoff/http.hpp"
 
 #include <algorithm>
@@ -24,6 +25,26 @@ using sys_secs = chr::sys_seconds;
 
 bool digit(char c) {
   return c >= '0' && c <= '9';
+}
+
+// A field value without the spaces and tabs around it (RFC 9110 section 5.5: not part of it).
+std::string_view trim_whitespace(std::string_view value) {
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  return value;
+}
+
+// A pushback header's milliseconds: one or more digits, saturating at max_pushback_ms; nullopt
+// for anything else (a sign, a fraction, an empty value).
+std::optional<duration> pushback_milliseconds(std::string_view value) {
+  value = trim_whitespace(value);
+  if (value.empty()) return std::nullopt;
+  std::int64_t ms = 0;
+  for (const char c : value) {
+    if (!digit(c)) return std::nullopt;
+    ms = std::min(ms * 10 + (c - '0'), max_pushback_ms);  // ms <= 2^31: no overflow
+  }
+  return chr::duration_cast<duration>(chr::milliseconds{ms});
 }
 
 // Reads exactly n digits at s[i...].
@@ -157,8 +178,7 @@ std::string format_http_date(sys_secs t) {
 }
 
 std::optional<duration> parse_retry_after(std::string_view value, sys_time now) {
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+  value = trim_whitespace(value);
   if (value.empty()) return std::nullopt;
   if (digit(value.front())) {
     constexpr std::int64_t max_seconds = std::numeric_limits<std::int64_t>::max() / 1'000'000'000;
@@ -179,6 +199,41 @@ std::optional<duration> parse_retry_after(std::string_view value, sys_time now) 
   if (secs >= max_seconds) return chr::duration_cast<duration>(chr::seconds{max_seconds});
   const duration exact = chr::duration_cast<duration>(*when - now_s) - (now - now_s);
   return exact.count() > 0 ? exact : duration{0};
+}
+
+// The two headers share their grammar; only what a bad value means differs (classify_http_reply).
+std::optional<duration> parse_grpc_retry_pushback(std::string_view value) {
+  return pushback_milliseconds(value);
+}
+
+std::optional<duration> parse_amz_retry_after(std::string_view value) {
+  return pushback_milliseconds(value);
+}
+
+verdict classify_http_reply(int status, const retry_headers& headers, sys_time now) {
+  verdict v = classify_http_status(status);
+  if (v.kind != verdict_kind::retryable) return v;
+  const std::optional<duration> retry_after =
+      headers.retry_after ? parse_retry_after(*headers.retry_after, now) : std::nullopt;
+  v.not_sent = status == 429 || (status == 503 && retry_after.has_value());
+  if (headers.grpc_retry_pushback_ms) {
+    const std::optional<duration> wait = parse_grpc_retry_pushback(*headers.grpc_retry_pushback_ms);
+    if (!wait) {
+      v.kind = verdict_kind::permanent;  // gRFC A6: the server asks not to retry
+      return v;
+    }
+    v.retry_after = wait;
+    v.pushback = true;
+    return v;
+  }
+  if (headers.amz_retry_after) {
+    if (const std::optional<duration> hint = parse_amz_retry_after(*headers.amz_retry_after)) {
+      v.retry_after = std::min(*hint, amz_retry_after_cap);
+      return v;
+    }
+  }
+  v.retry_after = retry_after;
+  return v;
 }
 
 }  // namespace backoff

@@ -4,4 +4,5 @@
 // scope: function
 #include <ios>
 #include <optional>
+#include <string>
 #include <system_error>
