@@ -79,10 +79,10 @@ struct dv2_counting_generator {
 };
 
 std::vector<duration> dv2_run(const backoff_policy& policy, std::uint64_t seed, int count) {
-  std::vector<duration> delays;
+  std::vector<duration> drawn;
   backoff::for_each_delay(policy, seed, static_cast<std::uint64_t>(count),
-                          [&](duration d) { delays.push_back(d); });
-  return delays;
+                          [&](duration d) { drawn.push_back(d); });
+  return drawn;
 }
 
 double dv2_ns(duration d) {
@@ -92,9 +92,9 @@ double dv2_ns(duration d) {
 TEST(DecorrelatedV2, DelaysArePollyContribsLoopForTheSameUniforms) {
   for (const std::uint64_t seed : {1u, 2u, 3u, 99u}) {
     const auto expected = dv2_contrib_delays_ns(3e9, 12, backoff::random_generator{seed});
-    const auto delays = dv2_run(v2_policy(3s, duration::max()), seed, 12);
-    for (std::size_t n = 0; n < delays.size(); ++n) {
-      EXPECT_NEAR(dv2_ns(delays[n]), expected[n], 1.0) << "seed " << seed << ", retry " << n;
+    const auto drawn = dv2_run(v2_policy(3s, duration::max()), seed, 12);
+    for (std::size_t n = 0; n < drawn.size(); ++n) {
+      EXPECT_NEAR(dv2_ns(drawn[n]), expected[n], 1.0) << "seed " << seed << ", retry " << n;
     }
   }
 }
@@ -175,10 +175,10 @@ TEST(DecorrelatedV2, PollysSpecificationBoundsHold) {
 TEST(DecorrelatedV2, PollyContribResultIsInRange) {
   const backoff_policy policy = v2_policy(3s, duration::max());
   for (std::uint64_t seed = 0; seed < 1000; ++seed) {
-    const auto delays = dv2_run(policy, seed, 6);
+    const auto drawn = dv2_run(policy, seed, 6);
     for (int t = 1; t <= 6; ++t) {
       const double factor = t < 2 ? std::exp2(t + 1) : std::exp2(t + 1) - std::exp2(t - 1);
-      const duration d = delays[static_cast<std::size_t>(t - 1)];
+      const duration d = drawn[static_cast<std::size_t>(t - 1)];
       ASSERT_GE(d, 0s) << "seed " << seed << ", try " << t;
       ASSERT_LE(dv2_ns(d), 3e9 * factor) << "seed " << seed << ", try " << t;
     }
@@ -189,15 +189,15 @@ TEST(DecorrelatedV2, PollyContribResultIsInRange) {
 // overflows: never negative, at most max, and max once g overflows.
 TEST(DecorrelatedV2, NeverNegativeNeverAboveMaxHoweverManyRetries) {
   for (const duration max : {duration{30s}, duration::max()}) {
-    const auto delays = dv2_run(v2_policy(1s, max), 1, 1100);
+    const auto drawn = dv2_run(v2_policy(1s, max), 1, 1100);
     const duration longest =
         max == duration::max() ? duration{static_cast<std::int64_t>(0x1.0p62)} : max;
-    for (std::size_t n = 0; n < delays.size(); ++n) {
-      ASSERT_GE(delays[n], 0s) << n;
-      ASSERT_LE(delays[n], longest) << n;
+    for (std::size_t n = 0; n < drawn.size(); ++n) {
+      ASSERT_GE(drawn[n], 0s) << n;
+      ASSERT_LE(drawn[n], longest) << n;
     }
-    EXPECT_EQ(delays.back(), longest);
-    EXPECT_EQ(delays[1030], longest);
+    EXPECT_EQ(drawn.back(), longest);
+    EXPECT_EQ(drawn[1030], longest);
   }
 }
 
@@ -240,18 +240,18 @@ TEST(DecorrelatedV2, MediansSitNearTheMedianFirstDelayAndDouble) {
   const backoff_policy policy = v2_policy(1s, duration::max());
   std::vector<std::vector<double>> by_retry(retries);
   for (int r = 0; r < runs; ++r) {
-    const auto delays =
+    const auto drawn =
         dv2_run(policy, backoff::derive_seed(17, static_cast<std::uint64_t>(r)), retries);
-    for (int n = 0; n < retries; ++n) by_retry[n].push_back(dv2_ns(delays[n]) / 1e9);
+    for (int n = 0; n < retries; ++n) by_retry[n].push_back(dv2_ns(drawn[n]) / 1e9);
   }
   const double first_median = dv2_polly_g(0.5) / 1.4;
   const auto below = std::count_if(by_retry[0].begin(), by_retry[0].end(),
                                    [&](double d) { return d < first_median; });
   EXPECT_NEAR(static_cast<double>(below) / runs, 0.5, 4 * 0.5 / std::sqrt(runs));
   std::vector<double> medians;
-  for (auto& delays : by_retry) {
-    std::nth_element(delays.begin(), delays.begin() + runs / 2, delays.end());
-    medians.push_back(delays[runs / 2]);
+  for (auto& drawn : by_retry) {
+    std::nth_element(drawn.begin(), drawn.begin() + runs / 2, drawn.end());
+    medians.push_back(drawn[runs / 2]);
   }
   EXPECT_NEAR(medians[0], 0.897, 0.02);
   EXPECT_NEAR(medians[1], 1.14, 0.05);
