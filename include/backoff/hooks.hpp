@@ -106,8 +106,9 @@ inline breaker_listener count_transitions(retry_metrics* m) {
 // The counters in Prometheus' text exposition format (version 0.0.4): `<prefix>_attempts_total`,
 // `_retries_total`, `_attempt_timeouts_total`, `_attempt_exceptions_total`,
 // `_retry_wait_seconds_total`, `_loops_total{outcome="..."}` and
-// `_breaker_transitions_total{to="closed|open|half_open"}`, each with HELP and TYPE. Throws
-// std::invalid_argument when `prefix` is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*).
+// `_breaker_transitions_total{to="closed|open|half_open|forced_open|disabled|metrics_only"}`,
+// each with HELP and TYPE. Throws std::invalid_argument when `prefix` is not a Prometheus
+// metric name ([a-zA-Z_:][a-zA-Z0-9_:]*).
 BACKOFF_EXPORT std::string to_prometheus_text(const retry_metrics& m,
                                               std::string_view prefix = "backoff");
 

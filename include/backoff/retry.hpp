@@ -393,7 +393,7 @@ class retry_controller {
     const breaker_kind k = gates_.breaker->config().kind;
     if (k != breaker_kind::retry_only && k != breaker_kind::run_ratio) {
       const duration then = saturating_add(now, delay);
-      return gates_.breaker->state(then) != breaker_state::open;
+      return gates_.breaker->retry_allowed(then);  // false while open, or forced open
     }
     return gates_.breaker->retry_allowed(now);
   }

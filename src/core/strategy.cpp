@@ -95,7 +95,8 @@ const spec_key<strategy>& find_key(std::string_view key) {
 bool always_zero(const backoff_policy& b) noexcept {
   const duration zero{0};
   if (b.max == zero && b.cap == cap_mode::after) return true;
-  if (b.jitter == jitter_kind::decorrelated) return b.initial == zero || b.max == zero;
+  if (b.jitter == jitter_kind::decorrelated || b.jitter == jitter_kind::decorrelated_v2)
+    return b.initial == zero || b.max == zero;
   const bool base_zero =
       (b.initial == zero && (b.schedule != schedule_kind::linear || b.step == zero)) ||
       (b.max == zero && b.cap == cap_mode::before);

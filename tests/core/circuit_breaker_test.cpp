@@ -512,8 +512,8 @@ TEST(BreakerSpec, PresetsAreSpecNamesAndTakeOverrides) {
 TEST(BreakerSpec, ErrorsAreOneLineNamingTheBadPart) {
   EXPECT_EQ(parse_error_of("breaker(kind=rate, failures=5)"),
             "bad breaker \"breaker(kind=rate, failures=5)\": parameter \"failures\" does not "
-            "apply to kind=rate (it takes threshold, window, min_calls, open, half_open, trials, "
-            "keyed, max_keys)");
+            "apply to kind=rate (it takes threshold, window, min_calls, open, open_growth, "
+            "open_max, half_open, trials, slow, slow_threshold, keyed, max_keys)");
   EXPECT_EQ(parse_error_of("breaker(kind=run-ratio, window=1s)"),
             "bad breaker \"breaker(kind=run-ratio, window=1s)\": parameter \"window\" does not "
             "apply to kind=run-ratio (it takes threshold, keyed, max_keys)");
@@ -523,8 +523,8 @@ TEST(BreakerSpec, ErrorsAreOneLineNamingTheBadPart) {
   EXPECT_EQ(
       parse_error_of("breaker(failurs=5)"),
       "bad breaker \"breaker(failurs=5)\": unknown parameter \"failurs\" (known: kind, "
-      "failures, threshold, window, min_calls, open, half_open, trials, keyed, max_keys); did "
-      "you mean 'failures'?");
+      "failures, threshold, window, min_calls, open, open_growth, open_max, half_open, trials, "
+      "slow, slow_threshold, keyed, max_keys); did you mean 'failures'?");
   EXPECT_EQ(parse_error_of("breaker(max_keys=10)"),
             "bad breaker \"breaker(max_keys=10)\": parameter \"max_keys\" applies only with "
             "keyed=true");
@@ -553,7 +553,8 @@ TEST(BreakerSpec, ErrorsAreOneLineNamingTheBadPart) {
             "bad breaker \"breaker(open=0s)\": open=0s must be in (0, 1d]");
   EXPECT_EQ(parse_error_of("breaker(trials=ratio)"),
             "bad breaker \"breaker(trials=ratio)\": parameter \"trials\" does not apply to "
-            "kind=consecutive (it takes failures, open, half_open, keyed, max_keys)");
+            "kind=consecutive (it takes failures, open, open_growth, open_max, half_open, keyed, "
+            "max_keys)");
   EXPECT_EQ(parse_error_of("breaker(kind=rate, trials=most)"),
             "bad breaker \"breaker(kind=rate, trials=most)\": trials=most is not a half-open "
             "rule (known: all, ratio)");

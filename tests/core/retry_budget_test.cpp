@@ -325,7 +325,8 @@ TEST(BudgetSpec, CanonicalTextRoundTrips) {
 }
 
 TEST(BudgetSpec, RejectsBadSpecsWithOneLine) {
-  budget_should_fail("leaky(max=10)", "unknown budget \"leaky\" (known: token-bucket, ratio)");
+  budget_should_fail("leaky(max=10)",
+                     "unknown budget \"leaky\" (known: token-bucket, ratio, quota)");
   budget_should_fail("token-bucket(tokens=10)",
                      "unknown parameter \"tokens\" (known: max, ratio, earn, spend, above, "
                      "at_least)");

@@ -121,7 +121,8 @@ TEST(SpecKeys, TheKnownKeysOfAMessageAreTheRowsOfTheTable) {
   EXPECT_EQ(known("breaker", "breaker(zzz=1)"), joined(keys_in_table("breaker")));
   // The budget and throttle tables hold both variants; each message lists its variant's rows.
   const std::vector<std::string> budget = keys_in_table("budget");
-  EXPECT_EQ(known("budget", "token-bucket(zzz=1)") + ", " + known("budget", "ratio(zzz=1)"),
+  EXPECT_EQ(known("budget", "token-bucket(zzz=1)") + ", " + known("budget", "ratio(zzz=1)") + ", " +
+                known("budget", "quota(zzz=1)"),
             joined(budget));
   const std::vector<std::string> throttle = keys_in_table("throttle");
   EXPECT_EQ(known("throttle", "sre(zzz=1)") + ", " + known("throttle", "cubic(zzz=1)"),
@@ -149,8 +150,8 @@ TEST(SpecKeys, AKeyThatDoesNotApplyToTheVariantIsStillRefused) {
   EXPECT_EQ(message("policy", "exponential(lo=1.5, jitter=multiplicative)"), "");
   EXPECT_EQ(message("breaker", "breaker(kind=rate, failures=5)"),
             "bad breaker \"breaker(kind=rate, failures=5)\": parameter \"failures\" does not "
-            "apply to kind=rate (it takes threshold, window, min_calls, open, half_open, trials, "
-            "keyed, max_keys)");
+            "apply to kind=rate (it takes threshold, window, min_calls, open, open_growth, "
+            "open_max, half_open, trials, slow, slow_threshold, keyed, max_keys)");
   EXPECT_EQ(message("budget", "ratio(max=10)"),
             "bad budget \"ratio(max=10)\": unknown parameter \"max\" (known: percent, min_per_s, "
             "window)");

@@ -111,8 +111,8 @@ TEST(Strategy, BadTextIsOneLineNamingTheKey) {
   EXPECT_NE(misspelt.find("unknown strategy key \"budgte\" (did you mean 'budget'?)"),
             std::string::npos)
       << misspelt;
-  EXPECT_NE(misspelt.find("(known: policy, max_attempts, window, budget, throttle, breaker, "
-                          "hedge, deadline)"),
+  EXPECT_NE(misspelt.find("(known: policy, max_attempts, idempotent, window, budget, throttle, "
+                          "breaker, hedge, deadline)"),
             std::string::npos)
       << misspelt;
   EXPECT_NE(error_of("max_attempts=3, max_attempts=4").find("given twice"), std::string::npos);

@@ -40,6 +40,19 @@ void expect_messages(const std::vector<refused_text>& cases) {
 const std::string burst_head = "scenario = \"t\"\nmodel = \"one-client-burst\"\n";
 const std::string one_strategy = "[[strategy]]\nname = \"a\"\npolicy = \"none\"\n";
 
+// idempotent is a TOML boolean, as max_attempts is an integer; the strategy reads it.
+TEST(ScenarioMessages, IdempotentIsABoolean) {
+  EXPECT_EQ(whole_error_of(burst_head + one_strategy + "idempotent = false\n", {}), "");
+  const sim::scenario sc =
+      sim::scenario::load({"m.toml", burst_head + one_strategy + "idempotent = false\n"}, {});
+  EXPECT_FALSE(sc.strategies().at(0).guards().idempotent);
+  expect_messages({
+      {burst_head + one_strategy + "idempotent = \"no\"\n",
+       {},
+       "m.toml:6:14: strategy.idempotent: expected true or false, found a string"},
+  });
+}
+
 TEST(ScenarioMessages, TypedKeysAndNames) {
   const std::string ok = burst_head + one_strategy;
   expect_messages({
@@ -114,7 +127,7 @@ TEST(ScenarioMessages, Strategies) {
       {burst_head + "[[strategy]]\nname = \"a\"\npolcy = \"none\"\n",
        {},
        "m.toml:5:1: unknown strategy key 'polcy' (did you mean 'policy'?) (known: name, policy, "
-       "max_attempts, window, budget, throttle, breaker, hedge, deadline)"},
+       "max_attempts, idempotent, window, budget, throttle, breaker, hedge, deadline)"},
   });
 }
 

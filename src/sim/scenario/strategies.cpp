@@ -22,8 +22,8 @@ using scenario_detail::type_name;
 namespace {
 
 // Every key of strategy::keys() (and `name`), each read by the library's strategy::set; a key
-// that is not one gets the library's did-you-mean. max_attempts is a TOML integer, the others are
-// spec strings.
+// that is not one gets the library's did-you-mean. max_attempts is a TOML integer, idempotent a
+// TOML boolean, the others are spec strings.
 // `names`: the names taken by the strategies before this one.
 client_strategy read_strategy(const toml::table& t, const std::string& path,
                               std::set<std::string>& names) {
@@ -65,6 +65,10 @@ client_strategy read_strategy(const toml::table& t, const std::string& path,
         throw scenario_error(at + "expected an integer >= 0 (0 = unlimited)");
       }
       text = std::to_string(*v);
+    } else if (key == "idempotent") {
+      const auto v = n->value_exact<bool>();
+      if (!v) throw scenario_error(at + "expected true or false, found " + type_name(*n));
+      text = *v ? "true" : "false";
     } else {
       const auto v = n->value_exact<std::string>();
       if (!v) throw scenario_error(at + "expected a string, found " + type_name(*n));
