@@ -80,6 +80,7 @@
 #include <variant>
 
 #include "backoff/asio_export.hpp"
+#include "backoff/async_bulkhead.hpp"
 #include "backoff/retry.hpp"
 
 // GCC warns, wrongly, that Asio's coroutine frames are freed by a mismatched operator delete
@@ -162,7 +163,15 @@ auto async_retry_loop(Op op, retry_options<Classify, Hooks> options, async_retry
       co_return done(outcome::cancelled);
     if (too_little_time(control, options.min_attempt_time, now))
       co_return done(outcome::deadline_exceeded);
-    const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
+    auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
+    if (s.what == retry_controller::attempt_start::queue) {
+      // A named call, awaited in a statement of its own (the rule above).
+      auto in_line = async_enter(*options.gates.limiter->as_bulkhead(), s.wait, env.stop);
+      const bool entered = co_await std::move(in_line);
+      s = control.entered_queue(entered, now, rng);  // the controller now holds the slot
+      if (env.stop.stop_requested() || co_await coroutine_cancelled())
+        co_return done(outcome::cancelled);
+    }
     if (s.what == retry_controller::attempt_start::stop) co_return done(s.stop);
     verdict v;
     if (s.what == retry_controller::attempt_start::defer) {

@@ -21,9 +21,11 @@ enum class outcome : std::uint8_t {
   throttled,           // the throttle refused the attempt locally
   breaker_open,        // the circuit breaker refused the attempt or the retry
   not_idempotent,      // the call is not idempotent and its failure may have reached the server
+  limited,             // a limiter refused the attempt: a full bulkhead, or its wait in line ran
+                       // out; an adaptive concurrency limit; a rate limiter's wait too long
 };
 
-inline constexpr std::size_t outcome_count = 9;
+inline constexpr std::size_t outcome_count = 10;
 
 // "succeeded", "attempts_exhausted", ...: the enumerator's name.
 BACKOFF_EXPORT std::string_view to_string(outcome o) noexcept;

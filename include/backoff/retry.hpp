@@ -62,9 +62,11 @@
 
 #include "backoff/circuit_breaker.hpp"
 #include "backoff/classify.hpp"
+#include "backoff/detail/gate_leases.hpp"
 #include "backoff/duration.hpp"
 #include "backoff/export.hpp"
 #include "backoff/hooks.hpp"
+#include "backoff/limiter.hpp"
 #include "backoff/outcome.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/random.hpp"
@@ -94,67 +96,13 @@ struct retry_gates {
   // Consecutive and rate kinds may refuse any attempt, the first too; retry-only and run-ratio
   // kinds only a retry (both outcome::breaker_open). Every attempt sent is recorded in it.
   circuit_breaker* breaker = nullptr;
+  // A bulkhead, an adaptive concurrency limit or a rate limiter, asked after the breaker and
+  // before the throttle: it may refuse an attempt (outcome::limited), pace it (a rate
+  // reservation) or make it wait in a bulkhead's line; each attempt's end is reported to it.
+  backoff::limiter* limiter = nullptr;
 };
 
 namespace detail {
-
-// The breaker permit of the attempt in progress, between before_attempt and after. An owner
-// destroyed with its permit unreported (the operation threw an exception the loop does not
-// retry; a coroutine destroyed mid-attempt) releases it, so that an abandoned half-open trial
-// gives its place back. A copy does not own the permit: a copied controller never releases a
-// trial twice.
-class breaker_lease {
- public:
-  breaker_lease() = default;
-  breaker_lease(const breaker_lease& other) noexcept
-      : breaker_(other.breaker_), permit_(other.permit_) {}
-  breaker_lease& operator=(const breaker_lease& other) noexcept {
-    if (this != &other) {
-      drop();
-      breaker_ = other.breaker_;
-      permit_ = other.permit_;
-    }
-    return *this;
-  }
-  breaker_lease(breaker_lease&& other) noexcept
-      : breaker_(other.breaker_),
-        permit_(other.permit_),
-        pending_(std::exchange(other.pending_, false)) {}
-  breaker_lease& operator=(breaker_lease&& other) noexcept {
-    if (this != &other) {
-      drop();
-      breaker_ = other.breaker_;
-      permit_ = other.permit_;
-      pending_ = std::exchange(other.pending_, false);
-    }
-    return *this;
-  }
-  ~breaker_lease() { drop(); }
-
-  // Asks `b` for a permit; true when the attempt may go.
-  bool acquire(circuit_breaker& b, duration now, bool first_try) noexcept {
-    drop();
-    breaker_ = &b;
-    permit_ = b.try_acquire(now, first_try);
-    pending_ = permit_.allowed;
-    return pending_;
-  }
-  void record(duration now, bool failure) noexcept {
-    if (!pending_) return;
-    pending_ = false;
-    breaker_->record(now, permit_, failure);
-  }
-  void drop() noexcept {
-    if (!pending_) return;
-    pending_ = false;
-    breaker_->release(permit_);
-  }
-
- private:
-  circuit_breaker* breaker_ = nullptr;
-  circuit_breaker::permit permit_{};
-  bool pending_ = false;
-};
 
 // Tells the budget and the throttle how an attempt went, as every driver must: a success or a
 // retryable failure counts for both; a permanent failure only tells the throttle that the server
@@ -218,11 +166,14 @@ class retry_controller {
     bool send = true;
     duration wait{0};                   // when send: wait this long first
     outcome stop = outcome::succeeded;  // when not send: why it ends
+    bool queue = false;                 // when send: first wait up to `wait` in the bulkhead's
+                                        // line, then call entered_queue
   };
   enum class attempt_start : std::uint8_t {
     send,   // make the attempt (after `wait`)
     defer,  // carrier sense said busy: counted as a retryable failure, nothing sent
     stop,   // make no attempt: `stop` says why
+    queue,  // wait up to `wait` in the limiter's bulkhead line, then call entered_queue
   };
   struct attempt_plan {
     attempt_start what = attempt_start::send;
@@ -238,7 +189,8 @@ class retry_controller {
   std::uint32_t attempts() const noexcept { return attempts_; }
   bool has_deadline() const noexcept { return policy_->max_elapsed.count() > 0; }
   bool has_gates() const noexcept {
-    return gates_.budget != nullptr || gates_.throttle != nullptr || gates_.breaker != nullptr;
+    return gates_.budget != nullptr || gates_.throttle != nullptr || gates_.breaker != nullptr ||
+           gates_.limiter != nullptr;
   }
   bool needs_clock() const noexcept { return has_deadline() || has_gates(); }
   // The start to give the constructor: the time when it matters, 0 otherwise (no clock read).
@@ -271,6 +223,21 @@ class retry_controller {
     }
     const gate p = before_attempt(t, g);  // without gates it only counts the attempt
     if (!p.send) return {attempt_start::stop, duration{0}, p.stop};
+    if (p.queue) return {attempt_start::queue, p.wait, outcome::succeeded};
+    return {attempt_start::send, p.wait, outcome::succeeded};
+  }
+
+  // After attempt_start::queue: whether the wait in the bulkhead's line got a slot. The plan
+  // is then as begin_attempt's: send (after the throttle's pacing) or stop.
+  template <class Now, bit_generator64 G>
+  attempt_plan entered_queue(bool entered, Now&& now, G& g) {
+    if (!entered) {
+      lease_.drop();  // nothing was sent
+      return {attempt_start::stop, duration{0}, outcome::limited};
+    }
+    limit_.entered_from_queue();
+    const gate p = throttle_gate(gates_.throttle != nullptr ? now() : duration{0}, g, duration{0});
+    if (!p.send) return {attempt_start::stop, duration{0}, p.stop};
     return {attempt_start::send, p.wait, outcome::succeeded};
   }
 
@@ -298,13 +265,23 @@ class retry_controller {
       }
       tried_ = true;
     }
-    if (gates_.throttle == nullptr) return {};
-    const auto d = gates_.throttle->before_send(now, g);
-    if (d.reject) {
-      lease_.drop();  // nothing was sent
-      return {false, duration{0}, outcome::throttled};
+    duration paced{0};
+    if (gates_.limiter != nullptr) {
+      const limiter_ticket& t = limit_.acquire(*gates_.limiter, now);
+      switch (t.what) {
+        case limiter_answer::refused:
+          lease_.drop();  // nothing was sent
+          return {false, duration{0}, outcome::limited};
+        case limiter_answer::queue:
+          return {true, t.wait, outcome::succeeded, true};
+        case limiter_answer::wait:
+          paced = t.wait;
+          break;
+        case limiter_answer::admitted:
+          break;
+      }
     }
-    return {true, d.wait, outcome::succeeded};
+    return throttle_gate(now, g, paced);
   }
 
   // An attempt that carrier sense skipped: counted, but nothing was sent.
@@ -320,6 +297,12 @@ class retry_controller {
     // (a 404, a validation error): the dependency is up, and a breaker that opened on it would
     // refuse the calls that work. For a half-open trial it counts as a success.
     if (gates_.breaker != nullptr) lease_.record(now, v.kind == verdict_kind::retryable);
+    // A retryable failure is a drop for an adaptive limit (overload: it backs off); a success
+    // or a permanent answer is a latency sample.
+    if (gates_.limiter != nullptr) {
+      limit_.record(
+          now, v.kind == verdict_kind::retryable ? limit_outcome::dropped : limit_outcome::success);
+    }
     return decide(v, now, g, planned);
   }
 
@@ -330,6 +313,20 @@ class retry_controller {
   }
 
  private:
+  // The throttle's part of the gate, after the limiter's: a refusal gives back what the breaker
+  // and the limiter admitted; the wait is the longer of the two pacings.
+  template <bit_generator64 G>
+  gate throttle_gate(duration now, G& g, duration paced) {
+    if (gates_.throttle == nullptr) return {true, paced, outcome::succeeded};
+    const auto d = gates_.throttle->before_send(now, g);
+    if (d.reject) {
+      lease_.drop();  // nothing was sent
+      limit_.drop();
+      return {false, duration{0}, outcome::throttled};
+    }
+    return {true, std::max(d.wait, paced), outcome::succeeded};
+  }
+
   template <class Now>
   duration clock(Now& now) const {
     return needs_clock() ? now() : duration{0};
@@ -403,6 +400,7 @@ class retry_controller {
   duration start_;
   retry_gates gates_;
   detail::breaker_lease lease_;
+  detail::limiter_lease limit_;
   std::uint32_t attempts_ = 0;
   bool at_deadline_ = false;
   bool tried_ = false;  // an attempt passed the gates: later ones are retries for the breaker
@@ -692,7 +690,12 @@ auto retry_loop(Op& op, const retry_policy& policy, Classify& classify, Hooks& h
     for (;;) {
       if (env.stop.stop_requested()) return outcome::cancelled;
       if (too_little_time(control, min_attempt_time, now)) return outcome::deadline_exceeded;
-      const auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
+      auto s = control.begin_attempt(env.busy && env.busy(), now, rng);
+      if (s.what == retry_controller::attempt_start::queue) {
+        const bool entered = enter(*gates.limiter->as_bulkhead(), s.wait, env.sleep, env.stop);
+        s = control.entered_queue(entered, now, rng);  // the controller now holds the slot
+        if (env.stop.stop_requested()) return outcome::cancelled;
+      }
       if (s.what == retry_controller::attempt_start::stop) return s.stop;
       verdict v;
       if (s.what == retry_controller::attempt_start::defer) {

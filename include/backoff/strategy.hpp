@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every guard of one call edge as one value: the wait before a retry, the attempt limit, whether
 // the call is idempotent, an AIMD window, a retry budget (or the AWS SDKs' retry quota), a
-// throttle, a circuit breaker, hedging and a deadline. The simulator's [[strategy]] tables and
+// throttle, a circuit breaker, a limiter (a bulkhead, an adaptive concurrency limit or a rate
+// limiter), hedging and a deadline. The loops run them in one order, outermost first: (fallback,
+// the caller's,) retry, breaker, timeout, limiters, hedging where it applies (docs/LIBRARY.md,
+// "The order of the guards"). The simulator's [[strategy]] tables and
 // `backoff load`'s flags both build this type, so a rule between guards (gRPC A6: hedging replaces
 // retrying) is checked here once, for every driver.
 //
@@ -33,6 +36,7 @@
 #include "backoff/error.hpp"
 #include "backoff/export.hpp"
 #include "backoff/hedge.hpp"
+#include "backoff/limiter.hpp"
 #include "backoff/policy.hpp"
 #include "backoff/retry.hpp"
 #include "backoff/retry_budget.hpp"
@@ -47,10 +51,11 @@ BACKOFF_EXPORT const backoff_policy& no_wait_policy() noexcept;
 // policy, max_attempts, idempotent, window, budget and throttle run through retry_controller,
 // which every driver uses; these need the driver's own events or targets.
 struct guard_support {
-  bool breaker = false;   // attempts go through the controller's gates
+  bool breaker = false;   // attempts go through the controller's gates (a limiter's too)
   bool hedge = false;     // two attempts of one operation can be in flight
   bool deadline = false;  // attempts can be cut at a per-attempt timeout
   bool keys = false;      // several targets to key a keyed breaker on
+  bool queue = false;     // an attempt can wait in a bulkhead's line until a slot frees
   // Why not, in the refusal's words, when the reason is the driver's own.
   std::string_view breaker_why_not =
       "its clients do not retry through the library's retry controller";
@@ -93,6 +98,7 @@ struct strategy {
   std::optional<budget_config> budget;       // may refuse a retry (or a hedge copy)
   std::optional<throttle_config> throttle;   // may refuse or pace an attempt
   std::optional<breaker_config> breaker;     // may refuse an attempt while open
+  std::optional<limiter_config> limiter;     // may refuse, pace or queue an attempt
   std::optional<hedge_policy> hedge;         // copies of an operation instead of retries
   std::optional<deadline_config> deadline;   // the operation's time, and each attempt's
 
@@ -131,9 +137,11 @@ struct strategy {
     std::optional<aimd_window> window;
     std::optional<retry_budget> budget;
     std::optional<backoff::throttle> throttle;
-    std::unique_ptr<circuit_breaker> breaker;  // not movable: it is shared by address
+    std::unique_ptr<circuit_breaker> breaker;   // not movable: it is shared by address
+    std::unique_ptr<backoff::limiter> limiter;  // likewise
     retry_gates gates() {
-      return {budget ? &*budget : nullptr, throttle ? &*throttle : nullptr, breaker.get()};
+      return {budget ? &*budget : nullptr, throttle ? &*throttle : nullptr, breaker.get(),
+              limiter.get()};
     }
   };
   BACKOFF_EXPORT live instantiate() const;

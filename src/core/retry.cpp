@@ -31,6 +31,8 @@ std::string_view to_string(outcome o) noexcept {
       return "breaker_open";
     case outcome::not_idempotent:
       return "not_idempotent";
+    case outcome::limited:
+      return "limited";
   }
   return "?";
 }

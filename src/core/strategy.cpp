@@ -72,6 +72,13 @@ constexpr spec_key<strategy> strategy_keys[] = {
     {"breaker", all_variants, "a breaker", "none", "may refuse an attempt while open",
      [](strategy& s, const spec_value& v) { s.breaker = parse_breaker(v.text()); },
      [](const strategy& s) { return written(s.breaker); }},
+    {"limiter", all_variants, "a bulkhead, limit or rate", "none",
+     "may refuse, pace or queue an attempt (asked after the breaker)",
+     [](strategy& s, const spec_value& v) { s.limiter = parse_limiter(v.text()); },
+     [](const strategy& s) -> std::optional<std::string> {
+       if (!s.limiter) return std::nullopt;
+       return backoff::to_string(*s.limiter);
+     }},
     {"hedge", all_variants, "a hedge", "none", "copies of an operation instead of retries",
      [](strategy& s, const spec_value& v) { s.hedge = parse_hedge(v.text()); },
      [](const strategy& s) { return written(s.hedge); }},
@@ -164,6 +171,10 @@ void strategy::validate() const {
                          "server)",
                          "give it no");
   }
+  if (limiter) {
+    throw strategy_error({"hedge", "limiter"}, "a hedge's copies do not pass through a limiter",
+                         "give it no");
+  }
   if (budget && std::holds_alternative<retry_quota_config>(*budget)) {
     throw parse_error(
         "with hedge, a budget is a token-bucket or a ratio: a quota refunds what an operation's "
@@ -201,6 +212,14 @@ std::optional<guard_refusal> strategy::refusal(const guard_support& can) const {
     return guard_refusal{"breaker", "keyed=true needs keys (hosts, shards or users), and " +
                                         std::string(can.keys_why_not)};
   }
+  if (limiter && !can.breaker) {
+    return guard_refusal{"limiter", std::string(can.breaker_why_not)};
+  }
+  if (limiter && may_queue(*limiter) && !can.queue) {
+    return guard_refusal{"limiter",
+                         "a bulkhead with a queue makes an attempt wait for a slot, and it "
+                         "cannot park one: give it queue=0"};
+  }
   if (hedge && !can.hedge) {
     return guard_refusal{"hedge", "it has no way to put two attempts of one operation in flight"};
   }
@@ -228,6 +247,7 @@ strategy::live strategy::instantiate() const {
   if (budget) l.budget.emplace(*budget);
   if (throttle) l.throttle.emplace(*throttle);
   if (breaker) l.breaker = std::make_unique<circuit_breaker>(*breaker);
+  if (limiter) l.limiter = std::make_unique<backoff::limiter>(*limiter);
   return l;
 }
 

@@ -198,6 +198,22 @@ TEST(GuardsKeys, ModelsThatCannotHonourAGuardRefuseItWithOneLine) {
             "accepted");
 }
 
+// A limiter goes through the controller's gates as a breaker does; a bulkhead's line needs a
+// model that can park an attempt until a slot frees, which none can.
+TEST(GuardsKeys, ALimiterRunsWhereTheGatesDoButABulkheadLineIsRefused) {
+  EXPECT_EQ(refusal("outage-recovery", "limiter = \"rate(per_s=50, burst=10)\""), "accepted");
+  EXPECT_EQ(refusal("one-client-burst", "limiter = \"limit(kind=aimd)\""), "accepted");
+  const std::string queued =
+      refusal("outage-recovery", "limiter = \"bulkhead(max=5, queue=10, wait=1s)\"");
+  EXPECT_NE(queued.find("model 'outage-recovery' cannot honour strategy.limiter: a bulkhead "
+                        "with a queue"),
+            std::string::npos)
+      << queued;
+  EXPECT_NE(refusal("queueing", "limiter = \"bulkhead(max=5)\"")
+                .find("model 'queueing' cannot honour strategy.limiter"),
+            std::string::npos);
+}
+
 TEST(GuardsKeys, OneClientBurstRefusesCombinationsItCannotModel) {
   EXPECT_NE(refusal("one-client-burst",
                     "policy = \"exponential\"\nhedge = \"hedge(max_attempts=2, delay=1s)\"")

@@ -127,7 +127,8 @@ TEST(ScenarioMessages, Strategies) {
       {burst_head + "[[strategy]]\nname = \"a\"\npolcy = \"none\"\n",
        {},
        "m.toml:5:1: unknown strategy key 'polcy' (did you mean 'policy'?) (known: name, policy, "
-       "max_attempts, idempotent, window, budget, throttle, breaker, hedge, deadline)"},
+       "max_attempts, idempotent, window, budget, throttle, breaker, limiter, hedge, "
+       "deadline)"},
   });
 }
 

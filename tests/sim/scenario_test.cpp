@@ -91,8 +91,8 @@ INSTANTIATE_TEST_SUITE_P(
             valid + "[[strategy]]\nname = \"b\"\npolcy = \"none\"\n",
             {},
             "bad.toml:10:1: unknown strategy key 'polcy' (did you mean 'policy'?) (known: name, "
-            "policy, max_attempts, idempotent, window, budget, throttle, breaker, hedge, "
-            "deadline)"},
+            "policy, max_attempts, idempotent, window, budget, throttle, breaker, limiter, "
+            "hedge, deadline)"},
         bad_scenario{
             "model = \"one-client-burst\"\n[[strategy]]\nname = \"a\"\n", {}, "scenario: missing"},
         bad_scenario{"scenario = \"t\"\nmodel = \"no-such-model\"\n[[strategy]]\nname = \"a\"\n",
