@@ -73,14 +73,7 @@ std::string aimd_config::to_string() const {
 }
 
 aimd_config parse_window(std::string_view text) {
-  const spec_call call = parse_spec_call(text, window_what);
-  if (call.name != window_names[0]) {
-    detail::unknown_name(window_what, text, "window", call.name, window_names);
-  }
-  aimd_config c;
-  detail::read_spec_keys(window_what, text, call, window_keys, c);
-  detail::validate_spec(window_what, text, c);
-  return c;
+  return detail::read_named_spec(window_what, "window", text, window_names, window_keys);
 }
 
 std::string detail::window_keys_markdown() {

@@ -64,16 +64,6 @@ std::string window_text(const breaker_config& c) {
   throw parse_error(why);
 }
 
-std::uint32_t whole_number(std::string_view spec, const spec_argument& arg, double lo, double hi) {
-  const double v = spec_number(spec, arg, breaker_what);
-  if (!(v >= lo && v <= hi && v == std::floor(v))) {
-    detail::spec_fail(breaker_what, spec,
-                      arg.key + "=" + arg.value + " must be a whole number in " +
-                          detail::spec_number_text(lo) + ".." + detail::spec_number_text(hi));
-  }
-  return static_cast<std::uint32_t>(v);
-}
-
 bool parse_kind(std::string_view name, breaker_kind& kind) {
   for (std::size_t i = 0; i < std::size(kind_names); ++i) {
     if (name == kind_names[i]) {
@@ -101,24 +91,6 @@ double read_ratio(const spec_value& v) {
   return static_cast<double>(millionths(f)) / 1e6;
 }
 
-// A key that holds a whole number in lo..hi.
-template <std::uint32_t breaker_config::*member, std::uint32_t lo, std::uint32_t hi>
-constexpr spec_key<breaker_config> whole_key(std::string_view name, variant_set applies_to,
-                                             std::string_view values, std::string_view fallback,
-                                             std::string_view meaning) {
-  return {name,
-          applies_to,
-          values,
-          fallback,
-          meaning,
-          [](breaker_config& c, const spec_value& v) {
-            c.*member = whole_number(v.spec, v.arg, lo, hi);
-          },
-          [](const breaker_config& c) -> std::optional<std::string> {
-            return std::to_string(c.*member);
-          }};
-}
-
 constexpr spec_key<breaker_config> breaker_keys[] = {
     // Read before the others (it decides which apply), so its reader has nothing left to do.
     {"kind", all_variants, "`consecutive`, `rate`, `retry-only` or `run-ratio`", "`consecutive`",
@@ -127,9 +99,9 @@ constexpr spec_key<breaker_config> breaker_keys[] = {
      [](const breaker_config& c) -> std::optional<std::string> {
        return std::string(to_string(c.kind));
      }},
-    whole_key<&breaker_config::failures, 1, max_count>("failures", consecutive,
-                                                       "a whole number in 1..1000000", "5",
-                                                       "failures in a row that open it"),
+    detail::whole_number_key<&breaker_config::failures, 1, max_count>(
+        "failures", consecutive, "a whole number in 1..1000000", "5",
+        "failures in a row that open it"),
     {"threshold", rate | retry_only | run_ratio,
      "a percentage (`10%`) or a fraction (`0.1`) in (0%, 100%], in millionths",
      "50%; 10% for retry-only and run-ratio", "the failure ratio that opens it",
@@ -153,9 +125,9 @@ constexpr spec_key<breaker_config> breaker_keys[] = {
        }
      },
      [](const breaker_config& c) -> std::optional<std::string> { return window_text(c); }},
-    whole_key<&breaker_config::min_calls, 1, max_count>("min_calls", rate,
-                                                        "a whole number in 1..1000000", "20",
-                                                        "calls in the window before it may open"),
+    detail::whole_number_key<&breaker_config::min_calls, 1, max_count>(
+        "min_calls", rate, "a whole number in 1..1000000", "20",
+        "calls in the window before it may open"),
     {"open", consecutive | rate, "a duration in (0, 1d]", "5s",
      "how long it stays open (the first break after a close)",
      [](breaker_config& c, const spec_value& v) { c.open = v.time(); },
@@ -174,7 +146,7 @@ constexpr spec_key<breaker_config> breaker_keys[] = {
        if (c.open_max == duration{0}) return std::nullopt;
        return format_duration(c.open_max);
      }},
-    whole_key<&breaker_config::half_open, 1, max_half_open>(
+    detail::whole_number_key<&breaker_config::half_open, 1, max_half_open>(
         "half_open", consecutive | rate, "a whole number in 1..1000", "1; 3 for rate",
         "trial calls admitted when half-open"),
     {"trials", rate, "`all` or `ratio`", "`all`",
@@ -223,7 +195,7 @@ constexpr spec_key<breaker_config> breaker_keys[] = {
     {"max_keys", all_variants, "a whole number in 1..1000000; only with `keyed=true`", "1000",
      "breakers kept at most, the least recently used evicted",
      [](breaker_config& c, const spec_value& v) {
-       c.max_keys = whole_number(v.spec, v.arg, 1, max_count);
+       c.max_keys = detail::spec_whole_number(v, 1, max_count);
      },
      [](const breaker_config& c) -> std::optional<std::string> {
        if (!c.keyed) return std::nullopt;

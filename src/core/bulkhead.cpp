@@ -13,7 +13,6 @@
 #include "backoff/retry.hpp"
 #include "backoff/spec.hpp"
 #include "backoff/spec_keys.hpp"
-#include "limiter_spec.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
@@ -26,29 +25,11 @@ constexpr std::string_view bulkhead_names[] = {"bulkhead"};
 constexpr std::uint32_t bulkhead_max_count = 1'000'000;
 constexpr duration bulkhead_max_wait = 24h;
 
-template <std::uint32_t bulkhead_config::*member, std::uint32_t lo>
-constexpr spec_key<bulkhead_config> bulkhead_count_key(std::string_view name,
-                                                       std::string_view values,
-                                                       std::string_view fallback,
-                                                       std::string_view meaning) {
-  return {name,
-          all_variants,
-          values,
-          fallback,
-          meaning,
-          [](bulkhead_config& c, const spec_value& v) {
-            c.*member = detail::limiter_whole_number(v, lo, bulkhead_max_count);
-          },
-          [](const bulkhead_config& c) -> std::optional<std::string> {
-            return std::to_string(c.*member);
-          }};
-}
-
 constexpr spec_key<bulkhead_config> bulkhead_keys[] = {
-    bulkhead_count_key<&bulkhead_config::max, 1>("max", "a whole number in 1..1000000", "25",
-                                                 "calls inside at once"),
-    bulkhead_count_key<&bulkhead_config::queue, 0>(
-        "queue", "a whole number in 0..1000000", "0",
+    detail::whole_number_key<&bulkhead_config::max, 1, bulkhead_max_count>(
+        "max", all_variants, "a whole number in 1..1000000", "25", "calls inside at once"),
+    detail::whole_number_key<&bulkhead_config::queue, 0, bulkhead_max_count>(
+        "queue", all_variants, "a whole number in 0..1000000", "0",
         "callers that may wait, oldest first, for a slot; more are refused at once"),
     {"wait", all_variants, "a duration in (0, 1d] with a queue, 0 without", "0s",
      "how long a queued caller waits for a slot before it is refused",
@@ -85,7 +66,7 @@ std::string bulkhead_config::to_string() const {
 }
 
 bulkhead_config parse_bulkhead(std::string_view text) {
-  return detail::read_limiter_spec(bulkhead_what, "bulkhead", text, bulkhead_names, bulkhead_keys);
+  return detail::read_named_spec(bulkhead_what, "bulkhead", text, bulkhead_names, bulkhead_keys);
 }
 
 std::string detail::bulkhead_keys_markdown() {

@@ -44,29 +44,13 @@ std::optional<limit_kind> limit_kind_named(std::string_view name) {
   return static_cast<limit_kind>(found - std::begin(limit_kind_names));
 }
 
-// A whole number in 0..1000000; validate() narrows each key's range.
-std::uint32_t limit_whole_number(const spec_value& v) {
-  const double x = v.number();
-  if (!(x >= 0.0 && x <= limit_max_count && x == std::floor(x))) {
-    detail::spec_fail(v.what, v.spec,
-                      v.arg.key + "=" + v.text() + " must be a whole number in 0..1000000");
-  }
-  return static_cast<std::uint32_t>(x);
-}
-
+// A count key reads a whole number in 0..1000000; validate() narrows each key's range.
 template <std::uint32_t limit_config::*member>
 constexpr spec_key<limit_config> limit_count_key(std::string_view name, variant_set applies_to,
                                                  std::string_view values, std::string_view fallback,
                                                  std::string_view meaning) {
-  return {name,
-          applies_to,
-          values,
-          fallback,
-          meaning,
-          [](limit_config& c, const spec_value& v) { c.*member = limit_whole_number(v); },
-          [](const limit_config& c) -> std::optional<std::string> {
-            return std::to_string(c.*member);
-          }};
+  return detail::whole_number_key<member, 0, limit_max_count>(name, applies_to, values, fallback,
+                                                              meaning);
 }
 
 template <double limit_config::*member>
@@ -96,7 +80,9 @@ constexpr spec_key<limit_config> limit_threshold_key(std::string_view name,
           "a whole number in 0..1000000",
           fallback,
           meaning,
-          [](limit_config& c, const spec_value& v) { c.*member = limit_whole_number(v); },
+          [](limit_config& c, const spec_value& v) {
+            c.*member = detail::spec_whole_number(v, 0, limit_max_count);
+          },
           [](const limit_config& c) -> std::optional<std::string> {
             if (!(c.*member)) return std::nullopt;
             return std::to_string(*(c.*member));

@@ -68,16 +68,8 @@ std::string deadline_config::to_string() const {
 }
 
 deadline_config parse_deadline(std::string_view text) {
-  const spec_call call = parse_spec_call(text, deadline_what);
-  if (call.name != deadline_names[0]) {
-    detail::spec_fail(
-        deadline_what, text,
-        "unknown deadline " + detail::quoted(call.name) + " (write deadline(per_attempt=1s, ...))");
-  }
-  deadline_config c;
-  detail::read_spec_keys(deadline_what, text, call, deadline_keys, c);
-  detail::validate_spec(deadline_what, text, c);
-  return c;
+  return detail::read_named_spec(deadline_what, "deadline", text, deadline_names, deadline_keys,
+                                 "write deadline(per_attempt=1s, ...)");
 }
 
 std::string detail::deadline_keys_markdown() {

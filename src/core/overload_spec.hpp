@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal helpers shared by the library's spec readers (aimd_window.cpp, retry_budget.cpp,
-// throttle.cpp, circuit_breaker.cpp, hedge.cpp, deadline.cpp, spec.cpp): the one-line error
-// format, number formatting for canonical text, reading a call's arguments through a key table
-// (spec_keys.hpp), and a check that runs a config's validate() under the spec's name.
+// throttle.cpp, breaker_spec.cpp, hedge.cpp, deadline.cpp, spec.cpp, bulkhead.cpp,
+// rate_limiter.cpp, concurrency_limit.cpp): the one-line error format, number formatting for
+// canonical text, reading a call's arguments through a key table (spec_keys.hpp), a whole-number
+// key, a spec of one name read through its table, and a check that runs a config's validate()
+// under the spec's name.
 #pragma once
 
 #include <charconv>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -83,6 +88,8 @@ std::string throttle_keys_markdown();
 std::string breaker_keys_markdown();
 std::string hedge_keys_markdown();
 std::string deadline_keys_markdown();
+std::string bulkhead_keys_markdown();
+std::string rate_keys_markdown();
 
 // Runs config.validate() and rethrows its message as an error about `spec`.
 template <class Config>
@@ -92,6 +99,67 @@ void validate_spec(std::string_view what, std::string_view spec, const Config& c
   } catch (const parse_error& e) {
     spec_fail(what, spec, e.what());
   }
+}
+
+// The key's value as a whole number in lo..hi, or "<key>=<value> must be a whole number in
+// lo..hi". Each config's validate() still checks its own ranges (a config built in code).
+inline std::uint32_t spec_whole_number(const spec_value& v, std::uint32_t lo, std::uint32_t hi) {
+  const double x = v.number();
+  if (!(x >= lo && x <= hi && x == std::floor(x))) {
+    spec_fail(v.what, v.spec,
+              v.arg.key + "=" + v.text() + " must be a whole number in " + std::to_string(lo) +
+                  ".." + std::to_string(hi));
+  }
+  return static_cast<std::uint32_t>(x);
+}
+
+// The class a pointer to member belongs to, so that whole_number_key names only the member.
+template <class Member>
+struct member_class;
+template <class Config, class Value>
+struct member_class<Value Config::*> {
+  using type = Config;
+};
+
+// The reader and writer of whole_number_key.
+template <auto member, std::uint32_t lo, std::uint32_t hi, class Config>
+void read_whole_number(Config& c, const spec_value& v) {
+  c.*member = spec_whole_number(v, lo, hi);
+}
+template <auto member, class Config>
+std::optional<std::string> write_whole_number(const Config& c) {
+  return std::to_string(c.*member);
+}
+
+// The key of a std::uint32_t member holding a whole number in lo..hi, written as that number.
+template <auto member, std::uint32_t lo, std::uint32_t hi,
+          class Config = typename member_class<decltype(member)>::type>
+constexpr spec_key<Config> whole_number_key(std::string_view name, variant_set applies_to,
+                                            std::string_view values, std::string_view fallback,
+                                            std::string_view meaning) {
+  constexpr auto read = &read_whole_number<member, lo, hi, Config>;
+  constexpr auto write = &write_whole_number<member, Config>;
+  return {name, applies_to, values, fallback, meaning, read, write};
+}
+
+// Reads `text`, a call of `names[0]`, with `keys`, and checks the result with its validate().
+// Another name is "unknown <noun> "x"", followed by the known names and a did-you-mean, or by
+// "(<usage>)" where a usage is given.
+template <class Config, std::size_t N>
+Config read_named_spec(std::string_view what, std::string_view noun, std::string_view text,
+                       std::span<const std::string_view> names, const spec_key<Config> (&keys)[N],
+                       std::string_view usage = {}) {
+  const spec_call call = parse_spec_call(text, what);
+  if (call.name != names[0]) {
+    if (usage.empty()) unknown_name(what, text, noun, call.name, names);
+    spec_fail(
+        what, text,
+        "unknown " + std::string(noun) + " " + quoted(call.name) + " (" + std::string(usage) + ")");
+  }
+  Config c;
+  read_spec_keys(what, text, call, keys, c);
+  validate_spec(what, text, c);
+  return c;
 }
 
 }  // namespace backoff::detail

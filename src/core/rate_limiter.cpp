@@ -10,7 +10,6 @@
 #include "backoff/error.hpp"
 #include "backoff/spec.hpp"
 #include "backoff/spec_keys.hpp"
-#include "limiter_spec.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
@@ -30,14 +29,9 @@ constexpr spec_key<rate_limiter_config> rate_keys[] = {
      [](const rate_limiter_config& c) -> std::optional<std::string> {
        return spec_number_text(c.per_s);
      }},
-    {"burst", all_variants, "a whole number in 1..1000000", "1",
-     "tokens the bucket holds; it starts full",
-     [](rate_limiter_config& c, const spec_value& v) {
-       c.burst = detail::limiter_whole_number(v, 1, rate_limiter::max_burst);
-     },
-     [](const rate_limiter_config& c) -> std::optional<std::string> {
-       return std::to_string(c.burst);
-     }},
+    detail::whole_number_key<&rate_limiter_config::burst, 1, rate_limiter::max_burst>(
+        "burst", all_variants, "a whole number in 1..1000000", "1",
+        "tokens the bucket holds; it starts full"),
     {"wait", all_variants, "a duration in [0, 1d]", "0s",
      "the longest wait for a reserved token; 0: refuse when the bucket is empty",
      [](rate_limiter_config& c, const spec_value& v) { c.wait = v.time(); },
@@ -66,7 +60,7 @@ std::string rate_limiter_config::to_string() const {
 }
 
 rate_limiter_config parse_rate_limiter(std::string_view text) {
-  return detail::read_limiter_spec(rate_what, "rate limiter", text, rate_names, rate_keys);
+  return detail::read_named_spec(rate_what, "rate limiter", text, rate_names, rate_keys);
 }
 
 std::string detail::rate_keys_markdown() {

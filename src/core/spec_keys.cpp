@@ -6,7 +6,6 @@
 #include <string>
 
 #include "backoff/concurrency_limit.hpp"
-#include "limiter_spec.hpp"
 #include "overload_spec.hpp"
 
 namespace backoff {
