@@ -1,10 +1,62 @@
 // SPDX-License-Identifier: Apache-2.0
 // A program outside the backoff tree that uses the installed package, as a user would.
+#include <algorithm>
 #include <backoff/backoff.hpp>
+#include <backoff/testing.hpp>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <system_error>
+#include <vector>
+
+namespace {
+
+// backoff/testing.hpp as a user's own test of their retry code uses it: the loop runs at once, its
+// waits are recorded and asserted exactly, a fixed seed repeats jittered waits. Returns what went
+// wrong, or nullptr.
+const char* testing_header_failure() {
+  using namespace std::chrono_literals;
+  using delays = std::vector<backoff::duration>;
+  const backoff::retry_policy doubling{
+      backoff::parse_policy("exponential(initial=100ms, max=1s, jitter=none)"), 3};
+
+  backoff::testing::recording_env rec{42, 5s};  // the clock starts at 5 s
+  backoff::testing::fails_then_succeeds flaky{2};
+  const auto result = backoff::retry(flaky, doubling, {}, rec.env);
+  if (!result || result.attempts != 3 || flaky.calls() != 3) return "flaky call did not succeed";
+  if (rec.sleeps != delays{100ms, 200ms} || result.slept != 300ms) return "waits not 100, 200 ms";
+  if (rec.clock.now().time_since_epoch() != 5300ms) return "clock not moved on by the waits";
+
+  backoff::testing::recording_env exhausted_rec;
+  backoff::testing::fails_then_succeeds broken{10};
+  const auto exhausted = backoff::retry(broken, doubling, {}, exhausted_rec.env);
+  if (backoff::to_string(exhausted.why) != "attempts_exhausted" || broken.calls() != 3 ||
+      exhausted_rec.sleeps != delays{100ms, 200ms}) {
+    return "three failing attempts did not exhaust the loop after two waits";
+  }
+
+  // Full jitter: each wait in [0, 100 ms * 2^i capped at 1 s], the same for the same seed.
+  const backoff::retry_policy jittered{
+      backoff::parse_policy("exponential(initial=100ms, max=1s, jitter=full)"), 6};
+  const auto jittered_sleeps = [&](std::uint64_t seed) {
+    backoff::testing::recording_env seeded{seed};
+    backoff::testing::fails_then_succeeds never{100};
+    static_cast<void>(backoff::retry(never, jittered, {}, seeded.env));
+    return seeded.sleeps;
+  };
+  const delays first = jittered_sleeps(7);
+  if (first.size() != 5 || jittered_sleeps(7) != first) return "seed 7 did not repeat its waits";
+  backoff::duration bound = 100ms;
+  for (const backoff::duration d : first) {
+    if (d < 0s || d > bound) return "a jittered wait outside [0, its exponential bound]";
+    bound = std::min<backoff::duration>(bound * 2, 1s);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 int main() {
   const auto policy =
       backoff::parse_policy("exponential(initial=100ms, factor=2, max=1s, jitter=full)");
@@ -40,6 +92,10 @@ int main() {
   if (!result || result.attempts != 2 ||
       text.find("consumer_loops_total{outcome=\"succeeded\"} 1") == std::string::npos) {
     std::puts("the retry loop did not run as expected");
+    return 1;
+  }
+  if (const char* failure = testing_header_failure()) {
+    std::printf("backoff/testing.hpp: %s\n", failure);
     return 1;
   }
   std::puts("consumer ok");
