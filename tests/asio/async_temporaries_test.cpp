@@ -36,9 +36,13 @@
 // API gets a case here.
 #include <gtest/gtest.h>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -52,9 +56,11 @@
 #include <utility>
 #include <vector>
 
+#include "backoff/async_bulkhead.hpp"
 #include "backoff/async_hedge.hpp"
 #include "backoff/async_retry.hpp"
 #include "backoff/async_window.hpp"
+#include "backoff/bulkhead.hpp"
 #include "backoff/clock.hpp"
 #include "backoff/http.hpp"
 #include "backoff/random.hpp"
@@ -609,6 +615,94 @@ TEST_F(AsyncTemporaries, LaneAcquireThroughSeveralAttempts) {
   EXPECT_EQ(other.ops, times(3, op_text));
   EXPECT_EQ(window.statistics().lanes, 0U);
   EXPECT_EQ(window.statistics().sends, 6U);
+}
+
+// ---- async_enter ------------------------------------------------------------------------------
+
+// Holds the slot across a suspension, so that the other caller queues behind it, then leaves:
+// the leave() hands the slot over.
+asio::awaitable<void> hold_slot_then_leave(backoff::bulkhead* pool) {
+  const asio::any_io_executor executor = co_await asio::this_coro::executor;
+  co_await asio::post(executor, asio::use_awaitable);
+  pool->leave();
+}
+
+// Enters `pool` four times, once through each form of the call, and calls the operation (503,
+// 503, 200) inside the first three. The stop token is the only argument that owns memory (its
+// shared stop state); `in_use_before` records the slots taken at each call, so that the test
+// sees which entries waited in the queue.
+asio::awaitable<void> enter_at_every_arity(backoff::bulkhead* pool, seen* s,
+                                           std::vector<std::uint32_t>* in_use_before) {
+  std::stop_source source;
+  auto op = make_op(s);
+  auto classify = make_classify(s);
+  {
+    // The stop token a temporary of the co_await.
+    in_use_before->push_back(pool->in_use());
+    const bool in = co_await backoff::async_enter(*pool, 1h, source.get_token());
+    EXPECT_TRUE(in);
+    const int status = co_await op(1);
+    EXPECT_EQ(classify(status).kind, backoff::verdict_kind::retryable);
+    co_await hold_slot_then_leave(pool);
+  }
+  {
+    // The token named and moved.
+    std::stop_token token = source.get_token();
+    in_use_before->push_back(pool->in_use());
+    const bool in = co_await backoff::async_enter(*pool, 1h, std::move(token));
+    EXPECT_TRUE(in);
+    const int status = co_await op(2);
+    EXPECT_EQ(classify(status).kind, backoff::verdict_kind::retryable);
+    co_await hold_slot_then_leave(pool);
+  }
+  {
+    // The bulkhead's own wait.
+    in_use_before->push_back(pool->in_use());
+    const bool in = co_await backoff::async_enter(*pool);
+    EXPECT_TRUE(in);
+    const int status = co_await op(3);
+    EXPECT_EQ(classify(status).kind, backoff::verdict_kind::success);
+    co_await hold_slot_then_leave(pool);
+  }
+  {
+    // A wait and no token, the call outside the co_await.
+    in_use_before->push_back(pool->in_use());
+    auto entering = backoff::async_enter(*pool, 1h);
+    const bool in = co_await std::move(entering);
+    EXPECT_TRUE(in);
+    co_await hold_slot_then_leave(pool);
+  }
+}
+
+// Two callers through a bulkhead of one slot take turns: every entry but the first waits in the
+// queue and is handed the slot by the other's leave() (async_bulkhead_test.cpp,
+// HeapOwningCapturesSurviveTheWait, covers one call of one form).
+TEST_F(AsyncTemporaries, AsyncEnterAtEveryArityThroughTheQueue) {
+  seen first, second;
+  std::vector<std::uint32_t> first_in_use, second_in_use;
+  backoff::bulkhead pool{backoff::parse_bulkhead("bulkhead(max=1, queue=1, wait=1h)")};
+  int finished = 0;
+  {
+    asio::io_context io;
+    const auto on_end = [&finished](std::exception_ptr e) {
+      EXPECT_FALSE(e);
+      ++finished;
+    };
+    asio::co_spawn(io, enter_at_every_arity(&pool, &first, &first_in_use), on_end);
+    asio::co_spawn(io, enter_at_every_arity(&pool, &second, &second_in_use), on_end);
+    // Only ready handlers: a wake that went missing leaves a caller waiting for its hour, and the
+    // test fails instead of waiting.
+    io.poll();
+  }
+  EXPECT_EQ(finished, 2);
+  EXPECT_EQ(first_in_use, (std::vector<std::uint32_t>{0, 1, 1, 1}));
+  EXPECT_EQ(second_in_use, (std::vector<std::uint32_t>{1, 1, 1, 1}));
+  EXPECT_EQ(first.ops, times(3, op_text));
+  EXPECT_EQ(first.classified, times(3, classify_text));
+  EXPECT_EQ(second.ops, times(3, op_text));
+  EXPECT_EQ(second.classified, times(3, classify_text));
+  EXPECT_EQ(pool.in_use(), 0U);
+  EXPECT_EQ(pool.waiting(), 0U);
 }
 
 // ---- async_sleep -------------------------------------------------------------------------------
