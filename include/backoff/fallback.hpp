@@ -24,6 +24,10 @@
 // is answered for by default, as Polly's and failsafe-go's fallbacks handle every failure unless
 // told otherwise: narrow it when a 404 must reach the caller.
 //
+// As strategy text (a simulator's [[strategy]], `backoff load --strategy`), a fallback names only
+// the outcomes it answers for, `fallback=fallback(on=[breaker_open, limited])`, since the value is
+// the caller's: fallback_config, parse_fallback. A driver counts the operations it would answer.
+//
 // Sources: Polly v8 FallbackStrategyOptions (FallbackAction, ShouldHandle), failsafe-go
 // fallback (OfFunc, OfResult), resilience4j's Decorators.withFallback. Unlike Polly, the value's
 // origin is never hidden: answer::fell_back and answer::why say that, and why, it was used.
@@ -36,10 +40,13 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <variant>
 
+#include "backoff/export.hpp"
 #include "backoff/outcome.hpp"
 #include "backoff/retry.hpp"
 
@@ -74,12 +81,42 @@ class fallback_outcomes {
   constexpr fallback_outcomes(std::initializer_list<outcome> only) noexcept : handled_{} {
     for (const outcome o : only) handled_[index(o)] = true;
   }
+  // None yet: add() them one by one.
+  static constexpr fallback_outcomes none() noexcept {
+    return fallback_outcomes(std::initializer_list<outcome>{});
+  }
+  constexpr void add(outcome o) noexcept { handled_[index(o)] = true; }
   constexpr bool contains(outcome o) const noexcept { return handled_[index(o)]; }
+  constexpr bool empty() const noexcept {
+    for (const bool handled : handled_) {
+      if (handled) return false;
+    }
+    return true;
+  }
+  friend constexpr bool operator==(const fallback_outcomes&, const fallback_outcomes&) = default;
 
  private:
   static constexpr std::size_t index(outcome o) noexcept { return static_cast<std::size_t>(o); }
   std::array<bool, outcome_count> handled_;
 };
+
+// A fallback as text: which outcomes it answers for (the value is the caller's).
+//   backoff::fallback_config f = backoff::parse_fallback("fallback(on=[breaker_open, limited])");
+//   backoff::fallback<std::string> from_cache{"(cached)", f.on};
+struct fallback_config {
+  fallback_outcomes on;  // every failure but a cancellation unless narrowed
+
+  // "fallback()" for the default set, else "fallback(on=[...])" in the outcomes' order.
+  BACKOFF_EXPORT std::string to_string() const;
+  // Throws parse_error when it answers for nothing or for `succeeded`.
+  BACKOFF_EXPORT void validate() const;
+  friend bool operator==(const fallback_config&, const fallback_config&) = default;
+};
+
+// "fallback()" or "fallback(on=[OUTCOME, ...])" (outcome names as to_string(outcome) writes
+// them; one name may stand without brackets). Throws parse_error naming the bad outcome, with a
+// did-you-mean.
+BACKOFF_EXPORT fallback_config parse_fallback(std::string_view text);
 
 template <class R>
 class fallback {

@@ -2,19 +2,23 @@
 // Every guard of one call edge as one value: the wait before a retry, the attempt limit, whether
 // the call is idempotent, an AIMD window, a retry budget (or the AWS SDKs' retry quota), a
 // throttle, a circuit breaker, a limiter (a bulkhead, an adaptive concurrency limit or a rate
-// limiter), hedging and a deadline. The loops run them in one order, outermost first: (fallback,
-// the caller's,) retry, breaker, timeout, limiters, hedging where it applies (docs/LIBRARY.md,
-// "The order of the guards"). The simulator's [[strategy]] tables and
+// limiter), hedging, a deadline and the outcomes a fallback answers for. The loops run them in
+// one order, outermost first: fallback, retry, breaker, timeout, limiters, hedging where it
+// applies (docs/LIBRARY.md, "The order of the guards"). The fallback's value is the caller's (a
+// fallback<T> built with the strategy's `fallback->on`); a simulator counts the operations it
+// would answer. The simulator's [[strategy]] tables and
 // `backoff load`'s flags both build this type, so a rule between guards (gRPC A6: hedging replaces
 // retrying) is checked here once, for every driver.
 //
 //   backoff::strategy s = backoff::parse_strategy(
 //       "policy=exponential(initial=50ms, max=10s, jitter=full), max_attempts=4, "
-//       "idempotent=false, budget=quota(retry_cost=14), deadline=deadline(total=5s)");
+//       "idempotent=false, budget=quota(retry_cost=14), deadline=deadline(total=5s), "
+//       "fallback=fallback(on=[breaker_open])");
 //   std::string text = s.to_string();                // canonical; parses back equal
 //   const backoff::retry_policy policy = s.retry();  // backoff, max_attempts, deadline total
 //   backoff::strategy::live guards = s.instantiate();  // fresh budget, throttle, breaker
 //   backoff::retry_controller op{policy, now, guards.gates()};
+//   backoff::fallback<std::string> cached{"(cached)", s.fallback->on};  // apply(result) at the end
 //
 // The call sequence: set the fields (or set(key, text), or parse_strategy), validate() (set and
 // parse_strategy leave cross-field rules to it; parse_strategy calls it), then, per run,
@@ -35,6 +39,7 @@
 #include "backoff/deadline.hpp"
 #include "backoff/error.hpp"
 #include "backoff/export.hpp"
+#include "backoff/fallback.hpp"
 #include "backoff/hedge.hpp"
 #include "backoff/limiter.hpp"
 #include "backoff/policy.hpp"
@@ -101,6 +106,7 @@ struct strategy {
   std::optional<limiter_config> limiter;     // may refuse, pace or queue an attempt
   std::optional<hedge_policy> hedge;         // copies of an operation instead of retries
   std::optional<deadline_config> deadline;   // the operation's time, and each attempt's
+  std::optional<fallback_config> fallback;   // the outcomes a fallback answers for
 
   // The keys a strategy takes, in the order to_string writes them.
   BACKOFF_EXPORT static std::span<const std::string_view> keys();

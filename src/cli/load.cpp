@@ -64,6 +64,8 @@ struct load_flags {
   std::string breaker;
   std::string throttle;
   std::string hedge;
+  std::string limiter;
+  std::string fallback;
   bool propagate_deadline = false;
   std::uint64_t seed = 1;
   std::string name;
@@ -124,11 +126,10 @@ strategy load_strategy(const load_flags& f, std::string& name) {
     s.set("policy", "constant(initial=100ms)");
   }
   s.max_attempts = f.max_attempts;
-  const std::pair<std::string_view, const std::string*> specs[] = {{"window", &f.aimd},
-                                                                   {"budget", &f.budget},
-                                                                   {"breaker", &f.breaker},
-                                                                   {"throttle", &f.throttle},
-                                                                   {"hedge", &f.hedge}};
+  const std::pair<std::string_view, const std::string*> specs[] = {
+      {"window", &f.aimd},       {"budget", &f.budget}, {"breaker", &f.breaker},
+      {"throttle", &f.throttle}, {"hedge", &f.hedge},   {"limiter", &f.limiter},
+      {"fallback", &f.fallback}};
   for (const auto& [key, text] : specs) {
     if (text->empty()) continue;
     try {
@@ -476,6 +477,16 @@ const flag_row load_flag_rows[] = {
      .help = "Send copies of each operation instead of retrying (gRPC A6), e.g. "
              "'hedge(max_attempts=3, delay=500ms, non_fatal=[503])'; the first success wins and "
              "the others are cancelled; --budget is charged for every copy after the first"},
+    {.name = "--limiter",
+     .member = &load_flags::limiter,
+     .help = "One limiter for all clients, asked after the breaker: 'bulkhead(max=50)' (at most "
+             "that many attempts at once), 'limit(kind=vegas)' (an adaptive concurrency limit) "
+             "or 'rate(per_s=100, burst=20)'; a refused attempt ends its operation"},
+    {.name = "--fallback",
+     .member = &load_flags::fallback,
+     .help = "Count the failed operations a fallback would answer, e.g. "
+             "'fallback(on=[breaker_open, limited])' or 'fallback()' (every failure): "
+             "summary.json's fell_back_rate and answered_rate"},
     {.name = "--propagate-deadline",
      .member = &load_flags::propagate_deadline,
      .help = "Send each attempt's time (--timeout) and number as grpc-timeout, "

@@ -57,6 +57,10 @@ std::string key_table_markdown(std::span<const spec_key_row> rows, const spec_va
   return out;
 }
 
+namespace detail {
+std::string fallback_keys_markdown();
+}  // namespace detail
+
 std::string spec_keys_markdown(std::string_view kind) {
   if (kind == "policy") return detail::policy_keys_markdown();
   if (kind == "window") return detail::window_keys_markdown();
@@ -68,6 +72,7 @@ std::string spec_keys_markdown(std::string_view kind) {
   if (kind == "bulkhead") return detail::bulkhead_keys_markdown();
   if (kind == "limit") return detail::limit_keys_markdown();
   if (kind == "rate") return detail::rate_keys_markdown();
+  if (kind == "fallback") return detail::fallback_keys_markdown();
   return "";
 }
 

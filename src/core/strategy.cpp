@@ -85,6 +85,10 @@ constexpr spec_key<strategy> strategy_keys[] = {
     {"deadline", all_variants, "a deadline", "none", "the operation's time, and each attempt's",
      [](strategy& s, const spec_value& v) { s.deadline = parse_deadline(v.text()); },
      [](const strategy& s) { return written(s.deadline); }},
+    {"fallback", all_variants, "a fallback", "none",
+     "the outcomes a fallback answers for (the value is the caller's)",
+     [](strategy& s, const spec_value& v) { s.fallback = parse_fallback(v.text()); },
+     [](const strategy& s) { return written(s.fallback); }},
 };
 
 const std::vector<std::string_view>& key_names() {

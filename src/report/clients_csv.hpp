@@ -16,7 +16,8 @@ namespace backoff::report {
 
 // The columns in file order: the operation's strategy, its id, when its first attempt was sent
 // and when it finished (seconds from the start of the run), its attempts, its latency (done -
-// first attempt) and how it ended ("completed", "failed" or "unfinished").
+// first attempt) and how it ended ("completed", "failed", "fell_back": failed and answered by the
+// strategy's fallback, or "unfinished").
 inline constexpr std::array<std::string_view, 7> clients_csv_columns{
     "strategy", "id", "first_attempt_s", "done_s", "attempts", "latency_s", "status"};
 

@@ -96,6 +96,10 @@ void recorder::operation_done(const op_record& r) {
     case op_status::failed:
       ++gave_up_;
       status = "failed";
+      if (options_.fallback && options_.fallback->contains(r.why)) {
+        ++fell_back_;
+        status = "fell_back";
+      }
       break;
     case op_status::unfinished:
       ++unfinished_;
@@ -155,6 +159,14 @@ strategy_summary recorder::finish(time_units end, std::uint64_t events) {
     out.phases = phase_goodput{rate(phase_successes_[0], 0, std::min(down, end)),
                                rate(phase_successes_[1], std::min(down, end), std::min(up, end)),
                                rate(phase_successes_[2], std::min(up, end), end)};
+  }
+  if (options_.fallback) {
+    const auto share = [&](std::uint64_t n) -> std::optional<double> {
+      if (operations_ == 0) return std::nullopt;
+      return static_cast<double>(n) / static_cast<double>(operations_);
+    };
+    fields_.push_back({std::string(fell_back_rate_field), share(fell_back_)});
+    fields_.push_back({std::string(answered_rate_field), share(completed_ + fell_back_)});
   }
   out.buckets = std::move(buckets_);
   out.fields = std::move(fields_);

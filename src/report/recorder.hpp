@@ -9,6 +9,7 @@
 //   rec.operation_started(t);  rec.attempt(t);  rec.error(t);  ...
 //   rec.operation_done({.id = 7, .first_attempt = 12, .done = 40, .attempts = 3,
 //                       .status = report::op_status::completed});
+//   rec.operation_done({.id = 8, ..., .status = report::status_of(why), .why = why});  // failed
 //   report::strategy_summary s = rec.finish(end_time);
 //
 // Times are in the model's units (ns, or ticks for tick models); seconds_per_unit converts them
@@ -23,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "backoff/fallback.hpp"
+#include "backoff/outcome.hpp"
 #include "hdr_histogram.hpp"
 #include "result.hpp"
 
@@ -30,12 +33,18 @@ namespace backoff::report {
 
 enum class op_status : std::uint8_t { completed, failed, unfinished };
 
+// An operation that ended on its own: completed when it succeeded, else failed.
+constexpr op_status status_of(outcome why) noexcept {
+  return why == outcome::succeeded ? op_status::completed : op_status::failed;
+}
+
 struct op_record {
   std::uint64_t id;
   time_units first_attempt;
   time_units done;  // completion or failure time; the run's end for unfinished operations
   std::uint32_t attempts;
   op_status status;
+  outcome why = outcome::succeeded;  // how a failed one ended (its retry loop's outcome)
 };
 
 // The latency histogram of a recorder: its precision, range and unit, and how its percentiles
@@ -65,7 +74,16 @@ struct recorder_options {
   // With an outage, finish() also reports goodput before, during and after it (phases).
   bool phase_goodput = false;
   latency_histogram_options latency;
+  // The strategy's fallback: a failed operation whose outcome it answers for is counted as
+  // answered by it ("fell_back" in clients.csv), and finish() reports fell_back_rate and
+  // answered_rate (successes and fallbacks) as fields. It stays a failure in success_rate.
+  std::optional<fallback_outcomes> fallback;
 };
+
+// The fields finish() adds for a strategy with a fallback: the share of operations the fallback
+// answered, and of those answered at all (succeeded or fell back).
+inline constexpr std::string_view fell_back_rate_field = "fell_back_rate";
+inline constexpr std::string_view answered_rate_field = "answered_rate";
 
 class recorder {
  public:
@@ -122,6 +140,7 @@ class recorder {
   time_units current_start_ = 0, current_end_ = 0;  // empty until the first event
   hdr_histogram latency_;
   std::uint64_t operations_ = 0, completed_ = 0, gave_up_ = 0, unfinished_ = 0, attempts_ = 0;
+  std::uint64_t fell_back_ = 0;
   time_units last_completion_ = 0;
   // Time-weighted load.
   std::int64_t load_now_ = 0, queued_now_ = 0, peak_load_ = 0;

@@ -17,7 +17,7 @@ TEST(SpecKeysDoc, PoliciesMdCarriesEveryKindsKeyTableVerbatim) {
   const std::string doc = read_doc("POLICIES.md");
   ASSERT_FALSE(doc.empty()) << "cannot read docs/POLICIES.md";
   for (const std::string_view kind : {"policy", "window", "budget", "throttle", "breaker", "hedge",
-                                      "deadline", "bulkhead", "limit", "rate"}) {
+                                      "deadline", "bulkhead", "limit", "rate", "fallback"}) {
     const std::string table = backoff::spec_keys_markdown(kind);
     ASSERT_FALSE(table.empty()) << kind;
     EXPECT_NE(doc.find("\n\n" + table + "\n"), std::string::npos)

@@ -112,7 +112,7 @@ TEST(Strategy, BadTextIsOneLineNamingTheKey) {
             std::string::npos)
       << misspelt;
   EXPECT_NE(misspelt.find("(known: policy, max_attempts, idempotent, window, budget, throttle, "
-                          "breaker, limiter, hedge, deadline)"),
+                          "breaker, limiter, hedge, deadline, fallback)"),
             std::string::npos)
       << misspelt;
   EXPECT_NE(error_of("max_attempts=3, max_attempts=4").find("given twice"), std::string::npos);

@@ -128,7 +128,7 @@ TEST(ScenarioMessages, Strategies) {
        {},
        "m.toml:5:1: unknown strategy key 'polcy' (did you mean 'policy'?) (known: name, policy, "
        "max_attempts, idempotent, window, budget, throttle, breaker, limiter, hedge, "
-       "deadline)"},
+       "deadline, fallback)"},
   });
 }
 

@@ -92,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(
             {},
             "bad.toml:10:1: unknown strategy key 'polcy' (did you mean 'policy'?) (known: name, "
             "policy, max_attempts, idempotent, window, budget, throttle, breaker, limiter, "
-            "hedge, deadline)"},
+            "hedge, deadline, fallback)"},
         bad_scenario{
             "model = \"one-client-burst\"\n[[strategy]]\nname = \"a\"\n", {}, "scenario: missing"},
         bad_scenario{"scenario = \"t\"\nmodel = \"no-such-model\"\n[[strategy]]\nname = \"a\"\n",

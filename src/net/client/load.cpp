@@ -40,6 +40,7 @@ report::recorder_options load_state::make_recorder_options(const load_options& o
   r.seconds_per_unit = 1e-9;
   r.outage = o.outage;
   r.phase_goodput = o.phase_goodput;
+  if (o.strategy.fallback) r.fallback = o.strategy.fallback->on;
   // The latencies come from the intervals (load_state.hpp), in their unit and precision, and are
   // read as HdrHistogram's tools read the log.
   r.latency.precision = latency_precision;
@@ -54,16 +55,18 @@ namespace {
 
 // An operation ended, completed or failed: its row in the recorder, and a completed one's latency
 // (microseconds, from its first attempt or intended send time) in the interval's histogram.
-void operation_ended(load_state& s, const in_flight_op& flight, bool completed,
+void operation_ended(load_state& s, const in_flight_op& flight, outcome why,
                      std::uint32_t attempts) {
   report::op_record record{};
   record.id = flight.id;
   record.first_attempt = flight.first_attempt;
   record.done = s.now();
   record.attempts = std::max(flight.attempts, attempts);
-  record.status = completed ? report::op_status::completed : report::op_status::failed;
+  record.status = report::status_of(why);
+  record.why = why;
   s.recorder.operation_done(record);
-  if (completed) s.interval_latency.record((record.done - record.first_attempt + 500) / 1000);
+  if (why == outcome::succeeded)
+    s.interval_latency.record((record.done - record.first_attempt + 500) / 1000);
 }
 
 // One of the run's clients, and the operations it runs one after another on its connection.
@@ -156,7 +159,7 @@ asio::awaitable<void> client_loop(load_state& s, std::optional<std::uint32_t> cl
       result = co_await async_retry(op, policy, classify_reply, env, no_retry_hook{}, gates);
     }
     flight.unlink();
-    operation_ended(s, flight, static_cast<bool>(result), result.attempts);
+    operation_ended(s, flight, result.why, result.attempts);
     if (closed && s.stopping) break;
   }
   c.close();

@@ -207,7 +207,7 @@ class aws_occ final : public model_runner, public model {
   void start_cycle(engine& e, std::size_t i) {
     client& c = clients_state_[i];
     const auto g = c.control->before_attempt(duration{0}, c.jitter);
-    if (!g.send) return finish(e, i, report::op_status::failed);  // no gates here, but be exact
+    if (!g.send) return finish(e, i, g.stop);  // no gates here, but be exact
     send(e, i, read_arrives, 0);
   }
 
@@ -217,21 +217,20 @@ class aws_occ final : public model_runner, public model {
     client& c = clients_state_[i];
     if (ok) {
       out_->success(e.now());
-      return finish(e, i, report::op_status::completed);
+      return finish(e, i, outcome::succeeded);
     }
     out_->error(e.now());
     const auto d = c.control->after(verdict::retryable(), duration{0}, c.jitter);
-    if (!d.retry)
-      return finish(e, i, report::op_status::failed);  // max_attempts, if a strategy sets it
+    if (!d.retry) return finish(e, i, d.stop);  // max_attempts, if a strategy sets it
     if (d.delay.count() == 0) return start_cycle(e, i);
     e.schedule_after(d.delay.count(), self_, backoff_over, i);
   }
 
-  void finish(engine& e, std::size_t i, report::op_status status) {
+  void finish(engine& e, std::size_t i, outcome why) {
     client& c = clients_state_[i];
     c.done = true;
     ++finished_;
-    out_->operation_done({i, 0, e.now(), c.control->attempts(), status});
+    out_->operation_done({i, 0, e.now(), c.control->attempts(), report::status_of(why), why});
   }
 
   std::int64_t clients_;

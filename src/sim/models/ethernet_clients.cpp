@@ -214,12 +214,12 @@ class ethernet_clients final : public model_runner, public model {
     if (sense_ && free_descriptors() < min_free_) {
       cl.control->attempt_deferred();
       const auto d = cl.control->after_deferred(duration{e.now()}, backoff_rng_);
-      if (!d.retry) return finish(e, c, report::op_status::failed);
+      if (!d.retry) return finish(e, c, d.stop);
       e.schedule_after(d.delay.count(), self_, try_submit, c);
       return;
     }
     const auto g = cl.control->before_attempt(duration{e.now()}, backoff_rng_);
-    if (!g.send) return finish(e, c, report::op_status::failed);
+    if (!g.send) return finish(e, c, g.stop);
     if (g.wait.count() > 0) {
       e.schedule_after(g.wait.count(), self_, send, c);
     } else {
@@ -262,7 +262,7 @@ class ethernet_clients final : public model_runner, public model {
       client& cl = clients_state_[c];
       const auto d = cl.control->after(verdict::retryable(), duration{e.now()}, backoff_rng_);
       if (!d.retry) {
-        finish(e, c, report::op_status::failed);
+        finish(e, c, d.stop);
         continue;
       }
       // Through the event queue even for a zero delay, so that retries run after this handler.
@@ -289,7 +289,7 @@ class ethernet_clients final : public model_runner, public model {
       out_->success(e.now());
       client& cl = clients_state_[c];
       (void)cl.control->after(verdict::success(), duration{e.now()}, backoff_rng_);
-      finish(e, c, report::op_status::completed);
+      finish(e, c, outcome::succeeded);
       // The next job: at once (or after the think time), with a fresh controller.
       if (think_ == 0) {
         new_job(e, c);
@@ -301,9 +301,10 @@ class ethernet_clients final : public model_runner, public model {
     report_load(e);
   }
 
-  void finish(engine& e, std::size_t c, report::op_status status) {
+  void finish(engine& e, std::size_t c, outcome why) {
     client& cl = clients_state_[c];
-    out_->operation_done({cl.op, cl.first_attempt, e.now(), cl.control->attempts(), status});
+    out_->operation_done(
+        {cl.op, cl.first_attempt, e.now(), cl.control->attempts(), report::status_of(why), why});
     cl.control.reset();
   }
 

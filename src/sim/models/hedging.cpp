@@ -436,9 +436,7 @@ class hedging final : public model_runner, public model {
     for (;;) {
       switch (s.what) {
         case hedge_controller::action::done:
-          return finish(e, i,
-                        s.why == outcome::succeeded ? report::op_status::completed
-                                                    : report::op_status::failed);
+          return finish(e, i, s.why);
         case hedge_controller::action::send:
           if (s.wait.count() > 0) {
             e.schedule_after(s.wait.count(), self_, send, tag(i, o, s.attempt));
@@ -567,11 +565,12 @@ class hedging final : public model_runner, public model {
               o->hedge->on_answer(copy_of(payload), verdict::success(), now_of(e), rng_));
   }
 
-  void finish(engine& e, std::uint32_t i, report::op_status status) {
+  void finish(engine& e, std::uint32_t i, outcome why) {
     op& o = slots_[i];
     o.done = true;
     ++finished_;
-    out_->operation_done({o.id, o.first_attempt, e.now(), o.transmitted, status});
+    out_->operation_done(
+        {o.id, o.first_attempt, e.now(), o.transmitted, report::status_of(why), why});
     if (cancel_ != cancel_mode::none) {
       // A6: the losers are cancelled; the server hears of it one way later.
       for (std::uint32_t n = 1; n <= o.hedge->sent(); ++n) {

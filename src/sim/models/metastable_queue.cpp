@@ -406,7 +406,7 @@ class metastable_queue final : public model_runner, public model {
   void try_send(engine& e, std::uint32_t slot) {
     request& r = slot_at(slot);
     const auto g = r.control->before_attempt(duration{e.now()}, client_rng_);
-    if (!g.send) return finish(e, slot, report::op_status::failed);
+    if (!g.send) return finish(e, slot, g.stop);
     if (g.wait.count() > 0) return e.schedule_after(g.wait.count(), self_, send_later, slot);
     send(e, slot);
   }
@@ -460,7 +460,7 @@ class metastable_queue final : public model_runner, public model {
       r.awaiting = false;
       out_->success(e.now());
       (void)r.control->after(verdict::success(), duration{e.now()}, client_rng_);
-      finish(e, slot, report::op_status::completed);
+      finish(e, slot, outcome::succeeded);
     } else {
       ++stale_;  // its client gave up on it: the work was wasted
     }
@@ -482,16 +482,17 @@ class metastable_queue final : public model_runner, public model {
     verdict timed_out = verdict::retryable();
     timed_out.timeout = true;  // a retry quota charges its timeout cost
     const auto d = r.control->after(timed_out, duration{e.now()}, client_rng_);
-    if (!d.retry) return finish(e, slot, report::op_status::failed);
+    if (!d.retry) return finish(e, slot, d.stop);
     if (d.delay.count() > 0) {
       return e.schedule_after(d.delay.count(), self_, retry_wake, slot);
     }
     try_send(e, slot);
   }
 
-  void finish(engine& e, std::uint32_t slot, report::op_status status) {
+  void finish(engine& e, std::uint32_t slot, outcome why) {
     request& r = slot_at(slot);
-    out_->operation_done({r.operation, r.first_attempt, e.now(), r.control->attempts(), status});
+    out_->operation_done({r.operation, r.first_attempt, e.now(), r.control->attempts(),
+                          report::status_of(why), why});
     r.control.reset();
     r.awaiting = false;
     ++r.attempt;  // any answer still on its way is stale

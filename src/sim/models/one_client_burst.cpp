@@ -254,10 +254,10 @@ class one_client_burst final : public model, public model_runner {
     op& o = ops_[i];
     const auto now = [&] { return now_of(e); };
     if (detail::too_little_time(*o.control, min_useful_, now)) {
-      return finish(e, i, report::op_status::failed);
+      return finish(e, i, outcome::deadline_exceeded);
     }
     const auto g = o.control->before_attempt(now_of(e), rng_);
-    if (!g.send) return finish(e, i, report::op_status::failed);
+    if (!g.send) return finish(e, i, g.stop);
     o.attempt = o.control->attempts();
     if (g.wait.count() > 0) {
       e.schedule_after(g.wait.count(), self_, send, tag(i, o.attempt));
@@ -365,17 +365,17 @@ class one_client_burst final : public model, public model_runner {
     if (live_.window) {
       if (ok) {
         live_.window->on_success(*tickets_[i]);
-        finish(e, i, report::op_status::completed);
+        finish(e, i, outcome::succeeded);
       } else if (!d.retry) {
         live_.window->on_error(*tickets_[i], aimd_window::requeue::no);  // cut, then drop it
-        finish(e, i, report::op_status::failed);
+        finish(e, i, d.stop);
       } else {
         live_.window->on_error(*tickets_[i]);
       }
       pump(e);
       return;
     }
-    if (ok) return finish(e, i, report::op_status::completed);
+    if (ok) return finish(e, i, outcome::succeeded);
     retry_or_finish(e, i, d);
   }
 
@@ -403,7 +403,7 @@ class one_client_burst final : public model, public model_runner {
     op& o = ops_[i];
     if (!d.retry || detail::too_little_time(
                         *o.control, min_useful_, [&] { return now_of(e); }, d.delay)) {
-      return finish(e, i, report::op_status::failed);
+      return finish(e, i, d.retry ? outcome::deadline_exceeded : d.stop);
     }
     e.schedule_after(d.delay.count(), self_, retry_now, i);
   }
@@ -415,9 +415,7 @@ class one_client_burst final : public model, public model_runner {
     for (;;) {
       switch (s.what) {
         case hedge_controller::action::done:
-          return finish(e, i,
-                        s.why == outcome::succeeded ? report::op_status::completed
-                                                    : report::op_status::failed);
+          return finish(e, i, s.why);
         case hedge_controller::action::send:
           o.attempt = s.attempt;
           if (s.wait.count() > 0) {
@@ -447,11 +445,11 @@ class one_client_burst final : public model, public model_runner {
     carry_out(e, i, h.control->on_timer(now_of(e), rng_));
   }
 
-  void finish(engine& e, std::size_t i, report::op_status status) {
+  void finish(engine& e, std::size_t i, outcome why) {
     op& o = ops_[i];
     o.done = true;
     ++finished_;
-    out_->operation_done({i, o.first_attempt, e.now(), attempts(i), status});
+    out_->operation_done({i, o.first_attempt, e.now(), attempts(i), report::status_of(why), why});
   }
 
   std::int64_t operations_;

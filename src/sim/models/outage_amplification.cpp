@@ -282,10 +282,10 @@ class outage_amplification final : public model_runner, public model {
     call& c = calls_[i];
     const auto now = [&] { return duration{e.now()}; };
     if (detail::too_little_time(*c.control, min_useful_, now)) {
-      return finish(e, i, report::op_status::failed);
+      return finish(e, i, outcome::deadline_exceeded);
     }
     const auto g = c.control->before_attempt(now(), client_rng_);
-    if (!g.send) return finish(e, i, report::op_status::failed);
+    if (!g.send) return finish(e, i, g.stop);
     if (gate_ != nullptr) {
       // first_try_gate, asked only once nothing else can stop the attempt, so that every permit
       // taken is recorded (a half-open trial never taken back would hold the breaker half-open).
@@ -295,7 +295,7 @@ class outage_amplification final : public model_runner, public model {
       // transition, so its results while open never count).
       const bool first = o.attempt == 0;
       c.permit = gate_->try_acquire(now(), first);
-      if (first && !c.permit) return finish(e, i, report::op_status::failed);
+      if (first && !c.permit) return finish(e, i, outcome::breaker_open);
       o.permit_pending = c.permit.allowed;
     }
     o.attempt = o.attempt + 1;
@@ -335,16 +335,16 @@ class outage_amplification final : public model_runner, public model {
     }
     const auto d =
         c.control->after(ok ? verdict::success() : verdict::retryable(), now, client_rng_);
-    if (ok) return finish(e, i, report::op_status::completed);
+    if (ok) return finish(e, i, outcome::succeeded);
     if (!d.retry || detail::too_little_time(
                         *c.control, min_useful_, [&] { return now; }, d.delay)) {
-      return finish(e, i, report::op_status::failed);
+      return finish(e, i, d.retry ? outcome::deadline_exceeded : d.stop);
     }
     if (d.delay.count() == 0) return attempt(e, i);
     e.schedule_after(d.delay.count(), self_, retry_now, i);
   }
 
-  void finish(engine& e, std::uint32_t i, report::op_status status) {
+  void finish(engine& e, std::uint32_t i, outcome why) {
     op& o = ops_[i];
     if (o.permit_pending) {
       // Defensive: no path ends a call with a permit out today, but a leaked half-open trial
@@ -354,12 +354,12 @@ class outage_amplification final : public model_runner, public model {
     }
     o.done = true;
     ++finished_;
-    out_->operation_done({i, o.first, e.now(), o.sent, status});
+    out_->operation_done({i, o.first, e.now(), o.sent, report::status_of(why), why});
     // client.py: a call's result counts at the time it ends (the client uptime panel).
     const int p = phase_of(e.now());
     if (p > 0) {
       ++phase_[p].ended;
-      if (status == report::op_status::completed) ++phase_[p].succeeded;
+      if (why == outcome::succeeded) ++phase_[p].succeeded;
     }
     calls_[i].control.reset();
   }

@@ -193,7 +193,7 @@ class outage_recovery final : public model_runner,
       out_->operation_started(e.now());
     }
     const auto g = cl.control->before_attempt(duration{e.now()}, client_rng_);
-    if (!g.send) return finish(e, c, report::op_status::failed);
+    if (!g.send) return finish(e, c, g.stop);
     if (g.wait.count() > 0) return e.schedule_after(g.wait.count(), self_, send_now, c);
     send(e, c);
   }
@@ -218,7 +218,7 @@ class outage_recovery final : public model_runner,
     cl.awaiting = false;
     out_->success(e.now());
     (void)cl.control->after(verdict::success(), duration{e.now()}, client_rng_);
-    finish(e, c, report::op_status::completed);
+    finish(e, c, outcome::succeeded);
   }
 
   void on_timeout(engine& e, std::uint64_t payload) {
@@ -229,13 +229,14 @@ class outage_recovery final : public model_runner,
     ++cl.attempt;  // its answer, if it ever comes, is stale
     out_->timeout(e.now());
     const auto d = cl.control->after(verdict::retryable(), duration{e.now()}, client_rng_);
-    if (!d.retry) return finish(e, c, report::op_status::failed);
+    if (!d.retry) return finish(e, c, d.stop);
     e.schedule_after(d.delay.count(), self_, wake_client, c);
   }
 
-  void finish(engine& e, std::size_t c, report::op_status status) {
+  void finish(engine& e, std::size_t c, outcome why) {
     client& cl = clients_[c];
-    out_->operation_done({cl.operation, cl.first_attempt, e.now(), cl.control->attempts(), status});
+    out_->operation_done({cl.operation, cl.first_attempt, e.now(), cl.control->attempts(),
+                          report::status_of(why), why});
     cl.control.reset();
     think(e, c);
   }

@@ -208,7 +208,7 @@ class retry_failure_rate final : public model_runner, public model {
   void send(engine& e, std::uint32_t slot) {
     op& o = ops_[slot];
     const auto g = o.control->before_attempt(duration{e.now()}, client_rng_);
-    if (!g.send) return finish(e, slot, report::op_status::failed);
+    if (!g.send) return finish(e, slot, g.stop);
     if (g.wait.count() > 0) {  // a throttle's pacing
       return e.schedule_after(g.wait.count(), self_, resend, slot);
     }
@@ -230,18 +230,19 @@ class retry_failure_rate final : public model_runner, public model {
     if (ok) {
       out_->success(e.now());
       (void)o.control->after(verdict::success(), duration{e.now()}, client_rng_);
-      return finish(e, slot, report::op_status::completed);
+      return finish(e, slot, outcome::succeeded);
     }
     out_->error(e.now());
     const auto d = o.control->after(verdict::retryable(), duration{e.now()}, client_rng_);
-    if (!d.retry) return finish(e, slot, report::op_status::failed);
+    if (!d.retry) return finish(e, slot, d.stop);
     if (d.delay.count() > 0) return e.schedule_after(d.delay.count(), self_, resend, slot);
     send(e, slot);
   }
 
-  void finish(engine& e, std::uint32_t slot, report::op_status status) {
+  void finish(engine& e, std::uint32_t slot, outcome why) {
     op& o = ops_[slot];
-    out_->operation_done({o.id, o.first_attempt, e.now(), o.control->attempts(), status});
+    out_->operation_done(
+        {o.id, o.first_attempt, e.now(), o.control->attempts(), report::status_of(why), why});
     o.control.reset();
     free_.push_back(slot);
   }

@@ -166,10 +166,10 @@ class retry_layers final : public model_runner, public model {
     std::uint32_t root = no_record;    // the layer-1 record of this request
     int layer = 0;                     // 0-based: 0 is the top server
     bool in_use = false;
-    bool arrived_as_retry = false;  // its caller sent it as a retry
-    bool succeeded = false;         // the answer it gives upward, once its loop is over
-    time_ns first_attempt = 0;      // its loop's first attempt
-    time_ns backed_off = 0;         // the sum of its loop's backoff delays
+    bool arrived_as_retry = false;       // its caller sent it as a retry
+    outcome ended = outcome::succeeded;  // how its loop ended: the answer it gives upward
+    time_ns first_attempt = 0;           // its loop's first attempt
+    time_ns backed_off = 0;              // the sum of its loop's backoff delays
     // Layer 1 only: the top-level request.
     std::uint64_t request = 0;
     time_ns arrived = 0;
@@ -282,7 +282,7 @@ class retry_layers final : public model_runner, public model {
     if (!paced) {
       const auto g = c.control->before_attempt(duration{e.now()},
                                                client_rngs_[static_cast<std::size_t>(c.layer)]);
-      if (!g.send) return loop_over(e, r, false);
+      if (!g.send) return loop_over(e, r, g.stop);
       if (g.wait.count() > 0) return e.schedule_after(g.wait.count(), self_, send_now, r);
     }
     const bool retry = c.control->attempts() > 1;
@@ -327,17 +327,17 @@ class retry_layers final : public model_runner, public model {
     call& c = calls_[r];
     const auto d =
         c.control->after(v, duration{e.now()}, client_rngs_[static_cast<std::size_t>(c.layer)]);
-    if (v.kind == verdict_kind::success) return loop_over(e, r, true);
-    if (!d.retry) return loop_over(e, r, false);
+    if (v.kind == verdict_kind::success) return loop_over(e, r, outcome::succeeded);
+    if (!d.retry) return loop_over(e, r, d.stop);
     c.backed_off += d.delay.count();
     e.schedule_after(d.delay.count(), self_, retry_wake, r);
   }
 
   // The loop of `r` is over; its own work follows (the code adds it whether the call below
   // succeeded or not), then the answer upward.
-  void loop_over(engine& e, std::uint32_t r, bool ok) {
+  void loop_over(engine& e, std::uint32_t r, outcome why) {
     call& c = calls_[r];
-    c.succeeded = ok;
+    c.ended = why;
     c.control.reset();
     auto& g = service_rngs_[static_cast<std::size_t>(c.layer)];
     time_ns work = service_time(g);
@@ -350,10 +350,10 @@ class retry_layers final : public model_runner, public model {
 
   void on_work_done(engine& e, std::uint32_t r) {
     call& c = calls_[r];
-    const bool ok = c.succeeded;
+    const bool ok = c.ended == outcome::succeeded;
     if (c.layer == 0) {
-      out_->operation_done({c.request, c.arrived, e.now(), c.deepest_calls,
-                            ok ? report::op_status::completed : report::op_status::failed});
+      out_->operation_done(
+          {c.request, c.arrived, e.now(), c.deepest_calls, report::status_of(c.ended), c.ended});
       if (ok) out_->success(e.now());
       ++finished_;
       return release(r);

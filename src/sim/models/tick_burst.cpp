@@ -254,7 +254,7 @@ class tick_burst final : public model_runner, public model {
       out_->operation_started(now);
     }
     const auto g = c.control.before_attempt(policy_time(now), c.rng);
-    if (!g.send) return finish(now, i, report::op_status::failed);
+    if (!g.send) return finish(now, i, g.stop);
     const time_ns wait = idle_ticks(g.wait);
     if (wait == 0) return transmit(e, i);
     if (now + wait < ticks_) e.schedule_at(now + wait, self_, transmit_now, i);
@@ -325,18 +325,19 @@ class tick_burst final : public model_runner, public model {
     }
     const auto d =
         c.control.after(ok ? verdict::success() : verdict::retryable(), policy_time(now), c.rng);
-    if (ok) return finish(now, i, report::op_status::completed);
-    if (!d.retry) return finish(now, i, report::op_status::failed);
+    if (ok) return finish(now, i, outcome::succeeded);
+    if (!d.retry) return finish(now, i, d.stop);
     const time_ns wait = idle_ticks(d.delay);
     if (wait >= ticks_ - now) return;     // the retry would fall after the run: unfinished
     if (wait == 0) return on_send(e, i);  // before this tick's server step (step 2)
     e.schedule_at(now + wait, self_, send, i);
   }
 
-  void finish(time_ns now, std::size_t i, report::op_status status) {
+  void finish(time_ns now, std::size_t i, outcome why) {
     client& c = clients_[i];
     c.done = true;
-    out_->operation_done({i, c.first_attempt, now, c.control.attempts(), status});
+    out_->operation_done(
+        {i, c.first_attempt, now, c.control.attempts(), report::status_of(why), why});
   }
 
   // Keys.

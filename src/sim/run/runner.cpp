@@ -81,9 +81,11 @@ std::uint64_t replication_seed(std::uint64_t seed, std::uint32_t replication) {
 
 namespace {
 
-report::recorder_options recorder_for(const model_runner& model, const std::string& strategy) {
+report::recorder_options recorder_for(const model_runner& model, const std::string& strategy,
+                                      const std::optional<fallback_config>& fallback = {}) {
   report::recorder_options o;
   o.strategy = strategy;
+  if (fallback) o.fallback = fallback->on;
   o.bucket = model.bucket();
   o.seconds_per_unit = model.seconds_per_unit();
   o.outage = model.outage();
@@ -380,7 +382,8 @@ void add_felt_outage(const model_runner& model, time_ns end, report::strategy_su
 strategy_run run_strategy(model_runner& model, const client_strategy& strategy, std::uint64_t seed,
                           run_guard& guard, const strategy_run_options& options) {
   strategy_run out;
-  report::recorder rec(recorder_for(model, strategy.name()), options.clients);
+  report::recorder rec(recorder_for(model, strategy.name(), strategy.guards().fallback),
+                       options.clients);
   try {
     guard.check_between_runs();
     if (options.on_start) options.on_start();
