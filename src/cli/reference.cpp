@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "backoff/presets.hpp"
 #include "sweep_jobs.hpp"  // shell_single_quote
 
 namespace backoff::cli {
@@ -120,19 +121,47 @@ std::string man_page(const CLI::App& app, const std::string& version) {
   return m;
 }
 
+namespace {
+
+// The option whose value is a policy: its completion offers the presets' names.
+constexpr std::string_view policy_option = "--policy";
+
+// The presets' names, separated by spaces.
+std::string preset_words() {
+  std::string words;
+  for (const preset& p : presets()) words += (words.empty() ? "" : " ") + std::string(p.name);
+  return words;
+}
+
+bool takes_policy(const CLI::Option* o) {
+  const std::vector<std::string> names = spellings(o);
+  return std::find(names.begin(), names.end(), policy_option) != names.end();
+}
+
+}  // namespace
+
 std::string bash_completion(const CLI::App& app, const std::vector<std::string>& scenarios) {
   std::string commands;
   for (const CLI::App* sub : subcommands_of(app)) commands += " " + sub->get_name();
   std::string cases;
   for (const CLI::App* sub : subcommands_of(app)) {
-    std::string words, valued;
+    std::string words, valued, policy;
     for (const CLI::Option* o : flags_of(*sub)) {
       for (const std::string& s : spellings(o)) {
         words += " " + s;
-        if (takes_value(o)) valued += "|" + s;
+        if (takes_policy(o)) {
+          policy += "|" + s;
+        } else if (takes_value(o)) {
+          valued += "|" + s;
+        }
       }
     }
     cases += "    " + sub->get_name() + ")\n";
+    if (!policy.empty()) {
+      // A policy is a spec or a preset: the presets' names (a spec is typed out).
+      cases += "      case \"$prev\" in " + policy.substr(1) + ") COMPREPLY=($(compgen -W " +
+               shell_single_quote(preset_words()) + " -- \"$cur\")); return ;; esac\n";
+    }
     if (!valued.empty()) {
       // After an option that takes a value: files, since most values are free text or paths.
       cases += "      case \"$prev\" in " + valued.substr(1) +
@@ -196,7 +225,11 @@ std::string zsh_completion(const CLI::App& app, const std::vector<std::string>& 
         spec = names.front();
       }
       spec += "[" + zsh_text(o->get_description()) + "]";
-      if (takes_value(o)) spec += ":value:_files";
+      if (takes_policy(o)) {
+        spec += ":policy:(" + preset_words() + ")";
+      } else if (takes_value(o)) {
+        spec += ":value:_files";
+      }
       z += "    '" + spec + "' \\\n";
     }
     if (has_scenarios(sub)) {

@@ -13,9 +13,6 @@
 #include "overload_spec.hpp"
 
 namespace backoff {
-namespace detail {
-std::string fallback_keys_markdown();
-}  // namespace detail
 namespace {
 
 constexpr std::string_view fallback_what = "fallback";
@@ -84,14 +81,7 @@ void fallback_config::validate() const {
 }
 
 fallback_config parse_fallback(std::string_view text) {
-  const spec_call call = parse_spec_call(text, fallback_what);
-  if (call.name != fallback_names[0]) {
-    detail::unknown_name(fallback_what, text, "fallback", call.name, fallback_names);
-  }
-  fallback_config c;
-  detail::read_spec_keys(fallback_what, text, call, fallback_keys, c);
-  detail::validate_spec(fallback_what, text, c);
-  return c;
+  return detail::read_named_spec(fallback_what, "fallback", text, fallback_names, fallback_keys);
 }
 
 std::string detail::fallback_keys_markdown() {

@@ -90,6 +90,7 @@ std::string hedge_keys_markdown();
 std::string deadline_keys_markdown();
 std::string bulkhead_keys_markdown();
 std::string rate_keys_markdown();
+std::string fallback_keys_markdown();
 
 // Runs config.validate() and rethrows its message as an error about `spec`.
 template <class Config>

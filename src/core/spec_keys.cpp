@@ -57,10 +57,6 @@ std::string key_table_markdown(std::span<const spec_key_row> rows, const spec_va
   return out;
 }
 
-namespace detail {
-std::string fallback_keys_markdown();
-}  // namespace detail
-
 std::string spec_keys_markdown(std::string_view kind) {
   if (kind == "policy") return detail::policy_keys_markdown();
   if (kind == "window") return detail::window_keys_markdown();

@@ -112,6 +112,11 @@ TEST(Reference, BashCompletesCommandsOptionsAndScenarioNames) {
   EXPECT_EQ(bash_complete(script, "backoff sim tick"), "tick-burst\n");
   EXPECT_EQ(bash_complete(script, "backoff try --tim"), "--times\n--timeout\n");
   EXPECT_EQ(bash_complete(script, "backoff-try --tim"), "--times\n--timeout\n");
+  // After --policy, the presets' names (every command that takes one).
+  EXPECT_EQ(bash_complete(script, "backoff try --policy aws-"),
+            "aws-full\naws-equal\naws-decorrelated\n");
+  EXPECT_EQ(bash_complete(script, "backoff delays -p smira-"), "smira-go\n");
+  EXPECT_EQ(bash_complete(script, "backoff load --policy grp"), "grpc\n");
   for (const std::string& c : commands) {
     const std::string offered = bash_complete(script, "backoff " + c + " -");
     for (const std::string& o : help_options(run_cli({c, "--help"}).out)) {
@@ -133,6 +138,7 @@ TEST(Reference, TheZshScriptParsesAndCoversEveryCommand) {
     EXPECT_NE(printed.out.find("_backoff_" + c + "() {"), std::string::npos) << c;
   }
   EXPECT_NE(printed.out.find("tick-burst"), std::string::npos);
+  EXPECT_NE(printed.out.find(":policy:(none constant"), std::string::npos);
 }
 
 TEST(Reference, TheBuildWritesWhatTheCommandPrints) {
