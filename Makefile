@@ -65,15 +65,20 @@ bench-sim:
 	$(MAKE) build PRESET=default
 	bench/sim_bench.sh build/bin/backoff
 
-# The CLI and the libraries it links, nothing else (no tests, no benchmarks).
+# The CLI, the retry tool alone, the man page and the shell completions, and the libraries they
+# link; nothing else (no tests, no benchmarks).
+DEMO_TARGETS := backoff_cli backoff_try_cli backoff_reference
 demo: deps
 	if [ ! -f build/CMakeCache.txt ]; then cmake --preset default; fi
-	cmake --build --preset default --parallel $(JOBS) --target backoff_cli
+	cmake --build --preset default --parallel $(JOBS) --target $(DEMO_TARGETS)
 	build/bin/backoff presets --attempts 8
 	@echo
 	build/bin/backoff sim --out results --plot
 	@echo "make demo: every scenario's outputs, charts and report.html are in results/<scenario>/;"
-	@echo "           open results/index.html for all the reports"
+	@echo "           open results/index.html for all the reports."
+	@echo "           Built: build/bin/backoff, build/bin/backoff-try (the retry tool alone),"
+	@echo "           the man page build/reference/man1/backoff.1 (man -l it), and the completions"
+	@echo "           build/reference/completions/backoff (bash: source it) and build/reference/zsh/_backoff"
 
 FUZZ_SECONDS ?= 60
 fuzz:

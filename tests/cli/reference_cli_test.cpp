@@ -152,3 +152,36 @@ TEST(Reference, TheBuildWritesWhatTheCommandPrints) {
 }
 
 }  // namespace
+
+namespace {
+
+// `make demo` builds the retry tool alone, the man page and the completions beside the CLI, and
+// says where they are: each target it names exists, and each file it names is one the build makes.
+TEST(Reference, MakeDemoBuildsTheToolTheManPageAndTheCompletions) {
+  const std::string source = BACKOFF_SOURCE_DIR;
+  const auto dry = run_captured("make -n -C " + shell_quote(source) + " demo CI= 2>&1");
+  ASSERT_EQ(dry.status, 0) << dry.out;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(dry.out, m, std::regex(R"(cmake --build [^\n]* --target ([^\n]+))")))
+      << dry.out;
+  std::set<std::string> targets;
+  std::istringstream words(m[1].str());
+  for (std::string t; words >> t;) targets.insert(t);
+  EXPECT_EQ(targets,
+            (std::set<std::string>{"backoff_cli", "backoff_try_cli", "backoff_reference"}));
+  const auto known =
+      run_captured("cmake --build " + shell_quote(BACKOFF_BUILD_DIR) + " --target help 2>&1");
+  ASSERT_EQ(known.status, 0) << known.out;
+  for (const std::string& t : targets) {
+    EXPECT_TRUE(std::regex_search(known.out, std::regex("(^|\\n|\\s)" + t + "(:|\\s)"))) << t;
+  }
+  // The files it points the user to, relative to the default build folder: made by these targets.
+  for (const std::string file : {"bin/backoff-try", "reference/man1/backoff.1",
+                                 "reference/completions/backoff", "reference/zsh/_backoff"}) {
+    EXPECT_NE(dry.out.find("build/" + file), std::string::npos) << file;
+    EXPECT_FALSE(slurp(std::string(BACKOFF_BUILD_DIR) + "/" + file).empty()) << file;
+  }
+}
+
+}  // namespace
