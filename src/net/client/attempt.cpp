@@ -56,10 +56,10 @@ reply failed_attempt(load_state& s, connection& c, beast::error_code ec) {
   if (ec == asio::error::operation_aborted) {
     // A hedge's loser, cancelled when another copy won: neither an error nor a timeout.
     r.kind = reply_kind::cancelled;
+    ++s.counts.cancelled;
   } else if (ec == beast::error::timeout) {
     r.kind = reply_kind::timeout;
     ++s.counts.timeouts;
-    ++s.interval_timeouts;
     s.recorder.timeout(s.now());
   } else if (is_local_error(ec)) {
     // Not the server's: retried as any error, counted apart, said once.
@@ -72,7 +72,6 @@ reply failed_attempt(load_state& s, connection& c, beast::error_code ec) {
   } else {
     r.kind = reply_kind::error;
     ++s.counts.errors;
-    ++s.interval_errors;
     s.recorder.error(s.now());
   }
   return r;
@@ -88,7 +87,6 @@ reply answered_attempt(load_state& s, connection& c, const reply_head& head) {
   if (r.status == 200) {
     r.kind = reply_kind::ok;
     ++s.counts.ok;
-    ++s.interval_ok;
     s.recorder.success(s.now());
   } else {
     r.kind = reply_kind::error;
@@ -96,7 +94,6 @@ reply answered_attempt(load_state& s, connection& c, const reply_head& head) {
       r.retry_after = parse_retry_after(*head.retry_after, std::chrono::system_clock::now());
     }
     ++s.counts.errors;
-    ++s.interval_errors;
     s.recorder.error(s.now());
   }
   return r;

@@ -9,19 +9,43 @@
 
 namespace backoff::net::load_detail {
 
+namespace {
+
+// What happened between `base` and `now` (both running counts).
+load_counts counts_since(const load_counts& base, const load_counts& now) {
+  load_counts d;
+  d.operations = now.operations - base.operations;
+  d.succeeded = now.succeeded - base.succeeded;
+  d.failed = now.failed - base.failed;
+  d.fell_back = now.fell_back - base.fell_back;
+  d.requests = now.requests - base.requests;
+  d.ok = now.ok - base.ok;
+  d.errors = now.errors - base.errors;
+  d.timeouts = now.timeouts - base.timeouts;
+  d.cancelled = now.cancelled - base.cancelled;
+  d.late_sends = now.late_sends - base.late_sends;
+  d.dropped_sends = now.dropped_sends - base.dropped_sends;
+  d.local_errors = now.local_errors - base.local_errors;
+  return d;
+}
+
+}  // namespace
+
 interval_report take_interval(load_state& s) {
   const report::time_units now = s.now();
   const double span = static_cast<double>(now - s.interval_start) * 1e-9;
   s.interval_start = now;
   interval_report r;
   r.at_s = static_cast<double>(now) * 1e-9;
+  r.span_s = span;
+  r.counts = counts_since(s.interval_base, s.counts);
+  s.interval_base = s.counts;
   if (span > 0) {
-    r.ok_per_s = static_cast<double>(s.interval_ok) / span;
-    r.errors_per_s = static_cast<double>(s.interval_errors) / span;
-    r.timeouts_per_s = static_cast<double>(s.interval_timeouts) / span;
+    r.ok_per_s = static_cast<double>(r.counts.ok) / span;
+    r.errors_per_s = static_cast<double>(r.counts.errors) / span;
+    r.timeouts_per_s = static_cast<double>(r.counts.timeouts) / span;
   }
   r.in_flight = s.in_flight.size();
-  s.interval_ok = s.interval_errors = s.interval_timeouts = 0;
   return r;
 }
 

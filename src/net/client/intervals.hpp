@@ -16,7 +16,7 @@
 
 namespace backoff::net::load_detail {
 
-// The rates since the last line; resets the interval's counters.
+// The rates and counts since the last line; the next interval starts now.
 interval_report take_interval(load_state& s);
 
 // One line every report_every from the start, on a fixed schedule (deadline k x period, not

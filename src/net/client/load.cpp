@@ -65,6 +65,13 @@ void operation_ended(load_state& s, const in_flight_op& flight, outcome why,
   record.status = report::status_of(why);
   record.why = why;
   s.recorder.operation_done(record);
+  if (why == outcome::succeeded) {
+    ++s.counts.succeeded;
+  } else {
+    ++s.counts.failed;
+    const auto& fallback = s.options.strategy.fallback;
+    if (fallback && fallback->on.contains(why)) ++s.counts.fell_back;
+  }
   if (why == outcome::succeeded)
     s.interval_latency.record((record.done - record.first_attempt + 500) / 1000);
 }
@@ -120,6 +127,7 @@ asio::awaitable<void> client_loop(load_state& s, std::optional<std::uint32_t> cl
 
     const std::uint64_t id = s.next_op++;
     s.recorder.operation_started(start);
+    ++s.counts.operations;
     const report::time_units deadline_at =
         s.options.request_deadline.count() > 0 ? start + s.options.request_deadline.count() : 0;
     in_flight_op flight(s.in_flight, id, start, deadline_at);
@@ -283,9 +291,12 @@ void record_unfinished(load_state& s, report::time_units end) {
   for (const in_flight_op* op = s.in_flight.head; op != nullptr; op = op->next) {
     s.recorder.operation_done(
         {op->id, op->first_attempt, end, op->attempts, report::op_status::unfinished});
+    ++s.counts.unfinished;
   }
   for (const queued_send& q : s.queued) {
     s.recorder.operation_started(q.intended);
+    ++s.counts.operations;
+    ++s.counts.unfinished;
     s.recorder.operation_done({s.next_op++, q.intended, end, 0, report::op_status::unfinished});
   }
 }
@@ -301,9 +312,13 @@ load_run finish_run(load_state& s, report::time_units end) {
   static_cast<load_counts&>(run) = s.counts;
   run.summary = s.recorder.finish(end, s.counts.requests);
   run.latency = s.recorder.latencies();
-  for (const auto& [name, value] : {std::pair{"late_sends", s.counts.late_sends},
-                                    std::pair{"dropped_sends", s.counts.dropped_sends},
-                                    std::pair{"local_errors", s.counts.local_errors}}) {
+  const load_counts& c = s.counts;
+  for (const auto& [name, value] :
+       {std::pair{"late_sends", c.late_sends}, std::pair{"dropped_sends", c.dropped_sends},
+        std::pair{"local_errors", c.local_errors}, std::pair{"requests_ok", c.ok},
+        std::pair{"requests_errors", c.errors}, std::pair{"requests_timeouts", c.timeouts},
+        std::pair{"requests_cancelled", c.cancelled},
+        std::pair{"requests_unanswered", c.unanswered()}}) {
     run.summary.fields.push_back({name, static_cast<double>(value)});
   }
   return run;
@@ -353,6 +368,46 @@ http_target parse_target(std::string_view url) {
 std::string format_report(const interval_report& r) {
   return fmt::format("OK: {:.2f} req/sec, errors: {:.2f} req/sec, timedout: {:.2f} req/sec",
                      r.ok_per_s, r.errors_per_s, r.timeouts_per_s);
+}
+
+namespace {
+
+// "95.00%" of n / of, or "-" when `of` is 0 (a ratio of nothing).
+std::string percent_of(std::uint64_t n, std::uint64_t of) {
+  if (of == 0) return "-";
+  return fmt::format("{:.2f}%", 100.0 * static_cast<double>(n) / static_cast<double>(of));
+}
+
+// "3.00" requests per operation, or "-" when there was none.
+std::string per_operation(std::uint64_t requests, std::uint64_t operations) {
+  if (operations == 0) return "-";
+  return fmt::format("{:.2f}", static_cast<double>(requests) / static_cast<double>(operations));
+}
+
+}  // namespace
+
+std::string format_operations_report(const interval_report& r) {
+  const load_counts& c = r.counts;
+  const std::uint64_t ended = c.succeeded + c.failed;
+  return fmt::format(
+      "operations: {} started, {} succeeded, {} failed, {} in flight ({} of those ended "
+      "succeeded); requests: {} sent, {} per operation started: {} OK, {} errors, {} timed out{}",
+      c.operations, c.succeeded, c.failed, r.in_flight, percent_of(c.succeeded, ended), c.requests,
+      per_operation(c.requests, c.operations), c.ok, c.errors, c.timeouts,
+      c.local_errors ? fmt::format(", {} local errors", c.local_errors) : std::string());
+}
+
+std::string format_operations_totals(const load_counts& run, bool with_fallback) {
+  std::string line = fmt::format(
+      "{} operations: {} succeeded ({}), {} failed (gave up), {} unfinished; {} requests per "
+      "operation",
+      run.operations, run.succeeded, percent_of(run.succeeded, run.operations), run.failed,
+      run.unfinished, per_operation(run.requests, run.operations));
+  if (with_fallback) {
+    line += fmt::format("; the fallback answered {} of the {} failed ({} answered)", run.fell_back,
+                        run.failed, percent_of(run.succeeded + run.fell_back, run.operations));
+  }
+  return line;
 }
 
 load_run run_load(const load_options& options,

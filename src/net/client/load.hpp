@@ -108,23 +108,42 @@ struct load_options {
 // not as a server error.
 bool is_local_error(const boost::system::error_code& ec);
 
-struct interval_report {
-  double at_s = 0;  // seconds since the start
-  double ok_per_s = 0, errors_per_s = 0, timeouts_per_s = 0;
-  std::uint64_t in_flight = 0;
-};
-
-// What a run counted besides its summary.
+// What a run counted besides its summary: its operations (a user's call, with its retries or
+// hedged copies) and its requests (the attempts on the wire). requests / operations is the load
+// the strategy put on the server per call (summary.json's `load`).
 struct load_counts {
+  // Started: every operation that took its first step (open loop: taken from the queue of
+  // sends, or still waiting in it at the end; a dropped send is not one). Each ends succeeded,
+  // failed (gave up: attempts or deadline spent, a permanent answer, a guard's refusal) or
+  // unfinished (in flight or waiting when the run ended; set at the end only).
+  std::uint64_t operations = 0, succeeded = 0, failed = 0, unfinished = 0;
+  std::uint64_t fell_back = 0;  // of the failed, those the strategy's fallback answers for
   std::uint64_t requests = 0, ok = 0, errors = 0, timeouts = 0;
+  std::uint64_t cancelled = 0;      // hedged copies cancelled when another copy won
   std::uint64_t late_sends = 0;     // open loop: sent more than late_after after their time
   std::uint64_t dropped_sends = 0;  // open loop: never sent (in-flight cap, or past deadline)
   std::uint64_t local_errors = 0;   // attempts that failed here (is_local_error), not counted in
                                     // errors, nor in the summary's time series
+  // Requests that got no verdict: in flight when the run ended.
+  std::uint64_t unanswered() const noexcept {
+    return requests - ok - errors - timeouts - local_errors - cancelled;
+  }
+};
+
+struct interval_report {
+  double at_s = 0;  // seconds since the start
+  double ok_per_s = 0, errors_per_s = 0, timeouts_per_s = 0;
+  std::uint64_t in_flight = 0;
+  double span_s = 0;  // the time since the line before
+  // What happened over the span: operations started and ended, requests sent and answered
+  // (unfinished and unanswered are not set).
+  load_counts counts;
 };
 
 struct load_run : load_counts {
-  // Its fields (model_field) add late_sends, dropped_sends and local_errors.
+  // Its fields (model_field) add late_sends, dropped_sends, local_errors and the requests by
+  // verdict: requests_ok, requests_errors, requests_timeouts, requests_cancelled and
+  // requests_unanswered (with local_errors, they add up to the summary's attempts).
   report::strategy_summary summary;
   // The completed operations' latencies in microseconds at 3 significant digits: the counts
   // behind summary.latency_s, and the sum of histogram_log's intervals.
@@ -134,6 +153,17 @@ struct load_run : load_counts {
 
 // The seed client's line: "OK: 98.00 req/sec, errors: 0.00 req/sec, timedout: 0.00 req/sec".
 std::string format_report(const interval_report& r);
+
+// The line after it, in counts over the interval: "operations: 40 started, 35 succeeded,
+// 3 failed, 12 in flight (92.11% of those ended succeeded); requests: 120 sent, 3.00 per
+// operation started: 100 OK, 15 errors, 5 timed out" (", N local errors" when there were some).
+std::string format_operations_report(const interval_report& r);
+
+// The run's operations, for the closing lines: "2100 operations: 2089 succeeded (99.48%),
+// 8 failed (gave up), 3 unfinished; 3.89 requests per operation", and with a fallback
+// "; the fallback answered 5 of the 8 failed (99.71% answered)". The percentages are
+// summary.json's success_rate and answered_rate.
+std::string format_operations_totals(const load_counts& run, bool with_fallback);
 
 // Runs for options.duration_total and returns what was measured. `report` (may be empty) is
 // called on the run's thread every report_every. `stop` (may be empty) is polled every 100 ms;

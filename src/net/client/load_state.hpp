@@ -119,8 +119,9 @@ struct load_state {
   // This interval's completed latencies (above).
   report::hdr_histogram interval_latency{latency_highest_us, latency_precision};
   double histogram_logged_s = 0;  // the end of the last line written
-  std::uint64_t interval_ok = 0, interval_errors = 0, interval_timeouts = 0;
-  report::time_units interval_start = 0;  // when the current report interval began
+  // The counts when the current report interval began (its line reports the difference).
+  load_counts interval_base;
+  report::time_units interval_start = 0;
   std::uint64_t next_op = 0;
   in_flight_list in_flight;
   std::string request_text;  // "GET /api HTTP/1.1" with Host, serialized once
