@@ -11,21 +11,17 @@ namespace backoff::net::load_detail {
 
 namespace {
 
+// The counts a report interval reports (unfinished is known at the end only).
+constexpr std::uint64_t load_counts::*interval_counted[] = {
+    &load_counts::operations, &load_counts::succeeded,     &load_counts::failed,
+    &load_counts::fell_back,  &load_counts::requests,      &load_counts::ok,
+    &load_counts::errors,     &load_counts::timeouts,      &load_counts::cancelled,
+    &load_counts::late_sends, &load_counts::dropped_sends, &load_counts::local_errors};
+
 // What happened between `base` and `now` (both running counts).
 load_counts counts_since(const load_counts& base, const load_counts& now) {
   load_counts d;
-  d.operations = now.operations - base.operations;
-  d.succeeded = now.succeeded - base.succeeded;
-  d.failed = now.failed - base.failed;
-  d.fell_back = now.fell_back - base.fell_back;
-  d.requests = now.requests - base.requests;
-  d.ok = now.ok - base.ok;
-  d.errors = now.errors - base.errors;
-  d.timeouts = now.timeouts - base.timeouts;
-  d.cancelled = now.cancelled - base.cancelled;
-  d.late_sends = now.late_sends - base.late_sends;
-  d.dropped_sends = now.dropped_sends - base.dropped_sends;
-  d.local_errors = now.local_errors - base.local_errors;
+  for (const auto member : interval_counted) d.*member = now.*member - base.*member;
   return d;
 }
 
