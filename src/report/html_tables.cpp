@@ -82,7 +82,8 @@ std::string ranking_html(const ranking& k, std::vector<std::string>& answers) {
                                 {"load x (attempts/op)", true},
                                 {"p50 (" + k.unit + ")", true},
                                 {"p99 (" + k.unit + ")", true},
-                                {"max (" + k.unit + ")", true}};
+                                {"max (" + k.unit + ")", true},
+                                {"unbeaten"}};
   if (k.outage) header.push_back({"recovers"});
   std::vector<std::vector<html_cell>> rows;
   for (std::size_t i = 0; i < k.rows.size(); ++i) {
@@ -91,16 +92,18 @@ std::string ranking_html(const ranking& k, std::vector<std::string>& answers) {
         {std::to_string(i + 1), true},       {row.name},
         {format_percent(row.success), true}, {format_attempts(row.attempts_per_operation), true},
         {latency_cell(row.p50), true},       {latency_cell(row.p99), true},
-        {latency_cell(row.max), true}};
+        {latency_cell(row.max), true},       {row.unbeaten ? "yes" : "no"}};
     if (k.outage) cells.push_back({recovers_cell(row)});
     rows.push_back(std::move(cells));
   }
   answers = k.sentences;
   std::string rule = k.outage ? "runs that recovered after the outage (more first), then " : "";
   return html_table("ranking", header, rows) + "<p class=\"rule\">Ranked by " + html_escape(rule) +
-         "success (completed / operations, as shown), then p99 latency (lower first; none "
-         "last), then attempts per operation (fewer first). Latency is over the completed "
-         "operations; load x is attempts per operation (the <code>load</code> field).</p>\n";
+         "success within 1 point of the best (those first, fewest attempts per operation "
+         "first, then the lower p99), then the others by success, attempts per operation and "
+         "p99. <em>Unbeaten</em>: no other strategy is at least as good on success, load and "
+         "p99 together. Latency is over the completed operations; load x is attempts per "
+         "operation (the <code>load</code> field).</p>\n";
 }
 
 // A sweep point's row: the top of its ranking (or the tie at the top), and over all its
@@ -157,8 +160,9 @@ std::string sweep_ranking_html(const scenario_result& r, std::vector<std::string
   return html_table("ranking", header, rows) +
          "<p class=\"rule\">Each row ranks the strategies at one point on " + html_escape(of) +
          (r.outage ? ": runs that recovered (more first), then" : ":") +
-         " success (as shown), then p99 latency, then attempts per operation; <em>first</em> is "
-         "the top of that ranking, with its success %, load x (attempts per operation) and p99 "
+         " success within 1 point of the best (those first, fewest attempts per operation "
+         "first, then the lower p99), then the others by success; <em>first</em> is the top of "
+         "that ranking, with its success %, load x (attempts per operation) and p99 "
          "(a <em>tie</em> when the next ones have the same success and recovery and a p99 and "
          "attempts within 5 %: the order among them is then no advice). "
          "Fewest calls and shortest p99 are over all strategies at the point, with their "

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 
 namespace backoff::report {
@@ -69,20 +70,132 @@ std::string recovered_text(const ranking_row& row, const std::string& unit) {
   return row.name + when;
 }
 
-// Strategies whose success reads within one percentage point of the best: those an SRE would
-// consider at all when asking which is cheapest or fastest.
-bool near_best(const ranking_row& row, double best_success) {
-  return shown_success(row.success) + 10 >= shown_success(best_success);
-}
-
 std::string success_note(const ranking_row& row) {
   return fmt::format("{} % of operations succeeded", format_percent(row.success));
 }
 
+// The p99 for comparisons: none (nothing completed) is longer than any.
+double p99_or_worst(const ranking_row& row) {
+  return row.p99.value_or(std::numeric_limits<double>::infinity());
+}
+
+// `a` is at least as good as `b` on success (as shown), load and p99, and better on one.
+bool dominates(const ranking_row& a, const ranking_row& b) {
+  const std::int64_t sa = shown_success(a.success), sb = shown_success(b.success);
+  const double la = a.attempts_per_operation, lb = b.attempts_per_operation;
+  const double pa = p99_or_worst(a), pb = p99_or_worst(b);
+  return sa >= sb && la <= lb && pa <= pb && (sa > sb || la < lb || pa < pb);
+}
+
+void mark_unbeaten(ranking& r) {
+  for (auto& row : r.rows) {
+    row.unbeaten = std::none_of(r.rows.begin(), r.rows.end(),
+                                [&](const ranking_row& other) { return dominates(other, row); });
+  }
+}
+
+std::string names_of(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : (i + 1 == names.size() ? " and " : ", ")) + names[i];
+  }
+  return out;
+}
+
+// Why the first is first, in the rule's words.
+std::string recommendation(const ranking& r) {
+  const ranking_row& first = r.rows.front();
+  const std::vector<std::string> tied = tied_first(r);
+  std::string who = first.name;
+  if (tied.size() > 1) {
+    who = names_of(tied) + " (alike within 5 %; " + first.name + " first by the rule)";
+  }
+  std::string why;
+  if (r.outage && first.recovered_runs > 0) why = "it recovers after the outage, and ";
+  if (near_best_success(first, r.best_success)) {
+    why += r.rows.size() == 1
+               ? "it is the only strategy"
+               : fmt::format(
+                     "it makes the fewest calls of the strategies within 1 point of the "
+                     "best success ({} %)",
+                     format_percent(r.best_success));
+  } else {
+    why += "it succeeds most often of the strategies that recover as often";
+  }
+  return fmt::format("Recommended: {}: {} ({} % succeeded, {} attempts per operation, p99 {}).",
+                     who, why, format_percent(first.success),
+                     format_attempts(first.attempts_per_operation),
+                     first.p99 ? format_latency(*first.p99) + " " + r.unit : std::string("-"));
+}
+
+// The first makes more than twice the calls of the second: what it buys with them.
+std::optional<std::string> trade_off(const ranking& r) {
+  if (r.rows.size() < 2) return std::nullopt;
+  const ranking_row& first = r.rows[0];
+  const ranking_row& second = r.rows[1];
+  if (!(first.attempts_per_operation > 2 * second.attempts_per_operation)) return std::nullopt;
+  std::string buys;
+  if (r.outage && compare_recovered(first, second) < 0) {
+    buys = second.recovered_runs == 0
+               ? "it recovers after the outage, and " + second.name + " does not"
+               : "it recovers in more runs";
+  } else {
+    buys = fmt::format("{} % of operations succeed against {} %", format_percent(first.success),
+                       format_percent(second.success));
+  }
+  const std::string ratio = second.attempts_per_operation > 0
+                                ? fmt::format("{:.1f} times", first.attempts_per_operation /
+                                                                  second.attempts_per_operation)
+                                : std::string("more than twice");
+  return fmt::format(
+      "Trade-off: {} makes {} the calls of {} ({} against {} attempts per "
+      "operation); what that buys: {}.",
+      first.name, ratio, second.name, format_attempts(first.attempts_per_operation),
+      format_attempts(second.attempts_per_operation), buys);
+}
+
+// An unbeaten strategy, as successful as the first, whose p99 is under half the first's: what the
+// shorter tail costs in calls (hedging's trade, the other way round).
+std::optional<std::string> tail_trade_off(const ranking& r) {
+  const ranking_row& first = r.rows.front();
+  if (!first.p99) return std::nullopt;
+  const ranking_row* faster = nullptr;
+  for (const auto& row : r.rows) {
+    if (&row == &first || !row.unbeaten || !row.p99 || !(*row.p99 < *first.p99 / 2)) continue;
+    if (!near_best_success(row, r.best_success)) continue;
+    if (r.outage && compare_recovered(row, first) > 0) continue;
+    if (faster == nullptr || *row.p99 < *faster->p99) faster = &row;
+  }
+  if (faster == nullptr) return std::nullopt;
+  return fmt::format(
+      "For a shorter tail: {} has p99 {} {} against {} {}, for {} attempts per "
+      "operation against {}.",
+      faster->name, format_latency(*faster->p99), r.unit, format_latency(*first.p99), r.unit,
+      format_attempts(faster->attempts_per_operation),
+      format_attempts(first.attempts_per_operation));
+}
+
+std::string unbeaten_sentence(const ranking& r) {
+  std::vector<std::string> names;
+  for (const auto& row : r.rows) {
+    if (row.unbeaten) names.push_back(row.name);
+  }
+  if (names.size() == 1) {
+    return "Unbeaten: " + names.front() +
+           " is at least as good as every other strategy on success, load and p99 together.";
+  }
+  return "Unbeaten on success, load and p99 together (no other strategy is at least as good on "
+         "all three): " +
+         names_of(names) + ".";
+}
+
 void add_sentences(ranking& r) {
   if (r.rows.empty()) return;
-  double best_success = 0;
-  for (const auto& row : r.rows) best_success = std::max(best_success, row.success);
+  const double best_success = r.best_success;
+  r.sentences.push_back(recommendation(r));
+  if (auto t = trade_off(r)) r.sentences.push_back(std::move(*t));
+  if (auto t = tail_trade_off(r)) r.sentences.push_back(std::move(*t));
+  if (r.rows.size() > 1) r.sentences.push_back(unbeaten_sentence(r));
 
   // Fewest calls.
   const auto fewer = [](const ranking_row* a, const ranking_row& b) {
@@ -92,7 +205,7 @@ void add_sentences(ranking& r) {
   const ranking_row* fewest_good = nullptr;
   for (const auto& row : r.rows) {
     if (fewer(fewest, row)) fewest = &row;
-    if (near_best(row, best_success) && fewer(fewest_good, row)) fewest_good = &row;
+    if (near_best_success(row, best_success) && fewer(fewest_good, row)) fewest_good = &row;
   }
   std::string calls =
       fmt::format("Fewest calls: {}, {} attempts per operation ({}).", fewest->name,
@@ -115,7 +228,7 @@ void add_sentences(ranking& r) {
   const ranking_row* shortest_good = nullptr;
   for (const auto& row : r.rows) {
     if (shorter(shortest, row)) shortest = &row;
-    if (near_best(row, best_success) && shorter(shortest_good, row)) shortest_good = &row;
+    if (near_best_success(row, best_success) && shorter(shortest_good, row)) shortest_good = &row;
   }
   if (shortest == nullptr) {
     r.sentences.push_back("Shortest tail: none, no strategy completed an operation.");
@@ -174,17 +287,29 @@ std::string format_attempts(double v) {
   return fmt::format("{:.2f}", v);
 }
 
-bool ranks_before(const ranking_row& a, const ranking_row& b, bool outage) {
+bool near_best_success(const ranking_row& row, double best_success) {
+  using ranking_detail::shown_success;
+  return shown_success(row.success) + 10 >= shown_success(best_success);
+}
+
+bool ranks_before(const ranking_row& a, const ranking_row& b, bool outage, double best_success) {
   using namespace ranking_detail;
   if (outage) {
     if (const int c = compare_recovered(a, b); c != 0) return c < 0;
   }
-  if (shown_success(a.success) != shown_success(b.success)) {
+  const bool a_near = near_best_success(a, best_success);
+  if (a_near != near_best_success(b, best_success)) return a_near;
+  const auto by_load_then_tail = [&]() -> std::optional<bool> {
+    if (a.attempts_per_operation != b.attempts_per_operation) {
+      return a.attempts_per_operation < b.attempts_per_operation;
+    }
+    if (p99_or_worst(a) != p99_or_worst(b)) return p99_or_worst(a) < p99_or_worst(b);
+    return std::nullopt;
+  };
+  if (!a_near && shown_success(a.success) != shown_success(b.success)) {
     return shown_success(a.success) > shown_success(b.success);
   }
-  if (a.p99.has_value() != b.p99.has_value()) return a.p99.has_value();
-  if (a.p99 && *a.p99 != *b.p99) return *a.p99 < *b.p99;
-  return a.attempts_per_operation < b.attempts_per_operation;
+  return by_load_then_tail().value_or(false);
 }
 
 bool indistinguishable(const ranking_row& a, const ranking_row& b, bool outage) {
@@ -216,8 +341,11 @@ ranking rank_strategies(const ranking_input& strategies, bool outage) {
     r.unit = ranking_detail::unit_of(*runs.front());
     r.rows.push_back(ranking_detail::row_of(name, runs));
   }
-  std::stable_sort(r.rows.begin(), r.rows.end(),
-                   [outage](const auto& a, const auto& b) { return ranks_before(a, b, outage); });
+  for (const auto& row : r.rows) r.best_success = std::max(r.best_success, row.success);
+  std::stable_sort(r.rows.begin(), r.rows.end(), [&r](const auto& a, const auto& b) {
+    return ranks_before(a, b, r.outage, r.best_success);
+  });
+  ranking_detail::mark_unbeaten(r);
   ranking_detail::add_sentences(r);
   return r;
 }
@@ -291,10 +419,23 @@ std::string verdict(const scenario_result& r) {
   const ranking k = rank_plain(r);
   if (k.rows.empty()) return {};
   const ranking_row& best = k.rows.front();
-  return fmt::format("first: {} ({} % succeeded, p99 {}, {} attempts per operation)", best.name,
-                     format_percent(best.success),
-                     best.p99 ? format_latency(*best.p99) + " " + k.unit : std::string("-"),
-                     format_attempts(best.attempts_per_operation));
+  std::string line =
+      fmt::format("first: {} ({} % succeeded, p99 {}, {} attempts per operation)", best.name,
+                  format_percent(best.success),
+                  best.p99 ? format_latency(*best.p99) + " " + k.unit : std::string("-"),
+                  format_attempts(best.attempts_per_operation));
+  const std::vector<std::string> tied = tied_first(k);
+  if (tied.size() > 1) {
+    line += "; alike within 5 %: " +
+            ranking_detail::names_of(std::vector<std::string>(tied.begin() + 1, tied.end()));
+  }
+  if (k.rows.size() > 1 && best.attempts_per_operation > 2 * k.rows[1].attempts_per_operation &&
+      k.rows[1].attempts_per_operation > 0) {
+    line +=
+        fmt::format("; {:.1f} times the calls of {}",
+                    best.attempts_per_operation / k.rows[1].attempts_per_operation, k.rows[1].name);
+  }
+  return line;
 }
 
 }  // namespace backoff::report

@@ -8,10 +8,17 @@
 //   for (const auto& row : r.rows) ...;       // best first
 //   for (const auto& s : r.sentences) ...;    // plain text: escape it for HTML
 //
-// The rule (ranks_before): with an outage, the share of runs that recovered, more first; then the
-// success rate as shown (0.1 percentage point), higher first; then p99 latency, lower first (none
-// last); then attempts per operation, fewer first; then the scenario's order. Everything here is
-// text and numbers computed from the result: no clock, no machine, the same bytes every time.
+// The rule (ranks_before), from what an SRE picks first to what decides between equals: with an
+// outage, the share of runs that recovered, more first; then whether the success rate is within
+// one percentage point of the best (as shown, 0.1 point): those first, and among them the fewest
+// attempts per operation (the load), then the lower p99; the others by success, higher first,
+// then load, then p99; then the scenario's order. So the headline is the cheapest strategy that
+// succeeds about as well as any, never the one that buys its last tenth of a point with three
+// times the calls; the report says the trade-off in a sentence when the first makes more than
+// twice the calls of the second. Beside the order, each row says whether any other strategy beats
+// it on success, load and p99 together (the unbeaten ones are the only sensible picks). A sweep
+// point ranks on the means of its replications. Everything here is text and numbers computed from
+// the result: no clock, no machine, the same bytes every time.
 #pragma once
 
 #include <cstddef>
@@ -34,20 +41,29 @@ struct ranking_row {
   std::optional<double> p50, p99, max;
   std::size_t recovered_runs = 0;    // runs with a recovery_s (meaningful with an outage)
   std::optional<double> recovery_s;  // mean over the recovered runs
+  // No other strategy succeeds at least as often (as shown), with no more load and no longer p99,
+  // and is better on one of them (none: a p99 longer than any).
+  bool unbeaten = false;
 };
 
 struct ranking {
-  std::string unit = "s";              // of the latencies: "s" or "ticks"
-  bool outage = false;                 // the model has an outage: `recovers` is meaningful
-  std::vector<ranking_row> rows;       // best first
-  std::vector<std::string> sentences;  // fewest calls, shortest tail, survives the outage
+  std::string unit = "s";         // of the latencies: "s" or "ticks"
+  bool outage = false;            // the model has an outage: `recovers` is meaningful
+  double best_success = 0;        // the highest success of any row, 0..1
+  std::vector<ranking_row> rows;  // best first
+  // The recommendation (and the trade-off when it makes more than twice the calls of the
+  // runner-up), the unbeaten strategies, then fewest calls, shortest tail, survives the outage.
+  std::vector<std::string> sentences;
 };
 
 // Strategies by name with their runs (one for a plain run), in the scenario's order.
 using ranking_input = std::vector<std::pair<std::string, std::vector<const strategy_summary*>>>;
 
-// True when `a` ranks above `b` (the rule in the header comment).
-bool ranks_before(const ranking_row& a, const ranking_row& b, bool outage);
+// True when `a` ranks above `b` (the rule in the header comment), `best_success` the highest
+// success of the strategies ranked.
+bool ranks_before(const ranking_row& a, const ranking_row& b, bool outage, double best_success);
+// Within one percentage point (as shown) of the best success.
+bool near_best_success(const ranking_row& row, double best_success);
 
 // True when nothing a reader would act on tells `a` from `b`: the same recovery (with an outage)
 // and success as shown, p99 latencies within 5 % of each other (or both missing), attempts per

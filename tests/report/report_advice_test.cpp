@@ -66,31 +66,85 @@ struct advice_dir {
   }
 };
 
-TEST(ReportRanking, OrdersBySuccessThenTailThenCalls) {
+// The sentence of `k` that starts with `prefix`, or "" when it has none.
+std::string advice_sentence(const report::ranking& k, const std::string& prefix) {
+  for (const auto& s : k.sentences) {
+    if (s.rfind(prefix, 0) == 0) return s;
+  }
+  return "";
+}
+
+TEST(ReportRanking, TheNearBestComeFirstCheapestFirstThenTheRestBySuccess) {
   report::scenario_result r;
   r.strategies = {advice_strategy("cheap-but-failing", 600, 1.0, 0.1),
                   advice_strategy("slow", 1000, 1.5, 9.0), advice_strategy("fast", 1000, 3.0, 0.5),
                   advice_strategy("fast-and-cheap", 1000, 2.0, 0.5),
-                  // 99.96 % shows as 100.0: ranked with those, by what comes next.
+                  // 99.96 % shows as 100.0: within a point of the best, like the others.
                   advice_strategy("almost", 1000, 1.2, 0.2)};
   r.strategies.back().operations = 10000;
   r.strategies.back().completed = 9996;
   r.strategies.push_back(advice_strategy("nothing-completed", 0, 1.0, 0));
   const report::ranking k = report::rank_plain(r);
-  EXPECT_EQ(advice_names(k), (std::vector<std::string>{"almost", "fast-and-cheap", "fast", "slow",
+  // Within a point of 100 %: by load (1.2, 1.5, 2.0, 3.0); then by success (60 %, 0 %).
+  EXPECT_EQ(advice_names(k), (std::vector<std::string>{"almost", "slow", "fast-and-cheap", "fast",
                                                        "cheap-but-failing", "nothing-completed"}));
   EXPECT_EQ(k.unit, "s");
-  ASSERT_EQ(k.sentences.size(), 2u) << "no outage: no survival sentence";
+  EXPECT_EQ(k.sentences.front(),
+            "Recommended: almost: it makes the fewest calls of the strategies within 1 point of "
+            "the best success (100.0 %) (100.0 % succeeded, 1.20 attempts per operation, p99 "
+            "0.2 s).");
+  EXPECT_EQ(advice_sentence(k, "Trade-off"), "") << "almost makes fewer calls than slow";
+  // almost beats slow, fast and fast-and-cheap on all three; cheap-but-failing is the cheapest
+  // and the fastest; nothing-completed is beaten by it.
+  EXPECT_EQ(advice_sentence(k, "Unbeaten"),
+            "Unbeaten on success, load and p99 together (no other strategy is at least as good on "
+            "all three): almost and cheap-but-failing.");
+  std::vector<bool> unbeaten;
+  for (const auto& row : k.rows) unbeaten.push_back(row.unbeaten);
+  EXPECT_EQ(unbeaten, (std::vector<bool>{true, false, false, false, true, false}));
+  ASSERT_EQ(k.sentences.size(), 4u) << "no outage: no survival sentence, no trade-off";
   // The cheapest fails 40 %: the sentence says so and names the cheapest among the good ones.
-  EXPECT_NE(k.sentences[0].find("Fewest calls: cheap-but-failing, 1.00 attempts"),
-            std::string::npos)
-      << k.sentences[0];
-  EXPECT_NE(k.sentences[0].find("60.0 % of operations succeeded"), std::string::npos);
-  EXPECT_NE(k.sentences[0].find("almost, 1.20 attempts"), std::string::npos) << k.sentences[0];
-  EXPECT_NE(k.sentences[1].find("Shortest tail: cheap-but-failing, p99 latency 0.1 s"),
-            std::string::npos)
-      << k.sentences[1];
-  EXPECT_NE(k.sentences[1].find("almost, p99 0.2 s"), std::string::npos) << k.sentences[1];
+  const std::string calls = advice_sentence(k, "Fewest calls");
+  EXPECT_NE(calls.find("Fewest calls: cheap-but-failing, 1.00 attempts"), std::string::npos)
+      << calls;
+  EXPECT_NE(calls.find("60.0 % of operations succeeded"), std::string::npos);
+  EXPECT_NE(calls.find("almost, 1.20 attempts"), std::string::npos) << calls;
+  const std::string tail = advice_sentence(k, "Shortest tail");
+  EXPECT_NE(tail.find("Shortest tail: cheap-but-failing, p99 latency 0.1 s"), std::string::npos)
+      << tail;
+  EXPECT_NE(tail.find("almost, p99 0.2 s"), std::string::npos) << tail;
+}
+
+// The AWS jitter study's shape: no backoff at all succeeds as well as full jitter but makes three
+// times the calls; the recommendation is the cheap one, not the one a tenth of a point ahead.
+TEST(ReportRanking, ATenthOfAPointDoesNotBuyThreeTimesTheCalls) {
+  report::scenario_result r;
+  r.strategies = {advice_strategy("none", 1000, 3.1, 0.05),
+                  advice_strategy("full", 998, 1.05, 0.09)};
+  const report::ranking k = report::rank_plain(r);
+  EXPECT_EQ(advice_names(k), (std::vector<std::string>{"full", "none"}));
+  EXPECT_EQ(advice_sentence(k, "Trade-off"), "");
+  // Neither beats the other on all three: none has the shorter tail.
+  EXPECT_EQ(advice_sentence(k, "Unbeaten"),
+            "Unbeaten on success, load and p99 together (no other strategy is at least as good on "
+            "all three): full and none.");
+}
+
+// retry-layers' shape: retrying at every layer succeeds most but multiplies the calls; when the
+// first makes more than twice the calls of the second, the report says what they buy.
+TEST(ReportRanking, AWinnerThatMakesTwiceTheCallsSaysTheTradeOff) {
+  report::scenario_result r;
+  r.strategies = {advice_strategy("top-only", 900, 1.5, 0.3),
+                  advice_strategy("every-layer", 995, 9.6, 0.8)};
+  const report::ranking k = report::rank_plain(r);
+  EXPECT_EQ(advice_names(k), (std::vector<std::string>{"every-layer", "top-only"}));
+  EXPECT_EQ(advice_sentence(k, "Trade-off"),
+            "Trade-off: every-layer makes 6.4 times the calls of top-only (9.60 against 1.50 "
+            "attempts per operation); what that buys: 99.5 % of operations succeed against "
+            "90.0 %.");
+  // At exactly twice, no sentence.
+  r.strategies[1] = advice_strategy("every-layer", 995, 3.0, 0.8);
+  EXPECT_EQ(advice_sentence(report::rank_plain(r), "Trade-off"), "");
 }
 
 TEST(ReportRanking, WithAnOutageRecoveryComesFirstAndIsAnswered) {
@@ -101,9 +155,19 @@ TEST(ReportRanking, WithAnOutageRecoveryComesFirstAndIsAnswered) {
   r.strategies[1].recovery_s = 58.0;
   const report::ranking k = report::rank_plain(r);
   EXPECT_EQ(advice_names(k), (std::vector<std::string>{"exponential", "fixed"}));
-  ASSERT_EQ(k.sentences.size(), 3u);
-  EXPECT_EQ(k.sentences[2],
+  EXPECT_EQ(k.sentences.front(),
+            "Recommended: exponential: it recovers after the outage, and it makes the fewest "
+            "calls of the strategies within 1 point of the best success (100.0 %) (99.0 % "
+            "succeeded, 1.10 attempts per operation, p99 3 s).");
+  EXPECT_EQ(advice_sentence(k, "Survives"),
             "Survives the outage: exponential (58 s after the outage). Stays down: fixed.");
+  // A recovering strategy that makes more than twice the calls of one that stays down.
+  r.strategies[1] = advice_strategy("exponential", 990, 11.0, 3.0);
+  r.strategies[1].recovery_s = 58.0;
+  EXPECT_EQ(advice_sentence(report::rank_plain(r), "Trade-off"),
+            "Trade-off: exponential makes 2.2 times the calls of fixed (11.00 against 5.00 "
+            "attempts per operation); what that buys: it recovers after the outage, and fixed "
+            "does not.");
 }
 
 TEST(ReportRanking, ASweepPointRanksOnItsReplicationsAndTheVerdictCountsFirsts) {
