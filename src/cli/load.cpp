@@ -3,8 +3,8 @@
 // Exp(--lambda), one request in flight each) or Poisson arrivals (--rate), a per-request timeout,
 // and retries with any library strategy (--policy, -exponential-backoff, --aimd, --budget,
 // --breaker, --hedge). Prints the seed's "OK: x req/sec, errors: y req/sec, timedout: z req/sec"
-// every --report-every and writes the simulator's summary.json and timeseries.csv with --out
-// (docs/NETWORK.md).
+// and a line of operations and requests every --report-every, and writes the simulator's
+// summary.json and timeseries.csv with --out (docs/NETWORK.md).
 #include "net/client/load.hpp"
 
 #include <fmt/format.h>
@@ -277,6 +277,8 @@ void print_totals(const net::load_options& o, const net::load_run& run) {
                     ? ", " + std::to_string(run.local_errors) + " local errors (never sent)"
                     : "")
             << (interrupted ? " (interrupted)" : "") << '\n';
+  std::cerr << "backoff load: "
+            << net::format_operations_totals(run, o.strategy.fallback.has_value()) << '\n';
   if (const auto& l = run.summary.latency_s) {
     std::cerr << fmt::format(
         "backoff load: latency{} over {} completed: p50 {:.6f} s, p99 {:.6f} s, p99.9 {:.6f} s, "
@@ -310,7 +312,7 @@ int run_load_command(const load_flags& f) {
     o = net::fault_experiment_load(*experiment);  // its outage and duration, for the outputs
   }
   const auto print_report = [](const net::interval_report& r) {
-    std::cout << net::format_report(r) << std::endl;
+    std::cout << net::format_report(r) << '\n' << net::format_operations_report(r) << std::endl;
   };
   const auto stop = [] { return interrupted.load(); };
   net::load_run run;
