@@ -67,6 +67,9 @@ std::string stop_reason(const loop_result& result) {
   }
 }
 
+constexpr const char* no_attempt_made =
+    "no attempt made: the inherited deadline (BACKOFF_DEADLINE) has passed";
+
 // What one run (try, forany, forall) shares between its items. Its attempts run under
 // log.scope(): the caller's scope, also cancelled when the tool's output is closed.
 struct run_context {
@@ -114,34 +117,35 @@ attempt_result start_attempt(run_context& ctx, launch_spec& spec, const attempt_
   return r;
 }
 
-// Runs the command for one item under the retry loop.
-item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
-                      const cancel_scope& scope, random_ref rng) {
-  const command_options& options = ctx.options;
-  item_summary summary;
-  summary.item = item;
-  summary.started = true;
-  launch_spec spec;
-  spec.argv = item ? substitute_item(ctx.command, *item) : ctx.command;
-  spec.own_group = options.own_group;
-  std::vector<std::string> environment = ctx.environment;
-  if (item) set_variable(environment, "BACKOFF_ITEM", *item);
-  const std::uint32_t max_attempts = options.loop.policy.max_attempts;
-  const classify_function classify = classify_status(options.until, options.while_);
-  const std::string prefix = item ? fmt::format("backoff: [{}] ", *item) : "backoff: ";
+// One item's command (`{}` replaced), environment and log prefix: runs its attempts, each with
+// BACKOFF_ATTEMPT, BACKOFF_MAX_ATTEMPTS and the deadline in its environment, and writes the
+// start of an attempt's log line.
+class item_runner {
+ public:
+  item_runner(run_context& ctx, const std::optional<std::string>& item)
+      : classify(classify_status(ctx.options.until, ctx.options.while_)),
+        prefix(item ? fmt::format("backoff: [{}] ", *item) : "backoff: "),
+        ctx_(ctx),
+        environment_(ctx.environment),
+        max_attempts_(ctx.options.loop.policy.max_attempts) {
+    spec_.argv = item ? substitute_item(ctx.command, *item) : ctx.command;
+    spec_.own_group = ctx.options.own_group;
+    if (item) set_variable(environment_, "BACKOFF_ITEM", *item);
+  }
 
-  const auto attempt = [&](const attempt_info& info) {
-    spec.environment = environment;
-    set_variable(spec.environment, "BACKOFF_ATTEMPT", std::to_string(info.number));
-    if (max_attempts != 0) {
-      set_variable(spec.environment, "BACKOFF_MAX_ATTEMPTS", std::to_string(max_attempts));
+  // A start that finds no descriptor (or process) left waits for another attempt to end and
+  // tries again; the per-attempt timeout counts from the start that works.
+  attempt_result run(const attempt_info& info, const cancel_scope& scope) {
+    const command_options& options = ctx_.options;
+    spec_.environment = environment_;
+    set_variable(spec_.environment, "BACKOFF_ATTEMPT", std::to_string(info.number));
+    if (max_attempts_ != 0) {
+      set_variable(spec_.environment, "BACKOFF_MAX_ATTEMPTS", std::to_string(max_attempts_));
     } else {
-      unset_variable(spec.environment, "BACKOFF_MAX_ATTEMPTS");  // an outer run's limit
+      unset_variable(spec_.environment, "BACKOFF_MAX_ATTEMPTS");  // an outer run's limit
     }
     // Every attempt under a deadline is told it, so that a nested run never outlives it.
-    if (info.deadline) export_deadline(spec.environment, info.deadline);
-    // A start that finds no descriptor (or process) left waits for another attempt to end and
-    // tries again; the per-attempt timeout counts from the start that works.
+    if (info.deadline) export_deadline(spec_.environment, info.deadline);
     for (;;) {
       attempt_slot slot;  // run_attempt's own slot is this one
       attempt_limits limits;
@@ -152,11 +156,11 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
         limits.kill_at = limits.kill_at ? std::min(*limits.kill_at, own) : own;
       }
       try {
-        return start_attempt(ctx, spec, limits, scope, classify);
+        return start_attempt(ctx_, spec_, limits, scope, classify);
       } catch (const start_shortage& e) {
         if (options.verbose) {
-          ctx.log.line(fmt::format("{}attempt {} waits for another command to end: {}", prefix,
-                                   info.number, e.what()));
+          ctx_.log.line(fmt::format("{}attempt {} waits for another command to end: {}", prefix,
+                                    info.number, e.what()));
         }
         const duration waited_from = steady_now();
         if (slot.wait_after_shortage(scope, info.deadline)) continue;
@@ -171,45 +175,73 @@ item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
           r.ended = attempt_end::timed_out;
           return r;
         }
-        throw_gave_up(e, spec.argv[0]);
+        throw_gave_up(e, spec_.argv[0]);
       }
     }
-  };
+  }
+
+  // A command that could not be started gets one line, verbose or not, and no other: true then.
+  bool said_cannot_run(const attempt_result& r) const {
+    if (r.ended != attempt_end::not_found && r.ended != attempt_end::not_executable) return false;
+    ctx_.log.line(prefix + r.error);
+    return true;
+  }
+
+  // "backoff: [ITEM] attempt 2/5: exit status 1 after 0.012s", for the caller to go on.
+  std::string attempt_line(const attempt_record& record) const {
+    const std::string of = max_attempts_ != 0 ? fmt::format("/{}", max_attempts_) : "";
+    return fmt::format("{}attempt {}{}: {} after {}", prefix, record.number, of,
+                       describe(record.result), seconds_text(record.result.elapsed));
+  }
+
+  const classify_function classify;
+  const std::string prefix;
+
+ private:
+  run_context& ctx_;
+  launch_spec spec_;
+  std::vector<std::string> environment_;
+  std::uint32_t max_attempts_;
+};
+
+// Runs the command for one item under the retry loop.
+item_summary run_item(run_context& ctx, const std::optional<std::string>& item,
+                      const cancel_scope& scope, random_ref rng) {
+  const command_options& options = ctx.options;
+  item_summary summary;
+  summary.item = item;
+  summary.started = true;
+  item_runner runner(ctx, item);
 
   const auto observe = [&](const attempt_record& record) {
     summary.attempts.push_back(record);
     const attempt_result& r = record.result;
-    const bool cannot_run =
-        r.ended == attempt_end::not_found || r.ended == attempt_end::not_executable;
-    if (cannot_run) {  // one line, verbose or not: there is nothing more to say
-      ctx.log.line(prefix + r.error);
-      return;
-    }
+    if (runner.said_cannot_run(r)) return;
     const bool retried = record.delay.has_value();
     if (options.log == command_options::log_level::quiet ||
         (!retried && options.log != command_options::log_level::verbose)) {
       return;
     }
-    const std::string of = max_attempts != 0 ? fmt::format("/{}", max_attempts) : "";
-    std::string line = fmt::format("{}attempt {}{}: {} after {}", prefix, record.number, of,
-                                   describe(r), seconds_text(r.elapsed));
+    std::string line = runner.attempt_line(record);
     if (record.delay) {
       line += "; next attempt in " + seconds_text(*record.delay);
-    } else if (classify(r).kind == verdict_kind::success) {
+    } else if (runner.classify(r).kind == verdict_kind::success) {
       line += ": done";
     }
     ctx.log.line(line);
   };
 
-  summary.result = run_attempt_loop(options.loop, scope, rng, attempt, classify, observe);
+  summary.result = run_attempt_loop(
+      options.loop, scope, rng, [&](const attempt_info& info) { return runner.run(info, scope); },
+      runner.classify, observe);
   const attempt_end last = summary.result.last.ended;
   const bool could_not_run = last == attempt_end::not_found || last == attempt_end::not_executable;
   if (summary.result.attempts == 0 && summary.result.why == outcome::deadline_exceeded) {
     // Always said: a run that does nothing must say why.
-    ctx.log.line(prefix + "no attempt made: the inherited deadline (BACKOFF_DEADLINE) has passed");
+    ctx.log.line(runner.prefix + no_attempt_made);
   } else if (options.log != command_options::log_level::quiet && !could_not_run &&
              summary.result.why != outcome::succeeded && summary.result.why != outcome::cancelled) {
-    ctx.log.line(prefix + stop_reason(summary.result));
+    ctx.log.line(runner.prefix + stop_reason(summary.result));
   }
   return summary;
 }
@@ -243,6 +275,199 @@ void finish(run_summary& summary, const cancel_scope& scope, const run_output& o
   summary.why = last.result.why;
   summary.status = item_status(last);
 }
+
+// forany as ftsh's forany inside a `try`: a round is one attempt of each item in turn, from the
+// first; the first success ends the run; the policy's wait (and --times, --for, --every) is the
+// loop's, between rounds. An item whose failure is not retryable is dropped from later rounds.
+// A later item of a round starts at once, but only with the loop's minimum time left before the
+// deadline (a retry's rule).
+class forany_rounds {
+ public:
+  forany_rounds(run_context& ctx, const std::vector<std::string>& items, std::size_t first,
+                run_summary& summary)
+      : ctx_(ctx), summary_(summary) {
+    entries_.reserve(items.size());
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      const std::string& item = items[(first + k) % items.size()];
+      entries_.push_back(entry{item_runner(ctx, item), item, false, std::nullopt});
+    }
+  }
+
+  // Tries the items left, in order; returns the last attempt's result.
+  attempt_result run_round(const attempt_info& round, const cancel_scope& scope) {
+    attempt_result last;
+    for (std::optional<std::size_t> k = next_entry(0); k;) {
+      entry& e = entries_[*k];
+      attempt_record record;
+      record.number = round.number;
+      record.start_unix_s = unix_now_s();
+      record.result = e.runner.run(round, scope);
+      last = record.result;
+      last_attempt_ = add_attempt(e, record);
+      last_logged_ = false;
+      if (record.result.ended == attempt_end::cancelled || scope.cancelled()) break;
+      const verdict_kind kind = e.runner.classify(record.result).kind;
+      if (kind == verdict_kind::success) {
+        winner_ = last_attempt_;
+        break;
+      }
+      e.dropped = kind == verdict_kind::permanent;
+      const std::optional<std::size_t> next = next_entry(*k + 1);
+      if (!next || !time_for_another(round)) break;
+      attempt_record& kept = summary_.items[*last_attempt_].attempts.back();
+      kept.delay = duration{0};
+      log_attempt(e, kept, "; next: [" + entries_[*next].item + "] at once");
+      last_logged_ = true;
+      if (scope.cancelled()) break;  // the line found the output closed
+      k = next;
+    }
+    return last;
+  }
+
+  verdict verdict_of_round() const {
+    if (winner_) return verdict::success();
+    return next_entry(0) ? verdict::retryable() : verdict::permanent();
+  }
+
+  // The loop's record of the round: the wait before the next one, if any. The round's last
+  // attempt gets its line now that the wait is known.
+  void end_round(const attempt_record& round) {
+    rounds_ = round.number;
+    if (!last_attempt_) return;
+    attempt_record& kept = summary_.items[*last_attempt_].attempts.back();
+    kept.delay = round.delay;
+    const std::size_t item = entry_of_[*last_attempt_];
+    last_attempt_.reset();
+    if (kept.result.ended == attempt_end::cancelled || last_logged_) return;
+    if (round.delay) {
+      const std::uint32_t max = ctx_.options.loop.policy.max_attempts;
+      const std::string of = max != 0 ? fmt::format("/{}", max) : "";
+      log_attempt(entries_[item], kept,
+                  fmt::format("; next round ({}{}) in {}", round.number + 1, of,
+                              seconds_text(*round.delay)));
+    } else if (ctx_.options.log == command_options::log_level::verbose) {
+      log_attempt(entries_[item], kept, winner_ ? ": done" : "");
+    } else if (!winner_) {
+      entries_[item].runner.said_cannot_run(kept.result);
+    }
+  }
+
+  // The run's outcome and status, each item's, and the line saying why it ended.
+  void finish(const loop_result& result, const cancel_scope& caller) {
+    summary_.rounds = rounds_;
+    const std::uint32_t max = ctx_.options.loop.policy.max_attempts;
+    for (std::size_t i = 0; i < summary_.items.size(); ++i) {
+      item_summary& item = summary_.items[i];
+      item.result.attempts = static_cast<std::uint32_t>(item.attempts.size());
+      item.result.last = item.attempts.back().result;
+      if (winner_ == i) {
+        item.result.why = outcome::succeeded;
+      } else if (entries_[entry_of_[i]].dropped) {
+        item.result.why = outcome::permanent;
+      } else if (!winner_) {
+        item.result.why = result.why;  // what ended the run ended every item's tries
+      } else {
+        // Failed, and another item succeeded: with no round left for it anyway, its attempts
+        // were exhausted; otherwise the winner is why it was not tried again.
+        item.result.why = outcome::attempts_exhausted;
+        item.another_succeeded = max == 0 || item.result.attempts < max;
+      }
+    }
+    if (winner_ && ctx_.options.verbose) {
+      ctx_.log.line(fmt::format("backoff: forany: {} succeeded in round {}",
+                                *summary_.items[*winner_].item, rounds_));
+    }
+    say_why_it_ended(result);
+    if (stopped(summary_, caller, ctx_.log)) return;
+    summary_.decisive = winner_;
+    summary_.why = winner_ ? outcome::succeeded : result.why;
+    summary_.status = winner_ ? 0 : result.last.status();
+  }
+
+ private:
+  struct entry {
+    item_runner runner;
+    std::string item;
+    bool dropped = false;                      // not retryable: no later round tries it
+    std::optional<std::size_t> summary_index;  // in summary_.items, once tried
+  };
+
+  std::optional<std::size_t> next_entry(std::size_t from) const {
+    for (std::size_t k = from; k < entries_.size(); ++k) {
+      if (!entries_[k].dropped) return k;
+    }
+    return std::nullopt;
+  }
+
+  // A later item of a round starts only with minimum_left before the deadline.
+  bool time_for_another(const attempt_info& round) {
+    if (!round.deadline) return true;
+    const duration left = *round.deadline - steady_now();
+    if (left >= ctx_.options.loop.minimum_left) return true;
+    cut_short_left_ = left;
+    cut_short_round_ = round.number;
+    return false;
+  }
+
+  std::size_t add_attempt(entry& e, const attempt_record& record) {
+    if (!e.summary_index) {
+      e.summary_index = summary_.items.size();
+      item_summary fresh;
+      fresh.item = e.item;
+      fresh.started = true;
+      summary_.items.push_back(std::move(fresh));
+      entry_of_.push_back(static_cast<std::size_t>(&e - entries_.data()));
+    }
+    summary_.items[*e.summary_index].attempts.push_back(record);
+    return *e.summary_index;
+  }
+
+  // An attempt's line: by default for a failure that something follows, with -v for all.
+  void log_attempt(const entry& e, const attempt_record& record, const std::string& next) {
+    if (e.runner.said_cannot_run(record.result)) return;
+    if (ctx_.options.log == command_options::log_level::quiet) return;
+    // Dropped by this attempt: an item is not tried after its failure that is not retryable.
+    ctx_.log.line(e.runner.attempt_line(record) + (e.dropped ? "; not retryable" : "") + next);
+  }
+
+  void say_why_it_ended(const loop_result& result) {
+    const std::string prefix = "backoff: forany: ";
+    if (result.attempts == 0 && result.why == outcome::deadline_exceeded) {
+      ctx_.log.line(prefix + no_attempt_made);  // always said: a run that does nothing says why
+      return;
+    }
+    if (ctx_.options.log == command_options::log_level::quiet || winner_ ||
+        result.why == outcome::cancelled) {
+      return;
+    }
+    if (cut_short_round_) {
+      ctx_.log.line(
+          cut_short_left_ > duration{0}
+              ? fmt::format("{}giving up: only {} left before the deadline, less than the {} an "
+                            "attempt needs; round {} not finished",
+                            prefix, seconds_text(cut_short_left_),
+                            seconds_text(ctx_.options.loop.minimum_left), *cut_short_round_)
+              : prefix + "giving up: the deadline has come");
+    } else if (result.why == outcome::attempts_exhausted) {
+      ctx_.log.line(prefix + "giving up: no rounds left");
+    } else if (result.why == outcome::permanent) {
+      ctx_.log.line(prefix + "giving up: no item left whose failure is retryable");
+    } else {
+      ctx_.log.line(prefix + stop_reason(result));
+    }
+  }
+
+  run_context& ctx_;
+  run_summary& summary_;
+  std::vector<entry> entries_;               // in round order
+  std::vector<std::size_t> entry_of_;        // summary_.items[i] is entries_[entry_of_[i]]'s
+  std::optional<std::size_t> winner_;        // in summary_.items
+  std::optional<std::size_t> last_attempt_;  // the item whose attempt ended the round
+  bool last_logged_ = false;                 // its line said what came next (a stop then came)
+  std::optional<std::uint32_t> cut_short_round_;
+  duration cut_short_left_{0};
+  std::uint32_t rounds_ = 0;
+};
 
 // The library's names, except that "permanent" reads as what it means for a command.
 std::string outcome_name(outcome why) {
@@ -287,26 +512,19 @@ run_summary run_forany(const command_options& options, const std::vector<std::st
   run_summary summary;
   summary.mode = "forany";
   summary.command = command;
-  // ftsh: a random first item, then round-robin once over all of them.
+  // ftsh: a random first item, then round-robin over all of them.
   std::size_t first = 0;
   if (shuffle && !items.empty()) {
     first = std::min(items.size() - 1,
                      static_cast<std::size_t>(uniform01(rng) * static_cast<double>(items.size())));
   }
-  for (std::size_t k = 0; k < items.size(); ++k) {
-    const std::string& item = items[(first + k) % items.size()];
-    summary.items.push_back(run_item(ctx, item, run, rng));
-    const item_summary& done = summary.items.back();
-    if (done.result.why == outcome::succeeded) {
-      summary.decisive = summary.items.size() - 1;
-      break;
-    }
-    if (run.cancelled()) break;
-  }
-  if (options.verbose && summary.decisive) {
-    ctx.log.line("backoff: forany: " + *summary.items[*summary.decisive].item + " succeeded");
-  }
-  finish(summary, scope, ctx.log, summary.items.back());
+  forany_rounds rounds(ctx, items, first, summary);
+  const loop_result result = run_attempt_loop(
+      options.loop, run, rng,
+      [&](const attempt_info& round) { return rounds.run_round(round, run); },
+      [&](const attempt_result&) { return rounds.verdict_of_round(); },
+      [&](const attempt_record& round) { rounds.end_round(round); });
+  rounds.finish(result, scope);
   return summary;
 }
 
@@ -406,7 +624,9 @@ nlohmann::json to_json(const run_summary& summary) {
     json j;
     j["item"] = item.item ? json(*item.item) : json(nullptr);
     j["started"] = item.started;
-    j["outcome"] = item.started ? json(outcome_name(item.result.why)) : json(nullptr);
+    j["outcome"] = !item.started            ? json(nullptr)
+                   : item.another_succeeded ? json("another_item_succeeded")
+                                            : json(outcome_name(item.result.why));
     j["status"] = item.started ? json(item.result.last.status()) : json(nullptr);
     json attempts = json::array();
     for (const attempt_record& a : item.attempts) {
@@ -432,6 +652,7 @@ nlohmann::json to_json(const run_summary& summary) {
     out["items"] = std::move(items);
     const char* key = summary.mode == "forany" ? "winner" : "first_failure";
     out[key] = summary.decisive ? json(*summary.items[*summary.decisive].item) : json(nullptr);
+    if (summary.mode == "forany") out["rounds"] = summary.rounds;
   }
   return out;
 }

@@ -8,10 +8,12 @@
 //   return s.status;                             // 0, the last status, 124, 126, 127, 128+n,
 //                                                // 141 when our output was closed under us
 //
-// forany tries the items one after another (from a random start with `shuffle`, as ftsh) and stops
-// at the first success; forall runs them in parallel, at most `jobs` at once, and on the first
-// failure cancels the others (TERM, grace, KILL) and starts no more. In the command, `{}` stands
-// for the item; the child also finds it in BACKOFF_ITEM.
+// forany fails over first, as ftsh's forany inside a `try`: a round is one attempt of each item in
+// turn (from a random start with `shuffle`), the first success ends the run, and the options'
+// attempts, waits and deadline apply to rounds (the wait comes between rounds). forall runs the
+// items in parallel, at most `jobs` at once, and on the first failure cancels the others (TERM,
+// grace, KILL) and starts no more. In the command, `{}` stands for the item; the child also finds
+// it in BACKOFF_ITEM.
 #pragma once
 
 #include <cstddef>
@@ -62,6 +64,8 @@ struct item_summary {
   bool started = false;             // forall: false when a failure elsewhere came first
   loop_result result;
   std::vector<attempt_record> attempts;
+  // forany: it failed, and another item succeeded before a round it could still have had.
+  bool another_succeeded = false;
 };
 
 struct run_summary {
@@ -69,6 +73,7 @@ struct run_summary {
   std::vector<std::string> command;
   std::vector<item_summary> items;
   std::optional<std::size_t> decisive;  // forany: the winner; forall: the first failure
+  std::uint32_t rounds = 0;             // forany: the rounds begun (one attempt of each item)
   outcome why = outcome::succeeded;
   int status = 0;       // the tool's exit status
   int interrupted = 0;  // the signal that stopped the run, if one did
