@@ -337,4 +337,31 @@ TEST(ForanyRounds, ForStartsNoRoundThatTheWaitWouldPushPastTheDeadline) {
   EXPECT_LT(r.elapsed_s, 4.5) << "the 5 s wait was not begun";
 }
 
+// Replays ftsh's own forany test (cctools ftsh/test/forany.ftsh, forany.expect): over 1 2 3 4 5
+// the item whose product with 5 is 15 wins; over 1 2 4 5 inside `try for 5 seconds` nothing
+// wins, and the try fails when its time is up (here 300 ms rather than 5 s). The rounds go on in
+// order until the deadline ends the run, with the last item's status (1) or, when the deadline
+// stopped a running attempt, 124.
+TEST(ForanyRounds, ReplaysFtshsForanyTest) {
+  const rounds_scratch s;
+  const auto found = rounds_run_cli(
+      rounds_args({"forany", "--report", (s / "r.json").string(), "1", "2", "3", "4", "5", "--"},
+                  rounds_command(s, "[ $(({} * 5)) -eq 15 ]")));
+  EXPECT_EQ(found.cli.status, 0) << found.cli.err;
+  EXPECT_EQ(s.read("log"), "1 1\n2 1\n3 1\n");
+  EXPECT_EQ(rounds_report(s)["winner"], "3");
+
+  const rounds_scratch missing;
+  const auto r = rounds_run_cli(rounds_args(
+      rounds_args({"forany", "--for", "300ms", "--grace", "100ms"}, rounds_fast),
+      rounds_args({"1", "2", "4", "5", "--"}, rounds_command(missing, "[ $(({} * 5)) -eq 15 ]"))));
+  EXPECT_TRUE(r.cli.status == 1 || r.cli.status == 124) << r.cli.status << r.cli.err;
+  const std::vector<std::string> tried = rounds_lines(missing.read("log"));
+  ASSERT_GE(tried.size(), 4U) << "at least the first round";
+  const std::vector<std::string> cycle{"1", "2", "4", "5"};
+  for (std::size_t k = 0; k < tried.size(); ++k) {
+    EXPECT_EQ(tried[k], cycle[k % 4] + " " + std::to_string(k / 4 + 1)) << k;
+  }
+}
+
 }  // namespace
