@@ -192,7 +192,9 @@ void setup_delays(CLI::App& app, int& status) {
                   "preset name such as gcp-iot (see 'backoff presets')")
       ->required();
   add_count_option<std::uint32_t>(*cmd, "-n,--attempts", options->attempts,
-                                  "Number of retries to show per run", 1, 100'000'000)
+                                  "Retries to show per run: retry n is the wait before attempt n + "
+                                  "1 (so `try --times N` makes at most N - 1 of these waits)",
+                                  1, 100'000'000)
       ->capture_default_str();
   add_count_option<std::uint32_t>(*cmd, "-r,--runs", options->runs,
                                   "Independent runs (each with its own random stream)", 1, 100'000)

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dispatch.hpp"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -40,11 +45,76 @@ std::string likely_flag(const CLI::App& sub, int argc, char** argv) {
   return {};
 }
 
+// The width --help wraps to: the terminal's when stdout is one, else $COLUMNS when it is a
+// sensible number, else 80 (a pipe, a file: what man and most tools assume).
+std::size_t help_width() {
+  winsize size{};
+  if (::isatty(STDOUT_FILENO) == 1 && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 &&
+      size.ws_col > 0) {
+    return std::clamp<std::size_t>(size.ws_col, 40, 1000);
+  }
+  if (const char* columns = std::getenv("COLUMNS"); columns != nullptr) {
+    std::size_t n = 0;
+    const std::string_view text(columns);
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec == std::errc{} && end == text.data() + text.size() && n >= 40 && n <= 1000) return n;
+  }
+  return 80;
+}
+
+// `text` in lines of at most `width` characters (a word longer than that stands alone), each
+// after the first indented by `indent` spaces; its own line breaks are kept.
+std::string wrap_text(std::string_view text, std::size_t indent, std::size_t width) {
+  const std::size_t room = width > indent + 20 ? width - indent : 20;
+  std::string out, line;
+  const auto flush = [&](bool more) {
+    out += line;
+    line.clear();
+    if (more) out += "\n" + std::string(indent, ' ');
+  };
+  std::size_t at = 0;
+  while (at < text.size()) {
+    if (text[at] == '\n') {
+      flush(true);
+      ++at;
+      continue;
+    }
+    if (text[at] == ' ') {
+      ++at;
+      continue;
+    }
+    const std::size_t end = text.find_first_of(" \n", at);
+    const std::string_view word = text.substr(at, end == std::string_view::npos ? end : end - at);
+    if (!line.empty() && line.size() + 1 + word.size() > room) flush(true);
+    if (!line.empty()) line += ' ';
+    line += word;
+    at += word.size();
+  }
+  flush(false);
+  return out;
+}
+
 // Help without CLI11's internals: "N" for whole numbers, "VALUE" for text, the choices for a
 // set ("{table,json}"), instead of "TEXT:UINT" and "TEXT:{table,json}"; the program's name
 // without its path; and the command after "--" in the retry commands' usage line.
+// Lines wrap to the terminal's width (help_width), descriptions in their column.
 class help_formatter : public CLI::Formatter {
  public:
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
+    return two_columns(make_option_name(opt, is_positional) + make_option_opts(opt),
+                       make_option_desc(opt));
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    return two_columns(sub->get_display_name(true), sub->get_description());
+  }
+  std::string make_description(const CLI::App* app) const override {
+    const std::string description = CLI::Formatter::make_description(app);
+    return description.empty() ? description : wrap_text(description, 0, width_) + "\n";
+  }
+  std::string make_footer(const CLI::App* app) const override {
+    const std::string footer = CLI::Formatter::make_footer(app);
+    return footer.empty() ? footer : wrap_text(footer, 0, width_) + "\n";
+  }
   // Without a negated flag's "{false}".
   std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
     std::string name = CLI::Formatter::make_option_name(opt, is_positional);
@@ -88,9 +158,65 @@ class help_formatter : public CLI::Formatter {
     if (command == "try" || command == "forany" || command == "forall") {
       usage += " -- COMMAND [ARGS...]";
     }
-    return usage + "\n";
+    return wrap_text(usage, 2, width_) + "\n";
   }
+
+ private:
+  // "  NAME" padded to the column, then the description wrapped in the column beside it (on the
+  // next line when the name fills the column).
+  std::string two_columns(const std::string& name, const std::string& description) const {
+    const std::size_t column = get_column_width();
+    std::string out = "  " + name;
+    if (!description.empty()) {
+      if (out.size() >= column) {
+        out += "\n" + std::string(column, ' ');
+      } else {
+        out.append(column - out.size(), ' ');
+      }
+      out += wrap_text(description, column, width_);
+    }
+    return out + "\n";
+  }
+
+  std::size_t width_ = help_width();
 };
+
+// CLI11's own parse errors in our words: an unknown option named as such, a flag without its
+// value, a missing argument; what our typed options say (already in our words) unchanged.
+std::string in_our_words(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const std::size_t colon = what.find(": ");
+    const std::string extras = colon == std::string::npos ? what : what.substr(colon + 2);
+    const bool option = !extras.empty() && extras.front() == '-';
+    const bool several = extras.find(' ') != std::string::npos;
+    return std::string(option ? (several ? "unknown options " : "unknown option ")
+                              : (several ? "unexpected arguments " : "unexpected argument ")) +
+           "'" + extras + "'";
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    // "--threads: 1 required N missing"
+    const std::size_t colon = what.find(": ");
+    const std::size_t missing = what.rfind(" missing");
+    const std::size_t required = what.find(" required ");
+    if (colon != std::string::npos && missing != std::string::npos &&
+        required != std::string::npos && required < missing) {
+      std::string type = what.substr(required + 10, missing - required - 10);
+      if (type.find("INT") != std::string::npos) type = "N";
+      if (type.find("FLOAT") != std::string::npos) type = "NUMBER";
+      if (type.find("TEXT") != std::string::npos) type = "VALUE";
+      return what.substr(0, colon) + ": needs a value (" + type + ")";
+    }
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    // "items is required"
+    const std::size_t is = what.rfind(" is required");
+    if (is != std::string::npos && is + 12 == what.size()) {
+      return "missing " + what.substr(0, is) + " (required)";
+    }
+  }
+  return what;
+}
 
 // A repeatable flag takes one value each time it is given (`--set a=1 --set b=2`). CLI11's
 // default for a list lets one occurrence take every word up to the next flag, so
@@ -186,7 +312,7 @@ int run_subcommands(int argc, char** argv, std::span<const subcommand> all,
     if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && chosen != all.end()) {
       guess = likely_flag(*app.get_subcommand(std::string(chosen->name)), argc, argv);
     }
-    std::cerr << where << ": " << e.what()
+    std::cerr << where << ": " << in_our_words(e)
               << (guess.empty() ? std::string() : " (did you mean '" + guess + "'?)") << " (see '"
               << where << " --help')\n";
     return retry ? exit_tool_error : exit_usage;

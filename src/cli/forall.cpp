@@ -25,8 +25,9 @@ void setup_forall(CLI::App& app, int& status, const command_tail& tail) {
   add_retry_flags(*sub, *flags);
   add_count_option<std::size_t>(
       *sub, "-j,--jobs", *jobs,
-      "Items running at once (0: all); never more than the descriptor limit allows", 0,
-      std::numeric_limits<std::size_t>::max())
+      "Jobs: items running at once, as make -j and xargs -P (0: all); never more than the "
+      "descriptor limit allows. (For sim and sweep, -j is worker threads)",
+      0, std::numeric_limits<std::size_t>::max())
       ->capture_default_str();
   sub->add_option("items", *items, "The items, e.g. host names")->required();
   sub->callback([flags, items, jobs, &status, &tail] {

@@ -434,7 +434,8 @@ const flag_row load_flag_rows[] = {
      .rules = {.positive = true}},
     {.name = "--report-every",
      .member = &load_flags::report_every,
-     .help = "Interval of the OK/errors/timedout line",
+     .help = "Interval of the lines of requests (the seed's OK/errors/timedout line) and of "
+             "operations",
      .shown = "",
      .rules = {.positive = true}},
     {.name = "--out",

@@ -36,8 +36,9 @@ constexpr std::uint32_t default_times = 5;
 void add_retry_flags(CLI::App& sub, retry_flags& f) {
   add_count_option<std::uint32_t>(
       sub, "--times", f.times,
-      "Attempts at most (0: no limit). Default: 5, or no limit when --for is given", 0,
-      std::numeric_limits<std::uint32_t>::max());
+      "Attempts at most (0: no limit), so at most N - 1 waits between them (`backoff delays "
+      "--attempts` counts those waits). Default: 5, or no limit when --for is given",
+      0, std::numeric_limits<std::uint32_t>::max());
   add_duration_option(sub, "--for", f.within,
                       "Deadline (e.g. 10m), a hard cap: the running attempt is stopped at it "
                       "(status 124), and a retry that would start with less than 100ms left is "

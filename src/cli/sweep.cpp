@@ -336,9 +336,10 @@ void setup_sweep(CLI::App& app, int& status) {
   cmd->add_option("-o,--out", options->out,
                   "Write summary.json and sweep.csv here (with --shard: shard-I-of-N.json)")
       ->check(not_empty("a folder"));
-  add_count_option<unsigned>(
-      *cmd, "-j,--threads", options->threads,
-      "Worker threads (default: one per core); the results do not depend on it", 1, 4096);
+  add_count_option<unsigned>(*cmd, "-j,--threads", options->threads,
+                             "Worker threads: the sweep's runs at once (default: one per core); "
+                             "the results do not depend on it. (For forall, -j is jobs)",
+                             1, 4096);
   cmd->add_option("--shard", options->shard,
                   "Run only the I-th of N slices of the runs (I from 1), e.g. 3/8; 'auto': the "
                   "slice a Slurm, Kubernetes, AWS Batch or HTCondor array task is");

@@ -49,7 +49,9 @@ report::scenario_result run_outage_experiment(
     const load_run run = run_load(
         lo,
         [&](const interval_report& r) {
-          if (progress) progress(name + ": " + format_report(r));
+          if (!progress) return;
+          progress(name + ": " + format_report(r));
+          progress(name + ": " + format_operations_report(r));
         },
         stop);
     pauser.request_stop();

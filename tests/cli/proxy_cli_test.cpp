@@ -27,7 +27,7 @@ struct bad_flags {
 
 TEST(ProxyCli, BadFlagsAreOneLineNamingTheFlagAndExit2) {
   const std::vector<bad_flags> cases = {
-      {{"proxy"}, "--upstream is required"},
+      {{"proxy"}, "missing --upstream (required)"},
       {{"proxy", "--upstream", "nohost"}, "--upstream: expected HOST:PORT"},
       {{"proxy", "--upstream", "127.0.0.1:0"}, "--upstream: port 0"},
       {{"proxy", "--upstream", "127.0.0.1:9", "--listen", "::1:80"},
