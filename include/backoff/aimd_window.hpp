@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The AIMD window: how many requests a client keeps outstanding at once, grown on successes and
 // cut on errors like TCP's congestion window, so that one client with many requests finds and
-// stays just below the rate a server sustains (seed 003, "Improve on exponential backoff").
+// stays just below the rate a server sustains (AEONCASE, "Improve on exponential backoff", 2019).
 // Where exponential backoff spaces out the retries of one request, the window paces all of them.
 //
 //   backoff::aimd_window window{backoff::parse_window("aimd(decrease=0.9, variant=reno)")};
@@ -13,14 +13,14 @@
 //   else window.on_error(ticket);                        // the request goes back to the front
 //   // or, when the operation gives up: window.on_error(ticket, aimd_window::requeue::no);
 //
-// The algorithm, exactly as seed 003 states it (SPEC 1.5): cwnd starts at `initial` (20),
+// The algorithm, exactly as the article states it: cwnd starts at `initial` (20),
 // ssthresh at 1024; a queue holds the pending requests; `flying` is the set of requests sent
 // and not yet answered, `ignored` a set of request ids, empty at first.
 //   - Send (front of the queue first) while size(flying) < cwnd.
 //   - On a success, with f = size(flying) counted before the request leaves it:
 //       cwnd = max(cwnd, min(f + 1, cwnd + 1))          if f < ssthresh   (slow start)
 //       cwnd = max(cwnd, min(f + 1, cwnd + 1/cwnd))     otherwise         (congestion avoidance)
-//     (counted after removal, f + 1 <= cwnd and the window would never grow; the seed's 25 s
+//     (counted after removal, f + 1 <= cwnd and the window would never grow; the article's 25 s
 //     and about 2085 attempts need the count before it.)
 //   - On an error of a request that is not in `ignored` (a "cut"):
 //       ssthresh = cwnd * decrease;  cwnd = initial (Tahoe) or ssthresh (Reno);
@@ -29,15 +29,15 @@
 //     were outstanding together counts once. Either way the request goes back to the front of
 //     the queue (unless its operation gives up: requeue::no).
 //
-// Readings where the seed is silent (tests pin each down):
-//   - Ids name requests, not sends: a request keeps its id when it is sent again, as the seed's
+// Readings where the article is silent (tests pin each down):
+//   - Ids name requests, not sends: a request keeps its id when it is sent again, as the article's
 //     queue puts "the request" back. So a request that was in flight at the last cut stays
 //     ignored on its later sends until the next cut, because `ignored` is a copy, not a view.
-//   - The request whose error makes the cut is itself in the copy. SPEC 1.5 reads the success
+//   - The request whose error makes the cut is itself in the copy. We read the article's success
 //     rule as looking at `flying` before the answered id leaves it; read the same way, the
 //     error rule copies `flying` with the failing id still in it. So its own next error,
 //     before another cut, is ignored as well.
-//   - cwnd never goes below 1, TCP's loss window of one segment (RFC 5681). The seed has no
+//   - cwnd never goes below 1, TCP's loss window of one segment (RFC 5681). The article has no
 //     floor, and with Reno a cut of a window below 2 would leave cwnd below 1. Any cwnd in
 //     (0, 1] lets exactly one request fly, so sending is the same; only the regrowth after it
 //     can differ (1 + 1/1 instead of c + 1/c when two or more requests still fly).
@@ -75,7 +75,7 @@ enum class aimd_variant : std::uint8_t {
 
 BACKOFF_EXPORT std::string_view to_string(aimd_variant v) noexcept;
 
-// The window's configuration; the defaults are the seed's starting values with its first
+// The window's configuration; the defaults are the article's starting values with its first
 // factor (0.5) and TCP Tahoe, the variant its congestion-window figure shows.
 struct BACKOFF_EXPORT aimd_config {
   double initial = 20.0;     // cwnd at the start and after a Tahoe cut; at least 1
@@ -169,7 +169,7 @@ class BACKOFF_EXPORT aimd_window {
     if (flying_ > 0) --flying_;
   }
 
-  // Whether a failed request goes back to the queue (the seed) or is dropped, because its
+  // Whether a failed request goes back to the queue (the article) or is dropped, because its
   // operation gives up (attempts exhausted, a permanent error, a budget that refuses).
   enum class requeue : bool { no, yes };
 

@@ -28,7 +28,7 @@
 // Link backoff::asio (it adds Boost.Asio's headers to backoff::backoff). The timer wait is
 // compiled once in the library (async_sleep), so including this header stays cheap.
 //
-// ---- GCC before 13 and the temporaries of a co_await (issue 40) -------------------------------
+// ---- GCC before 13 and the temporaries of a co_await ------------------------------------------
 // This is the one place async_hedge.hpp, async_window.hpp and src/asio/ point to.
 //
 // What the compiler does. GCC 11 and 12 (checked with Debian 12's 12.2, at -O0 and -O2; GCC
@@ -106,7 +106,7 @@ struct async_retry_env {
   std::stop_token stop;
   std::function<bool()> busy;  // carrier sense, as in retry_env
   // > 0: the first backoff grows from this delay (backoff_state::continue_from; only grow=previous
-  // schedules use it). Seed 004's Go client does this with the think time it waited.
+  // schedules use it). smira's Go client (2016) does this with the think time it waited.
   duration continue_from{0};
 };
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The AIMD window (aimd_window.hpp, seed 003) for Asio coroutines: many concurrent operations of
-// one client take turns through one window, so that together they find and stay just below the
-// rate a server sustains, where per-operation exponential backoff would let them swamp it. Each
-// operation joins once and gets a lane; each attempt waits for its lane's turn, runs, and reports.
-// A request that fails goes back to the front of the queue, ahead of requests never sent.
+// The AIMD window (aimd_window.hpp, after AEONCASE 2019) for Asio coroutines: many concurrent
+// operations of one client take turns through one window, so that together they find and stay just
+// below the rate a server sustains, where per-operation exponential backoff would let them swamp
+// it. Each operation joins once and gets a lane; each attempt waits for its lane's turn, runs, and
+// reports. A request that fails goes back to the front of the queue, ahead of requests never sent.
 //
 //   backoff::async_window window{io.get_executor(), backoff::parse_window("aimd(decrease=0.9)")};
 //   // in each of many coroutines on io:
@@ -52,7 +52,7 @@
 //     over instead of enqueuing a new one (aimd_window has no removal, and never-sent ids are
 //     interchangeable).
 //   - queued for a resend, or holding a turn it has not used: nothing was sent, so the turn is
-//     given back without changing cwnd or ssthresh when the seed's rules allow it: if an error
+//     given back without changing cwnd or ssthresh when the article's rules allow it: if an error
 //     of it would be ignored now (the usual case, no cut since it failed), by on_error
 //     (requeue::no), which then only counts one more ignored error; otherwise the turn is worth
 //     exactly a fresh send, and the next lane in line that can use it as such takes it over

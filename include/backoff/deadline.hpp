@@ -7,7 +7,7 @@
 //   backoff::retry_options options{.policy = {.backoff = backoff::parse_policy("grpc")}};
 //   d.apply(options);   // max_elapsed 10 s, attempt_timeout 1 s, min_attempt_time 10 ms
 //
-// Grammar (SPEC 7.2): deadline(total=D, per_attempt=D, min_useful=D, propagate=true|false),
+// Grammar (docs/POLICIES.md): deadline(total=D, per_attempt=D, min_useful=D, propagate=true|false),
 // every key optional; a zero duration (or an absent key) means "none". Each attempt gets
 // min(per_attempt, time left before total), and no attempt starts with less than min_useful left.
 #pragma once

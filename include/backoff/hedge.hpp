@@ -30,7 +30,7 @@
 //  "do not hedge") stops further copies for this call. A6 would instead send the next copy
 //  after the pushback delay; a Retry-After is usually seconds, far beyond a hedging delay
 //  chosen for tail latency, and a server that asks clients to wait is exactly the one that
-//  hedging would overload (issue 21).
+//  hedging would overload.
 // - A gate's refusal also stops further copies for the call (A6: the refused hedge is dropped,
 //  and the call fails if nothing else is in flight); no gate is asked twice for one copy.
 //

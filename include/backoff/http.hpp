@@ -13,7 +13,7 @@
 //   backoff::verdict w = backoff::classify_http_reply(response.status, headers,
 //                                                     std::chrono::system_clock::now());
 //
-// Default classification (SPEC 1.4): 1xx-3xx succeed; 429 and every 5xx may be retried; every
+// Default classification: 1xx-3xx succeed; 429 and every 5xx may be retried; every
 // other 4xx is permanent. A status outside 100-599 is treated as permanent: it is not HTTP.
 //
 // classify_http_reply reads the status first, the headers only on a 429 or a 5xx (a success is a

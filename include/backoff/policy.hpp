@@ -20,7 +20,7 @@
 //   1. base b_n from the schedule: constant (b = initial), linear (initial + n * step),
 //      exponential (initial * factor^n), fibonacci (initial * F(n+1): 1, 1, 2, 3, 5, ...);
 //      with growth::previous the exponential base is instead the previous *actual* delay times
-//      factor (seed 004's pseudo-code), starting from `initial`;
+//      factor (smira 2016's pseudo-code), starting from `initial`;
 //   2. with cap_mode::before, b = min(b, max);
 //   3. jitter (below), then with cap_mode::after, d = min(d, max); finally d = max(d, 0).
 //
@@ -33,10 +33,10 @@
 // | decorrelated-v2 | min(max, (g(t) - g(t')) / 1.4 | Polly v8 (Polly.Core RetryHelper         |
 // |                 |   * initial), t = n + U(0, 1) | DecorrelatedJitterBackoffV2, 2023), from |
 // |                 |   g(t) = 2^t tanh(sqrt(4 t))  | Polly.Contrib.WaitAndRetry (2020)        |
-// | additive        | b + U(0, jitter_max)          | seed 002 (Cloud IoT Core)                |
-// | multiplicative  | b * U(lo, hi)                 | seed 000 (R in [1, 2])                   |
+// | additive        | b + U(0, jitter_max)          | Google Cloud IoT Core docs               |
+// | multiplicative  | b * U(lo, hi)                 | Thain 2009 (R in [1, 2])                 |
 // | proportional    | b * U(1 - r, 1 + r)           | gRPC (r = 0.2), cenkalti (0.5)           |
-// | gaussian        | b + N(0, sigma*b) or N(0, sd) | seed 004 (relative); its Go code (sd)    |
+// | gaussian        | b + N(0, sigma*b) or N(0, sd) | smira 2016 (relative); its Go code (sd)  |
 //
 // Both decorrelated jitters ignore the schedule (and `factor`). decorrelated-v2 is George
 // Polevoy's formula as Polly adopted it (Polly#530: fewer spikes and a smoother spread than AWS's).
@@ -49,7 +49,7 @@
 // platform a delay may come out 1 ns apart for the same seed.
 //
 // Every step saturates: the base never exceeds about 146 years whatever the attempt count, so no
-// schedule overflows or turns negative (seed 003's author overflowed 64-bit time by doubling).
+// schedule overflows or turns negative (AEONCASE 2019's author overflowed 64-bit time by doubling).
 #pragma once
 
 #include <algorithm>
@@ -146,9 +146,9 @@ class backoff_state {
   duration previous() const noexcept { return duration{static_cast<std::int64_t>(previous_)}; }
   // Makes the next delay grow from `previous` as if next_delay() had returned it: the
   // growth::previous schedule multiplies it by the factor and decorrelated jitter draws up to 3x
-  // it, even before the first retry. Other schedules and decorrelated-v2 ignore it. Seed 004's Go
-  // client does this by accident (its first backoff grows from the think time it waited before the
-  // attempt); the simulator reproduces that quirk with this call.
+  // it, even before the first retry. Other schedules and decorrelated-v2 ignore it. smira's Go
+  // client (2016) does this by accident (its first backoff grows from the think time it waited
+  // before the attempt); the simulator reproduces that quirk with this call.
   void continue_from(duration previous) noexcept {
     previous_ = static_cast<double>(std::max(previous, duration{0}).count());
     continued_ = true;

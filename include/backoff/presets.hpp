@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Named policies, each exactly as its source defines it (SPEC 1.3). A preset is an ordinary
-// backoff_policy; parse_policy("gcp-iot(max=32s)") starts from the preset and overrides keys.
+// Named policies, each exactly as its source defines it (docs/POLICIES.md lists them). A preset is
+// an ordinary backoff_policy; parse_policy("gcp-iot(max=32s)") starts from the preset and overrides
+// keys.
 //
 //   for (const auto& p : backoff::presets()) std::cout << p.name << ": " << p.formula << '\n';
 //   const backoff::preset* grpc = backoff::find_preset("grpc");
 //
-// The seed 001 presets (none, constant, uniform, exponential, exponential-random) count in
-// "units": one unit is one second here, and one tick in the simulator's tick model.
+// The presets from "Exploring backoff" (2019) (none, constant, uniform, exponential,
+// exponential-random) count in "units": one unit is one second here, and one tick in the
+// simulator's tick model.
 #pragma once
 
 #include <span>
@@ -24,7 +26,7 @@ struct preset {
   backoff_policy policy;
 };
 
-// Every preset, in a fixed order (the order of SPEC 1.3).
+// Every preset, in a fixed order (the order of docs/POLICIES.md's table).
 BACKOFF_EXPORT std::span<const preset> presets();
 
 // nullptr when no preset has that name.

@@ -432,7 +432,7 @@ struct retry_env {
   std::function<bool(duration, std::stop_token)> sleep = detail::interruptible_sleep;
   random_ref random = detail::per_thread_random;
   std::stop_token stop;
-  // Carrier sense (seed 000's Ethernet approach): when set and it answers true ("busy"), the
+  // Carrier sense (the Ethernet approach, Thain 2009): when set and it answers true ("busy"), the
   // attempt is not made and counts as a retryable failure, without touching the resource.
   std::function<bool()> busy;
 };

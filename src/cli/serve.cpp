@@ -202,19 +202,22 @@ void setup_serve(CLI::App& app, int& status) {
   constexpr auto max_int64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   auto o = std::make_shared<serve_options>();
   CLI::App* sub = app.add_subcommand(
-      "serve", "Seed 004's HTTP server: latency grows with concurrency (GET /api on loopback)");
+      "serve",
+      "The HTTP server of smira's experiment (2016): latency grows with concurrency (GET /api on "
+      "loopback)");
   sub->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   add_count_option<std::uint16_t>(*sub, "--port", o->port,
                                   "Port (0: any free one, printed at start)", 0, 65535)
       ->capture_default_str();
-  add_count_option<std::uint64_t>(*sub, "--limit", o->limit,
-                                  "Concurrency served at the base delay (seed: -limit)", 0,
-                                  max_int64)
+  add_count_option<std::uint64_t>(
+      *sub, "--limit", o->limit, "Concurrency served at the base delay (smira's Go server: -limit)",
+      0, max_int64)
       ->capture_default_str();
-  sub->add_option("--factor", o->factor, "Growth of the delay past the limit (seed: -factor)")
+  sub->add_option("--factor", o->factor,
+                  "Growth of the delay past the limit (smira's Go server: -factor)")
       ->capture_default_str();
   add_duration_option(*sub, "--base-delay", o->base_delay,
-                      "Service time up to the limit (seed: -baseDelay)")
+                      "Service time up to the limit (smira's Go server: -baseDelay)")
       ->capture_default_str();
   sub->add_option("--k", o->k, "Concurrency per factor of growth: D = base * factor^((N-limit)/k)")
       ->capture_default_str();
@@ -256,7 +259,7 @@ void setup_serve(CLI::App& app, int& status) {
                 "Bind with SO_REUSEPORT, one socket per thread: other servers that ask for it "
                 "too share the port (and its connections)");
   sub->add_flag("--cancel-on-disconnect", o->cancel_on_disconnect,
-                "Stop counting a request whose client closed the connection (the seed's server "
+                "Stop counting a request whose client closed the connection (smira's Go server "
                 "keeps it)");
   add_percent_option(*sub, "--expired-cost", o->expired_cost,
                      "Share of its service time a request gets when the deadline it carries "

@@ -113,7 +113,7 @@ class tick_burst final : public model_runner, public model {
   time_ns bucket() const override { return bucket_; }
   guard_support guards() const override {
     return {.breaker_why_not =
-                "each client has one operation and gates of its own (seed 001's clients share "
+                "each client has one operation and gates of its own (the article's clients share "
                 "nothing), so its breaker would count only that operation's attempts"};
   }
   memory_need memory() const override {
