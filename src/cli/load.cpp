@@ -110,7 +110,7 @@ strategy load_strategy(const load_flags& f, std::string& name) {
   }
   if (delay_ignored) {
     std::cerr << "backoff load: --simple-backoff-delay is ignored with --exponential-backoff, "
-                 "as the seed's client does\n";
+                 "as smira's Go client does\n";
   }
   strategy s;
   name = "fixed";
@@ -434,7 +434,7 @@ const flag_row load_flag_rows[] = {
      .rules = {.positive = true}},
     {.name = "--report-every",
      .member = &load_flags::report_every,
-     .help = "Interval of the lines of requests (the seed's OK/errors/timedout line) and of "
+     .help = "Interval of the lines of requests (the Go client's OK/errors/timedout line) and of "
              "operations",
      .shown = "",
      .rules = {.positive = true}},
@@ -446,7 +446,7 @@ const flag_row load_flag_rows[] = {
      .help = "Backoff before a retry (spec or preset). Default: constant(initial=100ms)"},
     {.name = "--exponential-backoff",
      .member = &load_flags::exponential,
-     .help = "The seed client's exponential backoff (the smira-go preset)"},
+     .help = "smira's Go client's exponential backoff (the smira-go preset)"},
     {.name = "--simple-backoff-delay",
      .member = &load_flags::simple_delay,
      .help = "Fixed delay before a retry"},
@@ -502,7 +502,8 @@ const flag_row load_flag_rows[] = {
     {.name = "--name", .member = &load_flags::name, .help = "Strategy name in the outputs"},
     {.name = "--experiment",
      .member = &load_flags::experiment,
-     .help = "'outage': seed 004 end to end: an in-process server, paused once, and the clients "
+     .help = "'outage': smira's experiment (2016) end to end: an in-process server, paused once, "
+             "and the clients "
              "run with fixed, then exponential retries. Or a fault schedule FILE (TOML, as serve "
              "--faults): an in-process server follows it while this run's strategy runs against "
              "it"},
@@ -549,8 +550,9 @@ void add_flag_row(CLI::App& sub, load_flags& f, const flag_row& row) {
 
 void setup_load(CLI::App& app, int& status) {
   auto f = std::make_shared<load_flags>();
-  CLI::App* sub = app.add_subcommand(
-      "load", "Seed 004's client: N virtual clients that retry with a library strategy");
+  CLI::App* sub = app.add_subcommand("load",
+                                     "The clients of smira's experiment (2016): N virtual clients "
+                                     "that retry with a library strategy");
   for (const flag_row& row : load_flag_rows) add_flag_row(*sub, *f, row);
   sub->callback([f, sub, &status] {
     // The experiment needs time after the resume for recovery_s (5 s at 90 % of the earlier
