@@ -23,7 +23,8 @@
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
+// Not `json`: a unity batch of the CLI tests also holds variables of that name.
+using rounds_json = nlohmann::json;
 
 class rounds_scratch : public backoff::test::test_scratch {
  public:
@@ -67,13 +68,13 @@ std::vector<std::string> rounds_lines(const std::string& text) {
   return lines;
 }
 
-json rounds_report(const rounds_scratch& s) {
+rounds_json rounds_report(const rounds_scratch& s) {
   const std::string text = s.read("r.json");
   if (text.empty()) {
     ADD_FAILURE() << "no report";
-    return json::object();
+    return rounds_json::object();
   }
-  return json::parse(text);
+  return rounds_json::parse(text);
 }
 
 // Each attempt appends "ITEM ROUND" to the file `log`, then runs `then` (with {} the item).
@@ -96,12 +97,12 @@ TEST(ForanyRounds, TwoDeadMirrorsCostOneRoundNotTheirWholeSchedules) {
             (std::vector<std::string>{
                 "backoff: [m1] attempt 1/5: exit status 1 after T; next: [m2] at once",
                 "backoff: [m2] attempt 1/5: exit status 1 after T; next: [m3] at once"}));
-  const json report = rounds_report(s);
+  const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["winner"], "m3");
   EXPECT_EQ(report["rounds"], 1);
   double waited = 0;
-  for (const json& item : report["items"]) {
-    for (const json& a : item["attempts"]) {
+  for (const rounds_json& item : report["items"]) {
+    for (const rounds_json& a : item["attempts"]) {
       if (!a["delay_s"].is_null()) waited += a["delay_s"].get<double>();
     }
   }
@@ -117,12 +118,12 @@ TEST(ForanyRounds, TheLiveThirdSucceedsInRoundOneAfterOneAttemptOfEachDeadOne) {
       rounds_args({"a", "b", "c", "--"}, rounds_command(s, "[ {} = c ]"))));
   EXPECT_EQ(r.cli.status, 0) << r.cli.err;
   EXPECT_EQ(s.read("log"), "a 1\nb 1\nc 1\n");
-  const json report = rounds_report(s);
+  const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["outcome"], "succeeded");
   EXPECT_EQ(report["status"], 0);
   EXPECT_EQ(report["winner"], "c");
   EXPECT_EQ(report["rounds"], 1);
-  const json& items = report["items"];
+  const rounds_json& items = report["items"];
   ASSERT_EQ(items.size(), 3U);
   for (std::size_t i = 0; i < 2; ++i) {
     SCOPED_TRACE(i);
@@ -159,18 +160,18 @@ TEST(ForanyRounds, AllDeadMakesExactlyTimesRoundsWaitingOnlyBetweenThem) {
                 "backoff: [a] attempt 3/3: exit status 3 after T; next: [b] at once",
                 "backoff: [b] attempt 3/3: exit status 4 after T; next: [c] at once",
                 "backoff: forany: giving up: no rounds left"}));
-  const json report = rounds_report(s);
+  const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["outcome"], "attempts_exhausted");
   EXPECT_EQ(report["status"], 5);
   EXPECT_TRUE(report["winner"].is_null());
   EXPECT_EQ(report["rounds"], 3);
-  const json& items = report["items"];
+  const rounds_json& items = report["items"];
   ASSERT_EQ(items.size(), 3U);
   for (std::size_t i = 0; i < 3; ++i) {
     SCOPED_TRACE(i);
     EXPECT_EQ(items[i]["outcome"], "attempts_exhausted");
     EXPECT_EQ(items[i]["status"], 3 + static_cast<int>(i));
-    const json& attempts = items[i]["attempts"];
+    const rounds_json& attempts = items[i]["attempts"];
     ASSERT_EQ(attempts.size(), 3U);
     for (std::size_t k = 0; k < 3; ++k) {
       EXPECT_EQ(attempts[k]["attempt"], k + 1);
@@ -250,7 +251,7 @@ TEST(ForanyRounds, AnItemThatIsNotRetryableIsDroppedFromLaterRounds) {
                 "once",
                 "backoff: [b] attempt 1/2: exit status 1 after T; next round (2/2) in 0.010s",
                 "backoff: forany: giving up: no rounds left"}));
-  const json report = rounds_report(s);
+  const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["items"][0]["outcome"], "not_retryable");
   EXPECT_EQ(report["items"][1]["outcome"], "attempts_exhausted");
   EXPECT_EQ(report["rounds"], 2);
@@ -265,7 +266,7 @@ TEST(ForanyRounds, WhenNoItemIsRetryableTheRunEndsWithTheLastStatus) {
   EXPECT_EQ(s.read("log"), "a 1\nb 1\n");
   EXPECT_EQ(rounds_err_lines(r.cli).back(),
             "backoff: forany: giving up: no item left whose failure is retryable");
-  const json report = rounds_report(s);
+  const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["outcome"], "not_retryable");
   EXPECT_EQ(report["rounds"], 1);
 }
@@ -286,7 +287,7 @@ TEST(ForanyRounds, ForStopsTheRunMidRoundWithTheStoppedAttemptsStatus) {
       rounds_err_lines(r.cli),
       (std::vector<std::string>{"backoff: [a] attempt 1: exit status 1 after T; next: [b] at once",
                                 "backoff: forany: giving up: the deadline has come"}));
-  const json report = rounds_report(s);
+  const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["outcome"], "deadline_exceeded");
   EXPECT_EQ(report["status"], 124);
   EXPECT_EQ(report["rounds"], 1);
