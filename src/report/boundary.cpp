@@ -7,7 +7,9 @@
 #include <iterator>
 
 #include "backoff/error.hpp"
+#include "chart_choice.hpp"
 #include "csv.hpp"
+#include "ranking.hpp"
 #include "result_json.hpp"
 #include "text_table.hpp"
 
@@ -113,6 +115,76 @@ nlohmann::ordered_json map_json(const scenario_result& r) {
   return {{"maps", std::move(maps)}};
 }
 
+std::string trigger_text(const boundary_point& b, const std::string& unit) {
+  const std::string u = unit.empty() ? "" : " " + unit;
+  if (b.always_down) return "down after any trigger (" + format_latency(b.trigger) + u + ")";
+  if (b.never_down) return "none up to " + format_latency(b.trigger) + u;
+  return format_latency(b.trigger) + u;
+}
+
+std::vector<map_comparison> map_comparisons(const scenario_result& r) {
+  std::vector<map_comparison> out;
+  for (const std::vector<map_axes>& group : plotting::phase_groups(r)) {
+    if (group.size() < 2) continue;
+    std::vector<std::vector<const boundary_point*>> points;
+    for (const map_axes& m : group) points.push_back(plotting::points_of(r, m));
+    // The loads every strategy of the group was mapped at, in the first one's order.
+    std::vector<std::size_t> later(group.size(), 0);
+    map_comparison c;
+    c.mapped = group.front().mapped;
+    double widest = -1;
+    for (const boundary_point* first : points.front()) {
+      std::vector<const boundary_point*> at;
+      for (const auto& of_strategy : points) {
+        const auto it =
+            std::find_if(of_strategy.begin(), of_strategy.end(),
+                         [&](const boundary_point* b) { return b->load == first->load; });
+        if (it != of_strategy.end()) at.push_back(*it);
+      }
+      if (at.size() != group.size()) continue;
+      ++c.loads;
+      const auto [lo, hi] =
+          std::minmax_element(at.begin(), at.end(),
+                              [](const auto* a, const auto* b) { return a->trigger < b->trigger; });
+      if ((*hi)->trigger == (*lo)->trigger) continue;
+      for (std::size_t i = 0; i < at.size(); ++i)
+        later[i] += at[i]->trigger == (*hi)->trigger ? 1 : 0;
+      if ((*hi)->trigger - (*lo)->trigger > widest) {
+        widest = (*hi)->trigger - (*lo)->trigger;
+        const map_axes& m = group.front();
+        c.example = fmt::format("at {} = {}{}:", m.load_key, format_latency(first->load),
+                                m.load_unit.empty() ? "" : " " + m.load_unit);
+        for (std::size_t i = 0; i < at.size(); ++i) {
+          c.example += fmt::format("{} {} {}", i == 0 ? "" : ",", group[i].strategy,
+                                   trigger_text(*at[i], m.trigger_unit));
+        }
+      }
+    }
+    const auto best = static_cast<std::size_t>(
+        std::distance(later.begin(), std::max_element(later.begin(), later.end())));
+    c.later = later[best];
+    c.strategy = group[best].strategy;
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      if (i != best) c.others.push_back(group[i].strategy);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string map_comparison::sentence() const {
+  std::string names;
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    names += (i == 0 ? "" : i + 1 == others.size() ? " and " : ", ") + others[i];
+  }
+  if (later == 0) {
+    return fmt::format("{}: {} and {} tip at the same trigger at all {} loads", mapped, strategy,
+                       names, loads);
+  }
+  return fmt::format("{}: {} survives a longer trigger than {} at {} of {} loads", mapped, strategy,
+                     names, later, loads);
+}
+
 std::string map_table(const scenario_result& r) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"model", "strategy", "load", "trigger", "trigger_lo", "trigger_hi", "reps",
@@ -136,6 +208,10 @@ std::string map_table(const scenario_result& r) {
                        m.trigger_unit.empty() ? "" : " (" + escape_controls(m.trigger_unit) + ")");
   }
   out += text_table{std::move(rows), 2}.render();
+  for (const map_comparison& c : map_comparisons(r)) {
+    out += escape_controls(c.sentence()) +
+           (c.example.empty() ? "" : "\n  " + escape_controls(c.example)) + "\n";
+  }
   if (r.stopped)
     out += "partial: " + describe(*r.stopped) + "; the maps stop at the last load done\n";
   return out;

@@ -20,6 +20,7 @@
 // period of length L gives L / 2). 0 when no bucket was down; none without a baseline.
 #pragma once
 
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -54,6 +55,23 @@ inline constexpr const char* felt_outage_field = "felt_outage_s";
 void write_boundary_csv(const scenario_result& r, std::ostream& out);
 // The `map` section of summary.json: {"maps": [{axes..., "boundary": [points]}]}.
 nlohmann::ordered_json map_json(const scenario_result& r);
+// The strategies mapped over the same scenario and axes, compared load by load: `strategy`
+// survives a longer trigger (its boundary is higher, a load that never tips counting as the
+// range's high end) than every other at `later` of the `loads` they were all mapped at, the most
+// of any; `example` shows the load where they differ most. One per group of two or more.
+struct map_comparison {
+  std::string mapped, strategy;
+  std::size_t later = 0, loads = 0;
+  std::vector<std::string> others;
+  std::string example;  // "at workload.clients = 200 clients: fixed 4.38 s, exponential 19 s"
+  // "outage-recovery: exponential survives a longer trigger than fixed at 4 of 4 loads".
+  std::string sentence() const;
+};
+std::vector<map_comparison> map_comparisons(const scenario_result& r);
+
+// A boundary point's trigger in words: "4.38 s", "none up to 20 s", "down after any trigger".
+std::string trigger_text(const boundary_point& b, const std::string& unit);
+
 // The stdout table of a map run.
 std::string map_table(const scenario_result& r);
 

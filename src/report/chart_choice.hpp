@@ -69,9 +69,13 @@ void sweep_charts(const scenario_result& r, std::vector<chart>& out);
 std::vector<map_axes> maps_of(const scenario_result& r);
 // The boundary points of one map, by load.
 std::vector<const boundary_point*> points_of(const scenario_result& r, const map_axes& m);
+// The maps of a result with points, grouped by mapped scenario and axes: the strategies that
+// share a phase chart (and a comparison in the report), in map order.
+std::vector<std::vector<map_axes>> phase_groups(const scenario_result& r);
 // "key (unit)", or the key alone when it has no unit.
 std::string axis_label(const std::string& key, const std::string& unit);
-// One phase chart per map: where the system tips from recovering to staying down.
+// One phase chart per mapped scenario (phase-MAPPED; phase-MAPPED-STRATEGY when it maps one
+// strategy): where the system tips from recovering to staying down, each strategy's boundary.
 void phase_charts(const scenario_result& r, std::vector<chart>& out);
 
 }  // namespace backoff::report::plotting

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "boundary.hpp"
 #include "chart_choice.hpp"
 #include "ranking.hpp"
 
@@ -218,6 +219,9 @@ std::string boundary_html(const scenario_result& r, std::vector<std::string>& an
     answers.push_back(map_answer(m, points));
   }
   if (rows.empty()) return {};
+  for (const map_comparison& c : map_comparisons(r)) {
+    answers.push_back(c.sentence() + (c.example.empty() ? "" : " (" + c.example + ")") + ".");
+  }
   std::string load = "load", trigger = "trigger";
   if (const auto maps = maps_of(r); maps.size() == 1) {
     load = axis_label(maps.front().load_key, maps.front().load_unit);

@@ -11,6 +11,8 @@
 #include <limits>
 #include <map>
 
+#include "boundary.hpp"
+
 namespace backoff::report {
 namespace ranking_detail {
 
@@ -379,6 +381,11 @@ std::string point_label(const point_result& point) {
 
 std::string verdict(const scenario_result& r) {
   if (!r.boundary.empty()) {
+    if (const auto compared = map_comparisons(r); !compared.empty()) {
+      std::string out;
+      for (const auto& c : compared) out += (out.empty() ? "" : "; ") + c.sentence();
+      return out;
+    }
     const boundary_point* lowest = &r.boundary.front();
     for (const auto& b : r.boundary) {
       if (b.trigger < lowest->trigger) lowest = &b;

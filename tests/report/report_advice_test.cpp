@@ -317,4 +317,49 @@ TEST(ReportPage, AMapGetsAPhaseChartAndABoundaryTable) {
   EXPECT_NE(html.find("the smallest trigger that keeps it down is 4.38 s"), std::string::npos);
 }
 
+// Two strategies mapped over one scenario share its phase chart, and the report and the index
+// line compare them load by load.
+TEST(ReportPage, TwoStrategiesOfAMapShareAPhaseChartAndAreCompared) {
+  advice_dir dir;
+  report::scenario_result r;
+  r.scenario = "map";
+  r.model = "metastable-map";
+  for (const char* strategy : {"fixed", "exponential"}) {
+    r.maps.push_back({"outage-recovery", "outage-recovery", strategy, "workload.clients", "clients",
+                      "outage.duration", "s"});
+  }
+  const auto point = [](const char* strategy, double load, double lo, double hi, bool never) {
+    return report::boundary_point{"outage-recovery",
+                                  "outage-recovery",
+                                  strategy,
+                                  load,
+                                  (lo + hi) / 2,
+                                  lo,
+                                  hi,
+                                  3,
+                                  7,
+                                  false,
+                                  never};
+  };
+  r.boundary = {
+      point("fixed", 150, 5, 6, false),         point("fixed", 200, 4, 4.75, false),
+      point("fixed", 300, 2.5, 3.25, false),    point("exponential", 150, 25, 25, true),
+      point("exponential", 200, 13, 25, false), point("exponential", 300, 2.5, 3.25, false)};
+  const auto charts = report::write_plots(r, dir.path);
+  ASSERT_EQ(charts, (std::vector<std::string>{"phase-outage-recovery"}));
+  const std::string svg = advice_slurp(dir.path / "phase-outage-recovery.svg");
+  for (const char* text : {"fixed: boundary", "exponential: boundary",
+                           "exponential: never down (the largest trigger recovers)"}) {
+    EXPECT_NE(svg.find(text), std::string::npos) << text;
+  }
+  // 300 clients tip at the same trigger: exponential is later at two of the three loads.
+  const std::string expected =
+      "outage-recovery: exponential survives a longer trigger than fixed at 2 of 3 loads";
+  EXPECT_EQ(report::verdict(r), expected);
+  const std::string html = advice_slurp(dir.path / "report.html");
+  EXPECT_NE(html.find(expected + " (at workload.clients = 150 clients: fixed 5.5 s, exponential "
+                                 "none up to 25 s)."),
+            std::string::npos);
+}
+
 }  // namespace
