@@ -76,18 +76,23 @@ std::string svg_data_uri(std::string_view svg) {
 
 // The page's style sheet, the end of its head and the start of its body.
 constexpr const char* report_style = R"(<style>
-body { font-family: "DejaVu Sans", sans-serif; margin: 1.5em auto; max-width: 1000px; color: #222; }
+body { font-family: "DejaVu Sans", sans-serif; margin: 1.5em auto; max-width: 1340px;
+       padding: 0 1em; color: #222; }
+p, ul, dl { max-width: 1000px; }
 h1 { margin-bottom: 0.2em; }
 p.lede { font-size: 1.1em; color: #333; margin-top: 0.2em; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
 dl.facts dt { font-weight: bold; }
 dl.facts dd { margin: 0; }
-table.ranking { border-collapse: collapse; font-size: 0.92em; margin: 0.5em 0; }
-table.ranking th, table.ranking td { border-bottom: 1px solid #ddd; padding: 0.25em 0.6em;
-      text-align: left; vertical-align: top; }
+table.ranking { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
+table.ranking th, table.ranking td { border-bottom: 1px solid #ddd; padding: 0.25em 0.45em;
+      text-align: left; vertical-align: top; white-space: nowrap; }
+div.table { overflow-x: auto; }
 table.ranking th { background: #f0f0f0; }
 table.ranking .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table#ranking tbody tr:first-child td { font-weight: bold; }
+table.ranking td.headline { white-space: normal; min-width: 30em; }
+table.ranking td.wrap { white-space: normal; min-width: 14em; }
 p.rule { color: #555; font-size: 0.85em; }
 div.beside { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; margin: 1em 0; }
 div.beside > div { border: 1px solid #ddd; background: #fafafa; padding: 0.3em 0.9em; }
@@ -113,6 +118,13 @@ window.addEventListener("load", function () {
   }
   document.body.setAttribute("data-images",
       (ok === imgs.length ? "images-ok " : "images-broken ") + ok + "/" + imgs.length);
+  // Whether every table fits the page's width as it is shown (its cells never wrap).
+  var tables = document.querySelectorAll("table.ranking"), over = 0;
+  for (var j = 0; j < tables.length; ++j) {
+    if (tables[j].scrollWidth > tables[j].parentElement.clientWidth + 1) ++over;
+  }
+  document.body.setAttribute("data-tables",
+      (over === 0 ? "tables-fit " : "tables-overflow " + over + "/") + tables.length);
 });
 </script>
 </body>
@@ -281,18 +293,22 @@ std::string verdict_of_report(const fs::path& dir, const std::string& href) {
 
 void write_report_index(output_folder& folder, const std::vector<report_link>& links) {
   std::ostringstream out;
-  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-         "<title>backoff sim: reports</title></head>\n<body>\n<h1>backoff sim: reports</h1>\n"
-         "<ul>\n";
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+         "<title>backoff sim: reports</title>\n"
+      << plotting::report_style
+      << "<h1>backoff sim: reports</h1>\n<p class=\"lede\">One report per scenario, and what "
+         "each recommends.</p>\n<div class=\"table\"><table class=\"ranking\" id=\"index\">\n"
+         "<thead><tr><th>scenario</th><th>model</th><th class=\"num\">seed</th>"
+         "<th>headline</th></tr></thead>\n<tbody>\n";
   for (const auto& link : links) {
-    out << "<li><a href=\"" << plotting::html_escape(link.href) << "\">"
-        << plotting::html_escape(link.scenario) << "</a> (model "
-        << plotting::html_escape(link.model) << ", seed " << link.seed << ")";
-    const std::string verdict = verdict_of_report(folder.dir(), link.href);
-    if (!verdict.empty()) out << ": " << verdict;
-    out << "</li>\n";
+    // The headline is the longest cell: the one that may wrap.
+    out << "<tr><td><a href=\"" << plotting::html_escape(link.href) << "\">"
+        << plotting::html_escape(link.scenario) << "</a></td><td>"
+        << plotting::html_escape(link.model) << "</td><td class=\"num\">" << link.seed
+        << "</td><td class=\"headline\">" << verdict_of_report(folder.dir(), link.href)
+        << "</td></tr>\n";
   }
-  out << "</ul>\n</body></html>\n";
+  out << "</tbody>\n</table></div>\n" << plotting::report_script;
   folder.write("index.html", out.str());
 }
 

@@ -29,12 +29,29 @@ std::optional<double> mean_of(const std::vector<double>& v) {
   return sum / static_cast<double>(v.size());
 }
 
-ranking_row row_of(const std::string& name, const std::vector<const strategy_summary*>& runs) {
+// The attempts a run sent in the buckets that start inside [from, to) (seconds, or ticks).
+std::optional<double> attempts_within(const strategy_summary& s,
+                                      const std::optional<std::pair<double, double>>& window) {
+  if (!window || s.bucket_width <= 0 || s.buckets.empty()) return std::nullopt;
+  const double width = static_cast<double>(s.bucket_width) * s.seconds_per_unit;
+  double sum = 0;
+  for (std::size_t i = 0; i < s.buckets.size(); ++i) {
+    const double start = static_cast<double>(i) * width;
+    if (start >= window->first && start < window->second) {
+      sum += static_cast<double>(s.buckets[i].attempts);
+    }
+  }
+  return sum;
+}
+
+ranking_row row_of(const std::string& name, const std::vector<const strategy_summary*>& runs,
+                   const std::optional<std::pair<double, double>>& outage_s) {
   ranking_row row;
   row.name = name;
   row.runs = runs.size();
-  std::vector<double> success, attempts, p50, p99, max, recovery;
+  std::vector<double> success, attempts, p50, p99, max, recovery, in_outage;
   for (const strategy_summary* s : runs) {
+    if (const auto sent = attempts_within(*s, outage_s)) in_outage.push_back(*sent);
     success.push_back(s->success_rate());
     attempts.push_back(s->attempts_per_operation);
     if (s->latency_s) {
@@ -51,6 +68,7 @@ ranking_row row_of(const std::string& name, const std::vector<const strategy_sum
   row.max = mean_of(max);
   row.recovered_runs = recovery.size();
   row.recovery_s = mean_of(recovery);
+  row.outage_attempts = mean_of(in_outage);
   return row;
 }
 
@@ -285,6 +303,58 @@ std::string format_percent(double share) {
   return fmt::format("{:.1f}", 100.0 * share);
 }
 
+std::string number_column::operator()(double v) const {
+  if (!std::isfinite(v)) return "-";
+  return fmt::format("{:.{}f}", v * scale, decimals);
+}
+
+namespace {
+
+// The fewest decimals (at most four) that show every value exactly (loads such as 5 and 7.5);
+// else the decimals that give the smallest non-zero value three significant digits.
+int decimals_for(const std::vector<double>& shown) {
+  for (int d = 0; d <= 4; ++d) {
+    const double factor = std::pow(10.0, d);
+    const bool exact = std::all_of(shown.begin(), shown.end(), [factor](double v) {
+      return !std::isfinite(v) || std::fabs(std::round(v * factor) - v * factor) < 1e-9;
+    });
+    if (exact) return d;
+  }
+  double smallest = std::numeric_limits<double>::infinity();
+  for (double v : shown) {
+    if (std::isfinite(v) && v != 0) smallest = std::min(smallest, std::fabs(v));
+  }
+  if (!std::isfinite(smallest)) return 0;
+  const int digits = 2 - static_cast<int>(std::floor(std::log10(smallest)));
+  return std::clamp(digits, 0, 4);
+}
+
+}  // namespace
+
+number_column time_column(const std::vector<double>& values, const std::string& unit) {
+  number_column c;
+  c.unit = unit;
+  if (unit == "s") {
+    double largest = 0;
+    for (double v : values) {
+      if (std::isfinite(v)) largest = std::max(largest, std::fabs(v));
+    }
+    if (largest > 0 && largest < 1e-3) {
+      c = {1e6, "µs", 0};
+    } else if (largest > 0 && largest < 1) {
+      c = {1e3, "ms", 0};
+    }
+  }
+  std::vector<double> shown;
+  for (double v : values) shown.push_back(v * c.scale);
+  c.decimals = decimals_for(shown);
+  return c;
+}
+
+number_column plain_column(const std::vector<double>& values, std::string unit) {
+  return {1, std::move(unit), decimals_for(values)};
+}
+
 std::string format_attempts(double v) {
   return fmt::format("{:.2f}", v);
 }
@@ -335,13 +405,14 @@ std::vector<std::string> tied_first(const ranking& k) {
   return names;
 }
 
-ranking rank_strategies(const ranking_input& strategies, bool outage) {
+ranking rank_strategies(const ranking_input& strategies, bool outage,
+                        const std::optional<std::pair<double, double>>& outage_s) {
   ranking r;
   r.outage = outage;
   for (const auto& [name, runs] : strategies) {
     if (runs.empty()) continue;
     r.unit = ranking_detail::unit_of(*runs.front());
-    r.rows.push_back(ranking_detail::row_of(name, runs));
+    r.rows.push_back(ranking_detail::row_of(name, runs, outage_s));
   }
   for (const auto& row : r.rows) r.best_success = std::max(r.best_success, row.success);
   std::stable_sort(r.rows.begin(), r.rows.end(), [&r](const auto& a, const auto& b) {
@@ -355,7 +426,7 @@ ranking rank_strategies(const ranking_input& strategies, bool outage) {
 ranking rank_plain(const scenario_result& r) {
   ranking_input in;
   for (const auto& s : r.strategies) in.push_back({s.name, {&s}});
-  return rank_strategies(in, r.outage);
+  return rank_strategies(in, r.outage, r.outage_s);
 }
 
 ranking rank_point(const scenario_result& r, const point_result& point) {
@@ -368,6 +439,7 @@ ranking rank_point(const scenario_result& r, const point_result& point) {
     }
     in.push_back({cell.name, std::move(runs)});
   }
+  // A sweep's points may move the outage (a swept outage key): no one window fits them all.
   return rank_strategies(in, r.outage);
 }
 

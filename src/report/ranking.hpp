@@ -41,6 +41,9 @@ struct ranking_row {
   std::optional<double> p50, p99, max;
   std::size_t recovered_runs = 0;    // runs with a recovery_s (meaningful with an outage)
   std::optional<double> recovery_s;  // mean over the recovered runs
+  // Attempts sent while the server was out (the buckets that start inside the outage), mean over
+  // the runs; none without an outage window or a time series.
+  std::optional<double> outage_attempts;
   // No other strategy succeeds at least as often (as shown), with no more load and no longer p99,
   // and is better on one of them (none: a p99 longer than any).
   bool unbeaten = false;
@@ -72,7 +75,8 @@ bool indistinguishable(const ranking_row& a, const ranking_row& b, bool outage);
 // The rows tied with the first (itself included): one name when the first is clearly first.
 std::vector<std::string> tied_first(const ranking& k);
 
-ranking rank_strategies(const ranking_input& strategies, bool outage);
+ranking rank_strategies(const ranking_input& strategies, bool outage,
+                        const std::optional<std::pair<double, double>>& outage_s = {});
 ranking rank_plain(const scenario_result& r);
 ranking rank_point(const scenario_result& r, const point_result& point);
 
@@ -89,5 +93,20 @@ std::string verdict(const scenario_result& r);
 std::string format_latency(double v);
 std::string format_percent(double share);  // 0.625 -> "62.5"
 std::string format_attempts(double v);
+
+// One column of a report table: every number in the same unit with the same decimals, so that
+// 0.0005 never stands as 5.00e-04 beside a 1. `unit` is what the header shows.
+struct number_column {
+  double scale = 1;  // shown = value * scale
+  std::string unit;
+  int decimals = 0;
+  std::string operator()(double v) const;  // "-" for a value that is not finite
+};
+// Times: in s, ms or µs by the column's largest value ("s" in, "ticks" kept as it is), with the
+// fewest decimals (at most four) that show every value exactly, else those that give the
+// smallest non-zero value three significant digits (at most four).
+number_column time_column(const std::vector<double>& values, const std::string& unit);
+// Other quantities, unscaled: the decimals as above.
+number_column plain_column(const std::vector<double>& values, std::string unit = "");
 
 }  // namespace backoff::report

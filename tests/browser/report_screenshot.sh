@@ -11,9 +11,12 @@
 #   tests/browser/report_screenshot.sh [--out SHOTS_DIR] REPORT_DIR_OR_HTML...
 #   tests/browser/report_screenshot.sh --backoff build/bin/backoff [--out SHOTS_DIR]
 #
-# With --backoff, it first runs `backoff sim tick-burst --plot` into a temporary folder and checks
-# that report (the ctest form). Screenshots are SHOTS_DIR/<report's folder name>.png (default:
-# a temporary folder, printed at the end): look at them.
+# Every table must fit the page at a 1400-pixel window (report.html marks on <body>
+# data-tables="tables-fit N" when no table is wider than its box; only lists of names in a cell
+# may take a second line). With --backoff, it first runs `backoff sim` on three built-in scenarios
+# (a plain run with an outage, a sweep and a metastable map) into a temporary folder and checks
+# their reports and the reports index (the ctest form). Screenshots are SHOTS_DIR/<report's folder
+# name>.png (default: a temporary folder, printed at the end): look at them.
 set -eu
 
 out=""
@@ -22,7 +25,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --backoff) backoff="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -32,9 +35,13 @@ trap 'rm -rf "$work"' EXIT INT TERM
 [ -n "$out" ] || out="$work/shots"
 mkdir -p "$out"
 
+index=""
 if [ -n "$backoff" ]; then
-  "$backoff" sim tick-burst --plot --no-progress --out "$work/tick-burst" >/dev/null
-  set -- "$work/tick-burst" "$@"
+  "$backoff" sim outage-amplification retry-client-count metastable-map --plot --no-progress \
+    --out "$work/suite" >/dev/null
+  set -- "$work/suite/outage-amplification" "$work/suite/retry-client-count" \
+    "$work/suite/metastable-map" "$@"
+  index="$work/suite/index.html"
 fi
 if [ $# -eq 0 ]; then
   echo "report_screenshot.sh: no report given (see --help)" >&2
@@ -68,6 +75,18 @@ run_browser() {
 }
 
 status=0
+# The tables of a page (its DOM dumped at a 1400-pixel window: $2), as its script measured them.
+tables_fit() {
+  marker="$(printf '%s' "$2" | grep -o 'data-tables="[^"]*"' | head -n 1 || true)"
+  case "$marker" in
+    'data-tables="tables-fit '*) return 0 ;;
+    *) echo "FAIL $1: ${marker:-no table measured}: a table is wider than the page at 1400 px" >&2
+       return 1 ;;
+  esac
+}
+if [ -n "$index" ]; then
+  if tables_fit "$index" "$(run_browser --window-size=1400,4000 --dump-dom "file://$index" || true)"; then echo "ok   $index: its table fits"; else status=1; fi
+fi
 for report in "$@"; do
   [ -d "$report" ] && report="$report/report.html"
   if [ ! -f "$report" ]; then
@@ -83,7 +102,7 @@ for report in "$@"; do
     echo "FAIL $report: $size bytes, over the 1 MB a report may weigh" >&2
     status=1
   fi
-  dom="$(run_browser --dump-dom "file://$abs" || true)"
+  dom="$(run_browser --window-size=1400,4000 --dump-dom "file://$abs" || true)"
   # The ranking table as the browser parsed it (an unclosed tag before it would swallow it):
   # the table element, then a body row with a cell.
   table="$(printf '%s' "$dom" | tr '\n' ' ' |
@@ -95,6 +114,7 @@ for report in "$@"; do
     echo "FAIL $report: the ranking table has no rows" >&2
     status=1
   fi
+  tables_fit "$abs" "$dom" || status=1
   marker="$(printf '%s' "$dom" | grep -o 'data-images="[^"]*"' | head -n 1 || true)"
   run_browser --screenshot="$out/$name.png" --window-size=1200,4000 "file://$abs" >/dev/null || true
   case "$marker" in

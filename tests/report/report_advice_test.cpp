@@ -10,7 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "report/plots.hpp"
@@ -239,11 +242,11 @@ TEST(ReportPage, LeadsWithARankingTableAndKeepsHostileTextAsText) {
   const auto table = html.find("<table class=\"ranking\" id=\"ranking\">");
   ASSERT_NE(table, std::string::npos);
   EXPECT_LT(table, html.find("<h2>Charts</h2>")) << "the ranking leads the page";
-  for (const char* header :
-       {"success %", "load x (attempts/op)", "p50 (s)", "p99 (s)", "max (s)"}) {
+  for (const char* header : {"success %", "load x (attempts/op)", "p50 (", "p99 (", "max ("}) {
     EXPECT_NE(html.find(header), std::string::npos) << header;
   }
-  EXPECT_EQ(html.find("recovers</th>"), std::string::npos) << "no outage, no recovers column";
+  EXPECT_EQ(html.find("recovered after"), std::string::npos) << "no outage, no recovery column";
+  EXPECT_EQ(html.find("calls during the outage"), std::string::npos);
   EXPECT_EQ(html.find("<script>alert"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; more"), std::string::npos);
   EXPECT_NE(html.find("it &quot;works&quot; &lt;b&gt;always&lt;/b&gt;"), std::string::npos);
@@ -359,6 +362,65 @@ TEST(ReportPage, TwoStrategiesOfAMapShareAPhaseChartAndAreCompared) {
   const std::string html = advice_slurp(dir.path / "report.html");
   EXPECT_NE(html.find(expected + " (at workload.clients = 150 clients: fixed 5.5 s, exponential "
                                  "none up to 25 s)."),
+            std::string::npos);
+}
+
+// Every number of a column in one unit and one format: never 5.00e-04 beside 1.
+TEST(ReportColumns, ShareAUnitAndAFormat) {
+  const report::number_column mixed = report::time_column({0.0005, 1.0, 0.25}, "s");
+  EXPECT_EQ(mixed.unit, "s");
+  EXPECT_EQ(mixed(0.0005), "0.0005");
+  EXPECT_EQ(mixed(1.0), "1.0000");
+  const report::number_column fast = report::time_column({0.0141, 0.0179, 0.8049}, "s");
+  EXPECT_EQ(fast.unit, "ms");
+  EXPECT_EQ(fast(0.0141), "14.1");
+  EXPECT_EQ(fast(0.8049), "804.9");
+  const report::number_column tiny = report::time_column({0.00042, 0.0000123}, "s");
+  EXPECT_EQ(tiny.unit, "µs");
+  EXPECT_EQ(tiny(0.00042), "420.0");
+  EXPECT_EQ(tiny(0.0000123), "12.3");
+  const report::number_column ticks = report::time_column({3, 120}, "ticks");
+  EXPECT_EQ(ticks.unit, "ticks");
+  EXPECT_EQ(ticks(120), "120");
+  // Loads shown exactly with the fewest decimals that do it.
+  const report::number_column loads = report::plain_column({5, 7.5, 9.5});
+  EXPECT_EQ(loads(5), "5.0");
+  EXPECT_EQ(loads(7.5), "7.5");
+  EXPECT_EQ(report::plain_column({150, 300})(150), "150");
+  EXPECT_EQ(loads(std::numeric_limits<double>::quiet_NaN()), "-");
+}
+
+// An outage's ranking shows how long each strategy took to recover and the calls it sent while
+// the server was out, not a yes that every strategy shares.
+TEST(ReportPage, AnOutageShowsTheTimeToRecoverAndTheCallsDuringIt) {
+  advice_dir dir;
+  report::scenario_result r;
+  r.scenario = "outage";
+  r.model = "m";
+  r.outage = true;
+  r.outage_s = std::pair{2.0, 4.0};
+  const auto with_series = [](report::strategy_summary s, std::optional<double> recovery,
+                              std::uint64_t per_bucket) {
+    s.recovery_s = recovery;
+    s.buckets.clear();
+    s.bucket_width = 1'000'000'000;  // 1 s
+    s.seconds_per_unit = 1e-9;
+    for (int i = 0; i < 6; ++i) s.buckets.push_back({.attempts = per_bucket});
+    return s;
+  };
+  r.strategies = {with_series(advice_strategy("storm", 1000, 3.0, 0.5), std::nullopt, 900),
+                  with_series(advice_strategy("calm", 1000, 1.1, 0.5), 0.25, 40)};
+  const report::ranking k = report::rank_plain(r);
+  ASSERT_EQ(k.rows.size(), 2U);
+  EXPECT_EQ(k.rows[0].name, "calm");
+  EXPECT_EQ(k.rows[0].outage_attempts, 80.0);  // buckets starting at 2 s and 3 s
+  EXPECT_EQ(k.rows[1].outage_attempts, 1800.0);
+  (void)report::write_plots(r, dir.path);
+  const std::string html = advice_slurp(dir.path / "report.html");
+  EXPECT_NE(html.find("recovered after (ms)</th>"), std::string::npos);
+  EXPECT_NE(html.find("calls during the outage</th>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">250</td><td class=\"num\">80</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">never</td><td class=\"num\">1800</td>"),
             std::string::npos);
 }
 
