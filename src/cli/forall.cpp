@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "retry_flags.hpp"
+#include "tool/message_prefix.hpp"
 #include "typed_options.hpp"
 
 namespace backoff::cli {
@@ -30,21 +31,22 @@ void setup_forall(CLI::App& app, int& status, const command_tail& tail) {
       0, std::numeric_limits<std::size_t>::max())
       ->capture_default_str();
   sub->add_option("items", *items, "The items, e.g. host names")->required();
-  sub->callback([flags, items, jobs, &status, &tail] {
+  sub->callback([sub, flags, items, jobs, &status, &tail] {
     if (!tail.present) {
-      std::cerr << "backoff forall: put '--' between the items and the command\n";
+      std::cerr << tool::message_prefix(sub->get_name())
+                << "put '--' between the items and the command\n";
       status = exit_tool_error;
       return;
     }
     flags->command = tail.words;
     tool::command_options options;
-    if (!to_command_options("forall", *flags, options)) {
+    if (!to_command_options(sub->get_name(), *flags, options)) {
       status = exit_tool_error;
       return;
     }
     const std::size_t parallel = *jobs;
     status = run_retry_command(
-        "forall", *flags, options,
+        *flags, options,
         [&](const tool::command_options& o, const tool::cancel_scope& scope, random_ref rng) {
           return tool::run_forall(o, *items, flags->command, parallel, scope, rng);
         });

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "retry_flags.hpp"
+#include "tool/message_prefix.hpp"
 
 namespace backoff::cli {
 
@@ -34,20 +35,21 @@ void setup_forany(CLI::App& app, int& status, const command_tail& tail) {
           "U(1, 2)");
   sub->add_flag("--shuffle", *shuffle, "Start at a random item, then go round in order (ftsh)");
   sub->add_option("items", *items, "The alternatives, e.g. mirror host names")->required();
-  sub->callback([flags, items, shuffle, &status, &tail] {
+  sub->callback([sub, flags, items, shuffle, &status, &tail] {
     if (!tail.present) {
-      std::cerr << "backoff forany: put '--' between the items and the command\n";
+      std::cerr << tool::message_prefix(sub->get_name())
+                << "put '--' between the items and the command\n";
       status = exit_tool_error;
       return;
     }
     flags->command = tail.words;
     tool::command_options options;
-    if (!to_command_options("forany", *flags, options)) {
+    if (!to_command_options(sub->get_name(), *flags, options)) {
       status = exit_tool_error;
       return;
     }
     status = run_retry_command(
-        "forany", *flags, options,
+        *flags, options,
         [&](const tool::command_options& o, const tool::cancel_scope& scope, random_ref rng) {
           return tool::run_forany(o, *items, flags->command, *shuffle, scope, rng);
         });

@@ -23,6 +23,7 @@
 #include "output.hpp"
 #include "report/output_files.hpp"
 #include "tool/deadline_env.hpp"
+#include "tool/message_prefix.hpp"
 #include "tool/signal_watcher.hpp"
 #include "typed_options.hpp"
 
@@ -85,8 +86,9 @@ void add_retry_flags(CLI::App& sub, retry_flags& f) {
 
 bool to_command_options(const std::string& name, const retry_flags& f,
                         tool::command_options& options) {
+  options.message_prefix = tool::message_prefix(name);
   const auto fail = [&](const std::string& message) {
-    std::cerr << "backoff " << name << ": " << message << '\n';
+    std::cerr << options.message_prefix << message << '\n';
     return false;
   };
   if (f.command.empty()) {
@@ -121,7 +123,7 @@ bool to_command_options(const std::string& name, const retry_flags& f,
   options.loop.every = f.every;
   const tool::inherited_deadline inherited = tool::read_inherited_deadline(
       std::getenv("BACKOFF_DEADLINE"), std::getenv("BACKOFF_DEADLINE_OWNER"));
-  if (!inherited.note.empty()) std::cerr << "backoff: " << inherited.note << '\n';
+  if (!inherited.note.empty()) std::cerr << options.message_prefix << inherited.note << '\n';
   options.loop.outer_deadline = inherited.deadline;
   options.timeout = f.timeout;
   options.grace = f.grace.value_or(std::chrono::seconds(5));
@@ -135,10 +137,7 @@ bool to_command_options(const std::string& name, const retry_flags& f,
   // With --report -, stdout is the report's alone: the commands' output goes to stderr.
   if (f.report && *f.report == "-") options.command_stdout_fd = STDERR_FILENO;
   options.own_group = !f.foreground;
-  if (f.quiet && f.verbose) {
-    std::cerr << "backoff " << name << ": give -q or -v, not both\n";
-    return false;
-  }
+  if (f.quiet && f.verbose) return fail("give -q or -v, not both");
   options.verbose = f.verbose;
   options.log = f.quiet     ? tool::command_options::log_level::quiet
                 : f.verbose ? tool::command_options::log_level::verbose
@@ -147,9 +146,10 @@ bool to_command_options(const std::string& name, const retry_flags& f,
 }
 
 int run_retry_command(
-    const std::string& name, const retry_flags& f, tool::command_options options,
+    const retry_flags& f, tool::command_options options,
     const std::function<tool::run_summary(const tool::command_options&, const tool::cancel_scope&,
                                           random_ref)>& run) {
+  const std::string& prefix = options.message_prefix;  // to_command_options set it
   const std::uint64_t seed = f.seed ? *f.seed : fresh_seed();
   // The report file is created (as a hidden temporary beside it) before the command runs, so an
   // unwritable --report fails at once; it is renamed into place when the summary is written.
@@ -158,7 +158,7 @@ int run_retry_command(
     try {
       report_file.emplace(*f.report);
     } catch (const report::write_error& e) {
-      std::cerr << "backoff " << name << ": --report: " << e.what() << '\n';
+      std::cerr << prefix << "--report: " << e.what() << '\n';
       return exit_tool_error;
     }
   }
@@ -178,7 +178,7 @@ int run_retry_command(
           why = "standard input is larger than --replay-stdin-limit (" +
                 (f.replay_stdin_limit ? f.replay_stdin_limit_text : std::string("1GiB")) + ")";
         }
-        std::cerr << "backoff " << name << ": --replay-stdin: " << why << "; nothing was run\n";
+        std::cerr << prefix << "--replay-stdin: " << why << "; nothing was run\n";
         return exit_tool_error;
       }
       options.stdin_replay = std::move(input);
@@ -209,28 +209,28 @@ int run_retry_command(
         }
       } else {
         std::cout << text << '\n';
-        if (!flush_stdout("backoff " + name + ": --report",
+        if (!flush_stdout(prefix + "--report",
                           "(the command's status was " + std::to_string(summary.status) + ")")) {
           return exit_tool_error;
         }
       }
       if (!failure.empty()) {
-        std::cerr << "backoff " << name << ": --report: " << escape_controls(failure)
+        std::cerr << prefix << "--report: " << escape_controls(failure)
                   << " (the command's status was " << summary.status << ")\n";
         return exit_tool_error;
       }
     }
     if (summary.interrupted != 0) {
-      std::cerr << "backoff " << name << ": stopped by signal " << summary.interrupted << " ("
+      std::cerr << prefix << "stopped by signal " << summary.interrupted << " ("
                 << ::strsignal(summary.interrupted) << ")\n";
     } else if (summary.output_closed) {  // to stderr, which may be what was closed
-      std::cerr << "backoff " << name
-                << ": stopped: its output was closed (Broken pipe); the running commands were "
+      std::cerr << prefix
+                << "stopped: its output was closed (Broken pipe); the running commands were "
                    "stopped\n";
     }
     return summary.status;
   } catch (const std::exception& e) {
-    std::cerr << "backoff " << name << ": " << e.what() << '\n';
+    std::cerr << prefix << e.what() << '\n';
     return exit_tool_error;
   }
 }

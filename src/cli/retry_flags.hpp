@@ -48,13 +48,15 @@ struct retry_flags {
 void add_retry_flags(CLI::App& sub, retry_flags& flags);
 
 // Validates the flags into options, or prints one line "backoff NAME: ..." and returns false.
+// NAME is the subcommand ("try", "forany", "forall"): options.message_prefix, "backoff NAME: ",
+// starts every line the command writes to stderr from here on.
 bool to_command_options(const std::string& name, const retry_flags& flags,
                         tool::command_options& options);
 
 // Spools stdin when asked, watches signals, calls `run`, writes the report; returns the exit
-// status.
+// status. `options` as to_command_options made them (its lines start with their prefix).
 int run_retry_command(
-    const std::string& name, const retry_flags& flags, tool::command_options options,
+    const retry_flags& flags, tool::command_options options,
     const std::function<tool::run_summary(const tool::command_options&, const tool::cancel_scope&,
                                           random_ref)>& run);
 

@@ -16,9 +16,15 @@
 #include "report/gnuplot.hpp"
 #include "report/output_files.hpp"
 #include "sim/run/runner.hpp"
+#include "tool/message_prefix.hpp"
 
 namespace backoff::cli {
 namespace {
+
+// The command whose stop_signals lives ("sim", "sweep"), and the handler's line for it, chosen
+// before the handler is installed: the handler only writes it.
+std::string stopping_command;
+tool::signal_safe_line interrupted_line;
 
 // Async-signal-safe only; installed only while the runs' deferral lives (stop_signals). The first
 // signal is a request the run polls (its partial outputs are written); a second one means the
@@ -26,8 +32,7 @@ namespace {
 // default action is back, exits as that action would.
 extern "C" void on_stop_signal(int signo) {
   if (sim::interrupt_signal() != 0 || !sim::interrupts_deferred()) {
-    static constexpr char line[] = "backoff: interrupted\n";
-    (void)!::write(STDERR_FILENO, line, sizeof line - 1);
+    interrupted_line.write_to(STDERR_FILENO);
     ::_exit(status_of_signal(signo));
   }
   sim::request_interrupt(signo);
@@ -40,7 +45,8 @@ std::uint64_t memory_limit_or_default(const std::optional<std::uint64_t>& given)
 }
 
 int interrupted_after_writing(int signo) {
-  std::cerr << "backoff: interrupted (" << (signo == SIGINT ? "SIGINT" : "SIGTERM")
+  std::cerr << tool::message_prefix(stopping_command) << "interrupted ("
+            << (signo == SIGINT ? "SIGINT" : "SIGTERM")
             << ") after the last run; its outputs are complete\n";
   return status_of_signal(signo);
 }
@@ -67,7 +73,9 @@ void restore_dispositions() {
 
 }  // namespace
 
-stop_signals::stop_signals() {
+stop_signals::stop_signals(std::string_view command) {
+  stopping_command = command;
+  interrupted_line.set(command, "interrupted");
   sim::on_deferral(install_stop_handler, restore_dispositions);
 }
 

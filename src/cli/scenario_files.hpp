@@ -5,7 +5,7 @@
 // outputs; a second one exits at once).
 //
 //   sim::scenario_source s = cli::resolve_scenario("tick-burst");   // or "my/exp.toml"
-//   const cli::stop_signals signals;    // while it lives, SIGINT and SIGTERM stop the run
+//   const cli::stop_signals signals("sim");   // while it lives, SIGINT and SIGTERM stop the run
 #pragma once
 
 #include <csignal>
@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "sim/engine/guard.hpp"
 #include "sim/run/memory.hpp"
@@ -33,7 +34,8 @@ std::uint64_t memory_limit_or_default(const std::optional<std::uint64_t>& given)
 int simulation_status(const char* who, const std::function<int()>& body);
 
 // A signal came after the last run, while its outputs were written (complete): says so on
-// stderr and gives the status, status_of_signal(signo).
+// stderr, after the prefix of the command whose stop_signals lives, and gives the status,
+// status_of_signal(signo).
 int interrupted_after_writing(int signo);
 
 // While it lives, the runner's interrupt deferral (sim::interrupt_deferral: from the first run to
@@ -42,9 +44,12 @@ int interrupted_after_writing(int signo);
 // any other time (reading, checking, drawing) the default action ends the process at once: no
 // handler of ours runs, so none can be held up (a handler cannot run while a sanitizer defers it
 // inside a blocking call, e.g. open() of a FIFO nobody writes).
+//
+// `command` ("sim", "sweep") names the command in the lines said about a signal ("backoff sim:
+// interrupted" from the handler when a second signal ends the process at once). One at a time.
 class stop_signals {
  public:
-  stop_signals();
+  explicit stop_signals(std::string_view command);
   ~stop_signals();
   stop_signals(const stop_signals&) = delete;
   stop_signals& operator=(const stop_signals&) = delete;

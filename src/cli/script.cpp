@@ -2,7 +2,8 @@
 // `backoff script FILE`: runs a Fault Tolerant Shell script (docs/SCRIPTS.md): simple commands,
 // `try [for] N times | for DURATION [or ...] [every DURATION] ... [catch ...] end`, forany, forall,
 // for, success and failure, every command in its own process group under the tool's deadlines.
-// Parse errors print "FILE:LINE: message" and exit 125, like the tool's other errors.
+// Parse errors print "backoff script: FILE:LINE: message" and exit 125, like the tool's other
+// errors.
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +24,7 @@
 #include "output.hpp"
 #include "report/output_files.hpp"
 #include "retry_flags.hpp"
+#include "tool/message_prefix.hpp"
 #include "tool/script/interpreter.hpp"
 #include "tool/script/parser.hpp"
 #include "tool/signal_watcher.hpp"
@@ -74,12 +76,14 @@ std::string report_json(const std::string& file,
   return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-int run_script_command(const script_flags& f) {
-  const auto fail = [](const std::string& message) {
-    std::cerr << "backoff script: " << message << '\n';
+// `prefix` ("backoff script: ") starts every line on stderr, a FILE:LINE message's too.
+int run_script_command(const script_flags& f, const std::string& prefix) {
+  const auto fail = [&prefix](const std::string& message) {
+    std::cerr << prefix << message << '\n';
     return exit_tool_error;
   };
   tool::script::script_options options;
+  options.message_prefix = prefix;
   try {
     options.policy = parse_policy(f.policy);
   } catch (const parse_error& e) {
@@ -103,8 +107,7 @@ int run_script_command(const script_flags& f) {
   try {
     parsed = tool::script::parse(text, f.file);
   } catch (const parse_error& e) {
-    std::cerr << e.what() << '\n';
-    return exit_tool_error;
+    return fail(e.what());  // FILE:LINE: message
   }
   if (f.check) return exit_ok;
   options.environment = tool::current_environment();
@@ -142,25 +145,25 @@ int run_script_command(const script_flags& f) {
           report_file->stream() << json << '\n';
           report_file->commit();
         } catch (const report::write_error& e) {
-          std::cerr << "backoff script: --report: " << e.what() << " " << note << '\n';
+          std::cerr << prefix << "--report: " << e.what() << " " << note << '\n';
           return exit_tool_error;
         }
       } else {
         std::cout << json << '\n';
-        if (!flush_stdout("backoff script: --report", note)) return exit_tool_error;
+        if (!flush_stdout(prefix + "--report", note)) return exit_tool_error;
       }
     }
     if (scope.cancelled()) {
-      std::cerr << "backoff script: stopped by signal " << scope.signal() << " ("
+      std::cerr << prefix << "stopped by signal " << scope.signal() << " ("
                 << ::strsignal(scope.signal()) << ")\n";
     } else if (result.output_closed) {  // to stderr, which may be what was closed
-      std::cerr << "backoff script: stopped: its output was closed (Broken pipe); the running "
-                   "commands were stopped\n";
+      std::cerr << prefix
+                << "stopped: its output was closed (Broken pipe); the running commands were "
+                   "stopped\n";
     }
     return status;
   } catch (const tool::script::script_error& e) {
-    std::cerr << e.what() << '\n';  // FILE:LINE: message, as a parse error
-    return exit_tool_error;
+    return fail(e.what());  // FILE:LINE: message, as a parse error
   } catch (const std::exception& e) {
     return fail(e.what());
   }
@@ -186,7 +189,9 @@ void setup_script(CLI::App& app, int& status) {
   sub->add_option("--report", flags->report,
                   "Write a JSON report of every command and attempt to FILE or - (stdout; the "
                   "commands' own stdout then goes to stderr)");
-  sub->callback([flags, &status] { status = run_script_command(*flags); });
+  sub->callback([sub, flags, &status] {
+    status = run_script_command(*flags, tool::message_prefix(sub->get_name()));
+  });
 }
 
 }  // namespace backoff::cli

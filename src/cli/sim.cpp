@@ -189,7 +189,7 @@ int run_sim(const sim_options& o) {
     return exit_usage;
   }
   const std::uint64_t limit = memory_limit_or_default(o.memory_limit);
-  const stop_signals signals;
+  const stop_signals signals("sim");
   return simulation_status("backoff sim", [&] {
     std::vector<sim::scenario_source> candidates;
     std::vector<sim::scenario> loaded = load_all(o, limit, candidates);

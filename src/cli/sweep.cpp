@@ -213,7 +213,7 @@ int sweep_command(const sweep_options& o) {
   // The charts read every point; without them the points go to disk as they finish, and memory
   // does not grow with the sweep.
   run.spool_points = !o.plot;
-  const stop_signals signals;
+  const stop_signals signals("sweep");
   const report::scenario_result r = sim::run_scenario(sc, run);
   if (r.stopped) return report_stopped_sweep(o, shard, r);
   if (shard) sim::write_shard_file(o.out, r, {sc.source().path, sc.source().text, sc.sets()});

@@ -17,15 +17,15 @@ void setup_try(CLI::App& app, int& status, const command_tail& tail) {
   add_retry_flags(*sub, *flags);
   // main.cpp took the command off the command line (after "--", or from the first word that is
   // not an option), so CLI11 sees only our options and rejects unknown ones.
-  sub->callback([flags, &status, &tail] {
+  sub->callback([sub, flags, &status, &tail] {
     flags->command = tail.words;
     tool::command_options options;
-    if (!to_command_options("try", *flags, options)) {
+    if (!to_command_options(sub->get_name(), *flags, options)) {
       status = exit_tool_error;
       return;
     }
     status = run_retry_command(
-        "try", *flags, options,
+        *flags, options,
         [&](const tool::command_options& o, const tool::cancel_scope& scope, random_ref rng) {
           return tool::run_try(o, flags->command, scope, rng);
         });

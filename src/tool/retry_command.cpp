@@ -75,7 +75,7 @@ constexpr const char* no_attempt_made =
 struct run_context {
   run_context(const command_options& o, const std::vector<std::string>& c,
               const cancel_scope& scope)
-      : options(o), command(c), log(scope) {}
+      : options(o), command(c), log(scope, o.message_prefix) {}
   const command_options& options;
   const std::vector<std::string>& command;
   std::vector<std::string> environment = current_environment();
@@ -117,14 +117,15 @@ attempt_result start_attempt(run_context& ctx, launch_spec& spec, const attempt_
   return r;
 }
 
-// One item's command (`{}` replaced), environment and log prefix: runs its attempts, each with
+// One item's command (`{}` replaced), environment and "[ITEM] " after the prefix of the run's
+// lines: runs its attempts, each with
 // BACKOFF_ATTEMPT, BACKOFF_MAX_ATTEMPTS and the deadline in its environment, and writes the
 // start of an attempt's log line.
 class item_runner {
  public:
   item_runner(run_context& ctx, const std::optional<std::string>& item)
       : classify(classify_status(ctx.options.until, ctx.options.while_)),
-        prefix(item ? fmt::format("backoff: [{}] ", *item) : "backoff: "),
+        prefix(item ? fmt::format("[{}] ", *item) : ""),
         ctx_(ctx),
         environment_(ctx.environment),
         max_attempts_(ctx.options.loop.policy.max_attempts) {
@@ -187,7 +188,7 @@ class item_runner {
     return true;
   }
 
-  // "backoff: [ITEM] attempt 2/5: exit status 1 after 0.012s", for the caller to go on.
+  // "[ITEM] attempt 2/5: exit status 1 after 0.012s", for the caller to go on.
   std::string attempt_line(const attempt_record& record) const {
     const std::string of = max_attempts_ != 0 ? fmt::format("/{}", max_attempts_) : "";
     return fmt::format("{}attempt {}{}: {} after {}", prefix, record.number, of,
@@ -374,8 +375,8 @@ class forany_rounds {
       }
     }
     if (winner_ && ctx_.options.verbose) {
-      ctx_.log.line(fmt::format("backoff: forany: {} succeeded in round {}",
-                                *summary_.items[*winner_].item, rounds_));
+      ctx_.log.line(
+          fmt::format("{} succeeded in round {}", *summary_.items[*winner_].item, rounds_));
     }
     say_why_it_ended(result);
     if (stopped(summary_, caller, ctx_.log)) return;
@@ -431,9 +432,8 @@ class forany_rounds {
   }
 
   void say_why_it_ended(const loop_result& result) {
-    const std::string prefix = "backoff: forany: ";
     if (result.attempts == 0 && result.why == outcome::deadline_exceeded) {
-      ctx_.log.line(prefix + no_attempt_made);  // always said: a run that does nothing says why
+      ctx_.log.line(no_attempt_made);  // always said: a run that does nothing says why
       return;
     }
     if (ctx_.options.log == command_options::log_level::quiet || winner_ ||
@@ -441,19 +441,19 @@ class forany_rounds {
       return;
     }
     if (cut_short_round_) {
-      ctx_.log.line(
-          cut_short_left_ > duration{0}
-              ? fmt::format("{}giving up: only {} left before the deadline, less than the {} an "
-                            "attempt needs; round {} not finished",
-                            prefix, seconds_text(cut_short_left_),
-                            seconds_text(ctx_.options.loop.minimum_left), *cut_short_round_)
-              : prefix + "giving up: the deadline has come");
+      ctx_.log.line(cut_short_left_ > duration{0}
+                        ? fmt::format("giving up: only {} left before the deadline, less than the "
+                                      "{} an attempt needs; round {} not finished",
+                                      seconds_text(cut_short_left_),
+                                      seconds_text(ctx_.options.loop.minimum_left),
+                                      *cut_short_round_)
+                        : "giving up: the deadline has come");
     } else if (result.why == outcome::attempts_exhausted) {
-      ctx_.log.line(prefix + "giving up: no rounds left");
+      ctx_.log.line("giving up: no rounds left");
     } else if (result.why == outcome::permanent) {
-      ctx_.log.line(prefix + "giving up: no item left whose failure is retryable");
+      ctx_.log.line("giving up: no item left whose failure is retryable");
     } else {
-      ctx_.log.line(prefix + stop_reason(result));
+      ctx_.log.line(stop_reason(result));
     }
   }
 
@@ -580,15 +580,15 @@ run_summary run_forall(const command_options& options, const std::vector<std::st
   const std::size_t threads = std::min(wanted, budget.commands_at_once(per_attempt));
   if (threads < wanted && (jobs != 0 || options.verbose)) {
     ctx.log.line(fmt::format(
-        "backoff: forall: {} items at once, not {}: the descriptor limit (ulimit -n {}, {} open) "
-        "allows {} commands of {} descriptors each; the other items wait their turn",
+        "{} items at once, not {}: the descriptor limit (ulimit -n {}, {} open) allows {} "
+        "commands of {} descriptors each; the other items wait their turn",
         threads, wanted, budget.limit, budget.open, threads, per_attempt));
   }
   // No thread left (ulimit -u, memory): fewer workers, said once (workers.hpp).
   run_workers(threads, worker, [&](std::size_t got, const std::system_error& e) {
     ctx.log.line(fmt::format(
-        "backoff: forall: {} items at once, not {}: no thread left for more ({}); the other "
-        "items wait their turn",
+        "{} items at once, not {}: no thread left for more ({}); the other items wait their "
+        "turn",
         got, threads, e.code().message()));
   });
   if (error) std::rethrow_exception(error);
@@ -599,8 +599,7 @@ run_summary run_forall(const command_options& options, const std::vector<std::st
     summary.why = summary.items[*first_failure].result.why;
     summary.status = item_status(summary.items[*first_failure]);
     if (options.verbose) {
-      ctx.log.line("backoff: forall: " + items[*first_failure] +
-                   " failed; the others were stopped");
+      ctx.log.line(items[*first_failure] + " failed; the others were stopped");
     }
   } else {
     summary.why = outcome::succeeded;

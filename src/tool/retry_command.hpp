@@ -37,6 +37,9 @@ namespace backoff::tool {
 inline constexpr std::uint64_t default_stdin_replay_limit = std::uint64_t{1} << 30;  // 1 GiB
 
 struct command_options {
+  // What each line the run writes to stderr starts with: message_prefix("try"), "backoff try: "
+  // (message_prefix.hpp). A forany or forall item's lines go on with "[ITEM] ".
+  std::string message_prefix;
   loop_options loop;                // policy (with --times and --for), --every, inherited deadline
   std::optional<duration> timeout;  // per attempt
   duration grace = std::chrono::seconds(5);

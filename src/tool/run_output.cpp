@@ -10,7 +10,8 @@
 namespace backoff::tool {
 
 void run_output::line(std::string_view text) {
-  std::string whole(text);
+  std::string whole = prefix_;
+  whole += text;
   whole += '\n';
   const std::lock_guard lock(line_mutex_);
   const char* p = whole.data();

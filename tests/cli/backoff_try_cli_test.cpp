@@ -120,12 +120,12 @@ TEST(Conventions, TryTellsEachRetryUnlessQuiet) {
   args.insert(args.end(), failing.begin(), failing.end());
   const auto plain = backoff::test::run_cli(args);
   EXPECT_EQ(plain.status, 3);
-  EXPECT_NE(plain.err.find("backoff: attempt 1/3: exit status 3 after "), std::string::npos)
+  EXPECT_NE(plain.err.find("backoff try: attempt 1/3: exit status 3 after "), std::string::npos)
       << plain.err;
   EXPECT_NE(plain.err.find("; next attempt in 0.0"), std::string::npos) << plain.err;
-  EXPECT_NE(plain.err.find("s\nbackoff: attempt 2/3: exit status 3 after "), std::string::npos)
+  EXPECT_NE(plain.err.find("s\nbackoff try: attempt 2/3: exit status 3 after "), std::string::npos)
       << plain.err;
-  EXPECT_NE(plain.err.find("backoff: giving up: no attempts left\n"), std::string::npos)
+  EXPECT_NE(plain.err.find("backoff try: giving up: no attempts left\n"), std::string::npos)
       << plain.err;
   EXPECT_EQ(std::count(plain.err.begin(), plain.err.end(), '\n'), 3) << plain.err;
 

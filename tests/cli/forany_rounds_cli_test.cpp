@@ -95,8 +95,8 @@ TEST(ForanyRounds, TwoDeadMirrorsCostOneRoundNotTheirWholeSchedules) {
   EXPECT_EQ(s.read("log"), "m1 1\nm2 1\nm3 1\n");
   EXPECT_EQ(rounds_err_lines(r.cli),
             (std::vector<std::string>{
-                "backoff: [m1] attempt 1/5: exit status 1 after T; next: [m2] at once",
-                "backoff: [m2] attempt 1/5: exit status 1 after T; next: [m3] at once"}));
+                "backoff forany: [m1] attempt 1/5: exit status 1 after T; next: [m2] at once",
+                "backoff forany: [m2] attempt 1/5: exit status 1 after T; next: [m3] at once"}));
   const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["winner"], "m3");
   EXPECT_EQ(report["rounds"], 1);
@@ -149,17 +149,18 @@ TEST(ForanyRounds, AllDeadMakesExactlyTimesRoundsWaitingOnlyBetweenThem) {
                   rounds_command(s, "case {} in a) exit 3;; b) exit 4;; *) exit 5;; esac"))));
   EXPECT_EQ(r.cli.status, 5) << "the last item tried: " << r.cli.err;
   EXPECT_EQ(s.read("log"), "a 1\nb 1\nc 1\na 2\nb 2\nc 2\na 3\nb 3\nc 3\n");
-  EXPECT_EQ(rounds_err_lines(r.cli),
-            (std::vector<std::string>{
-                "backoff: [a] attempt 1/3: exit status 3 after T; next: [b] at once",
-                "backoff: [b] attempt 1/3: exit status 4 after T; next: [c] at once",
-                "backoff: [c] attempt 1/3: exit status 5 after T; next round (2/3) in 0.010s",
-                "backoff: [a] attempt 2/3: exit status 3 after T; next: [b] at once",
-                "backoff: [b] attempt 2/3: exit status 4 after T; next: [c] at once",
-                "backoff: [c] attempt 2/3: exit status 5 after T; next round (3/3) in 0.010s",
-                "backoff: [a] attempt 3/3: exit status 3 after T; next: [b] at once",
-                "backoff: [b] attempt 3/3: exit status 4 after T; next: [c] at once",
-                "backoff: forany: giving up: no rounds left"}));
+  EXPECT_EQ(
+      rounds_err_lines(r.cli),
+      (std::vector<std::string>{
+          "backoff forany: [a] attempt 1/3: exit status 3 after T; next: [b] at once",
+          "backoff forany: [b] attempt 1/3: exit status 4 after T; next: [c] at once",
+          "backoff forany: [c] attempt 1/3: exit status 5 after T; next round (2/3) in 0.010s",
+          "backoff forany: [a] attempt 2/3: exit status 3 after T; next: [b] at once",
+          "backoff forany: [b] attempt 2/3: exit status 4 after T; next: [c] at once",
+          "backoff forany: [c] attempt 2/3: exit status 5 after T; next round (3/3) in 0.010s",
+          "backoff forany: [a] attempt 3/3: exit status 3 after T; next: [b] at once",
+          "backoff forany: [b] attempt 3/3: exit status 4 after T; next: [c] at once",
+          "backoff forany: giving up: no rounds left"}));
   const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["outcome"], "attempts_exhausted");
   EXPECT_EQ(report["status"], 5);
@@ -201,13 +202,14 @@ TEST(ForanyRounds, VerboseSaysTheSuccessAndTheRoundOfTheWinner) {
       rounds_args(rounds_args({"forany", "-v", "--times", "3"}, rounds_fast),
                   rounds_args({"a", "b", "--"}, s.sh("[ {} = b ] && [ $BACKOFF_ATTEMPT = 2 ]"))));
   EXPECT_EQ(r.cli.status, 0) << r.cli.err;
-  EXPECT_EQ(rounds_err_lines(r.cli),
-            (std::vector<std::string>{
-                "backoff: [a] attempt 1/3: exit status 1 after T; next: [b] at once",
-                "backoff: [b] attempt 1/3: exit status 1 after T; next round (2/3) in 0.010s",
-                "backoff: [a] attempt 2/3: exit status 1 after T; next: [b] at once",
-                "backoff: [b] attempt 2/3: exit status 0 after T: done",
-                "backoff: forany: b succeeded in round 2"}));
+  EXPECT_EQ(
+      rounds_err_lines(r.cli),
+      (std::vector<std::string>{
+          "backoff forany: [a] attempt 1/3: exit status 1 after T; next: [b] at once",
+          "backoff forany: [b] attempt 1/3: exit status 1 after T; next round (2/3) in 0.010s",
+          "backoff forany: [a] attempt 2/3: exit status 1 after T; next: [b] at once",
+          "backoff forany: [b] attempt 2/3: exit status 0 after T: done",
+          "backoff forany: b succeeded in round 2"}));
 }
 
 // With a seed, --shuffle starts at a random item and goes round in order; every round keeps the
@@ -245,12 +247,13 @@ TEST(ForanyRounds, AnItemThatIsNotRetryableIsDroppedFromLaterRounds) {
       rounds_args({"a", "b", "--"}, rounds_command(s, "[ {} = a ] && exit 127; exit 1"))));
   EXPECT_EQ(r.cli.status, 1) << r.cli.err;
   EXPECT_EQ(s.read("log"), "a 1\nb 1\nb 2\n");
-  EXPECT_EQ(rounds_err_lines(r.cli),
-            (std::vector<std::string>{
-                "backoff: [a] attempt 1/2: exit status 127 after T; not retryable; next: [b] at "
-                "once",
-                "backoff: [b] attempt 1/2: exit status 1 after T; next round (2/2) in 0.010s",
-                "backoff: forany: giving up: no rounds left"}));
+  EXPECT_EQ(
+      rounds_err_lines(r.cli),
+      (std::vector<std::string>{
+          "backoff forany: [a] attempt 1/2: exit status 127 after T; not retryable; next: [b] at "
+          "once",
+          "backoff forany: [b] attempt 1/2: exit status 1 after T; next round (2/2) in 0.010s",
+          "backoff forany: giving up: no rounds left"}));
   const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["items"][0]["outcome"], "not_retryable");
   EXPECT_EQ(report["items"][1]["outcome"], "attempts_exhausted");
@@ -265,7 +268,7 @@ TEST(ForanyRounds, WhenNoItemIsRetryableTheRunEndsWithTheLastStatus) {
   EXPECT_EQ(r.cli.status, 127) << r.cli.err;
   EXPECT_EQ(s.read("log"), "a 1\nb 1\n");
   EXPECT_EQ(rounds_err_lines(r.cli).back(),
-            "backoff: forany: giving up: no item left whose failure is retryable");
+            "backoff forany: giving up: no item left whose failure is retryable");
   const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["outcome"], "not_retryable");
   EXPECT_EQ(report["rounds"], 1);
@@ -283,10 +286,10 @@ TEST(ForanyRounds, ForStopsTheRunMidRoundWithTheStoppedAttemptsStatus) {
                   rounds_command(s, "[ {} = a ] && exit 1; [ {} = b ] && exec sleep 30; true"))));
   EXPECT_EQ(r.cli.status, 124) << r.cli.err;
   EXPECT_EQ(s.read("log"), "a 1\nb 1\n");
-  EXPECT_EQ(
-      rounds_err_lines(r.cli),
-      (std::vector<std::string>{"backoff: [a] attempt 1: exit status 1 after T; next: [b] at once",
-                                "backoff: forany: giving up: the deadline has come"}));
+  EXPECT_EQ(rounds_err_lines(r.cli),
+            (std::vector<std::string>{
+                "backoff forany: [a] attempt 1: exit status 1 after T; next: [b] at once",
+                "backoff forany: giving up: the deadline has come"}));
   const rounds_json report = rounds_report(s);
   EXPECT_EQ(report["outcome"], "deadline_exceeded");
   EXPECT_EQ(report["status"], 124);
@@ -309,14 +312,14 @@ TEST(ForanyRounds, ForStartsNoItemWithLessThanTheMinimumLeft) {
   const std::vector<std::string> err = rounds_err_lines(r.cli);
   ASSERT_FALSE(err.empty());
   if (r.cli.status == 3) {
-    EXPECT_TRUE(std::regex_match(
-        err.back(), std::regex(R"(backoff: forany: giving up: only 0\.0[0-9]{2}s left )"
-                               R"(before the deadline, less than the 0\.100s an )"
-                               R"(attempt needs; round 1 not finished)")))
+    EXPECT_TRUE(std::regex_match(err.back(),
+                                 std::regex(R"(backoff forany: giving up: only 0\.0[0-9]{2}s left )"
+                                            R"(before the deadline, less than the 0\.100s an )"
+                                            R"(attempt needs; round 1 not finished)")))
         << err.back();
   } else {
     EXPECT_EQ(r.cli.status, 124) << r.cli.err;
-    EXPECT_EQ(err.back(), "backoff: forany: giving up: the deadline has come");
+    EXPECT_EQ(err.back(), "backoff forany: giving up: the deadline has come");
   }
 }
 
@@ -331,9 +334,9 @@ TEST(ForanyRounds, ForStartsNoRoundThatTheWaitWouldPushPastTheDeadline) {
   EXPECT_EQ(s.read("log"), "a 1\nb 1\n");
   const std::vector<std::string> err = rounds_err_lines(r.cli);
   ASSERT_EQ(err.size(), 2U) << r.cli.err;
-  EXPECT_EQ(err[0], "backoff: [a] attempt 1: exit status 2 after T; next: [b] at once");
+  EXPECT_EQ(err[0], "backoff forany: [a] attempt 1: exit status 2 after T; next: [b] at once");
   EXPECT_TRUE(
-      err[1].starts_with("backoff: forany: giving up: the next wait would reach the deadline, "))
+      err[1].starts_with("backoff forany: giving up: the next wait would reach the deadline, "))
       << err[1];
   EXPECT_LT(r.elapsed_s, 4.5) << "the 5 s wait was not begun";
 }

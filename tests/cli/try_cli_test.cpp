@@ -191,7 +191,7 @@ TEST(Try, ProgramNotFoundIs127OneLineAndNeverRetried) {
     EXPECT_EQ(r.status, 127);
     const auto lines = lines_of(r.err);
     ASSERT_EQ(lines.size(), 1U) << r.err;
-    EXPECT_EQ(lines[0].rfind("backoff: cannot run '" + program + "': ", 0), 0U) << r.err;
+    EXPECT_EQ(lines[0].rfind("backoff try: cannot run '" + program + "': ", 0), 0U) << r.err;
     const json report = read_report(s / "r.json");
     ASSERT_EQ(report["attempts"].size(), 1U) << report.dump(2);
     EXPECT_EQ(report["attempts"][0]["ended"], "not_found");
@@ -209,7 +209,7 @@ TEST(Try, NotExecutableIs126OneLineAndNeverRetried) {
   EXPECT_EQ(r.status, 126);
   const auto lines = lines_of(r.err);
   ASSERT_EQ(lines.size(), 1U) << r.err;
-  EXPECT_EQ(lines[0].rfind("backoff: cannot run '/etc/passwd': ", 0), 0U) << r.err;
+  EXPECT_EQ(lines[0].rfind("backoff try: cannot run '/etc/passwd': ", 0), 0U) << r.err;
   const json report = read_report(s / "r.json");
   ASSERT_EQ(report["attempts"].size(), 1U);
   EXPECT_EQ(report["attempts"][0]["ended"], "not_executable");
@@ -656,11 +656,12 @@ TEST(Try, VerboseLogsEachAttemptAndTheNextDelay) {
   const auto lines = lines_of(r.err);
   ASSERT_EQ(lines.size(), 2U) << r.err;
   EXPECT_TRUE(std::regex_match(
-      lines[0], std::regex(R"(backoff: attempt 1/5: exit status 1 after [0-9]+\.[0-9]{3}s; )"
+      lines[0], std::regex(R"(backoff try: attempt 1/5: exit status 1 after [0-9]+\.[0-9]{3}s; )"
                            R"(next attempt in 0\.010s)")))
       << lines[0];
   EXPECT_TRUE(std::regex_match(
-      lines[1], std::regex(R"(backoff: attempt 2/5: exit status 0 after [0-9]+\.[0-9]{3}s: done)")))
+      lines[1],
+      std::regex(R"(backoff try: attempt 2/5: exit status 0 after [0-9]+\.[0-9]{3}s: done)")))
       << lines[1];
 }
 
@@ -671,13 +672,14 @@ TEST(Try, VerboseSaysWhenItGivesUp) {
   const auto lines = lines_of(r.err);
   ASSERT_EQ(lines.size(), 3U) << r.err;
   EXPECT_TRUE(std::regex_match(
-      lines[0], std::regex(R"(backoff: attempt 1/2: exit status 4 after [0-9.]+s; next attempt in )"
-                           R"(0\.010s)")))
+      lines[0],
+      std::regex(R"(backoff try: attempt 1/2: exit status 4 after [0-9.]+s; next attempt in )"
+                 R"(0\.010s)")))
       << lines[0];
-  EXPECT_TRUE(std::regex_match(lines[1],
-                               std::regex(R"(backoff: attempt 2/2: exit status 4 after [0-9.]+s)")))
+  EXPECT_TRUE(std::regex_match(
+      lines[1], std::regex(R"(backoff try: attempt 2/2: exit status 4 after [0-9.]+s)")))
       << lines[1];
-  EXPECT_EQ(lines[2], "backoff: giving up: no attempts left");
+  EXPECT_EQ(lines[2], "backoff try: giving up: no attempts left");
 }
 
 TEST(Try, ReportDescribesEveryAttempt) {
@@ -1333,9 +1335,9 @@ TEST(Forany, VerboseNamesTheItemOfEachAttemptAndTheWinner) {
   const auto r =
       run_timed({"forany", "-v", "--times", "1", "a", "b", "--", "sh", "-c", "[ {} = b ]"});
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(contains(r.err, "backoff: [a] attempt 1/1: exit status 1 after ")) << r.err;
-  EXPECT_TRUE(contains(r.err, "backoff: [b] attempt 1/1: exit status 0 after ")) << r.err;
-  EXPECT_TRUE(contains(r.err, "backoff: forany: b succeeded")) << r.err;
+  EXPECT_TRUE(contains(r.err, "backoff forany: [a] attempt 1/1: exit status 1 after ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "backoff forany: [b] attempt 1/1: exit status 0 after ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "backoff forany: b succeeded")) << r.err;
 }
 
 TEST(Forany, TermStopsTheRunAndTriesNoFurtherItem) {
@@ -1668,7 +1670,7 @@ TEST(ForallDescriptors, JobsAboveTheDescriptorLimitAreCappedAndSaidOnce) {
   EXPECT_EQ(r.status, 0) << r.err;
   const auto lines = lines_of(r.err);
   ASSERT_EQ(lines.size(), 1U) << r.err;
-  const std::regex said(R"(backoff: forall: (\d+) items at once, not 60: the descriptor limit )"
+  const std::regex said(R"(backoff forall: (\d+) items at once, not 60: the descriptor limit )"
                         R"(\(ulimit -n 64, \d+ open\) allows \d+ commands of 2 descriptors each; )"
                         R"(the other items wait their turn)");
   std::smatch m;

@@ -13,6 +13,7 @@
 #include <string>
 #include <system_error>
 
+#include "tool/message_prefix.hpp"
 #include "tool/process.hpp"
 #include "tool/spool.hpp"
 #include "tool/workers.hpp"
@@ -47,11 +48,11 @@ struct stderr_to {
 
 TEST(RunOutput, ALineToAStderrWithoutReaderStopsTheRun) {
   const cancel_scope run;
-  run_output out(run);
+  run_output out(run, message_prefix("try"));
   const reader_gone pipe;
   {
     const stderr_to redirected(pipe.fd);
-    out.line("backoff: attempt 1/3: exit status 1 after 0.010s; next attempt in 5.000s");
+    out.line("attempt 1/3: exit status 1 after 0.010s; next attempt in 5.000s");
   }
   EXPECT_TRUE(out.closed());
   EXPECT_TRUE(out.scope().cancelled());
@@ -62,7 +63,7 @@ TEST(RunOutput, ALineToAStderrWithoutReaderStopsTheRun) {
 
 TEST(RunOutput, ALineToAClosedStderrIsLostAndNothingElse) {
   const cancel_scope run;
-  run_output out(run);
+  run_output out(run, message_prefix("try"));
   const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // writes fail with EBADF
   {
     const stderr_to redirected(devnull);
@@ -75,7 +76,7 @@ TEST(RunOutput, ALineToAClosedStderrIsLostAndNothingElse) {
 
 TEST(RunOutput, PassingOnHeldOutputToAStdoutWithoutReaderStopsTheRun) {
   const cancel_scope run;
-  run_output out(run);
+  run_output out(run, message_prefix("try"));
   spool held = spool::create();
   ASSERT_EQ(::write(held.fd(), "done\n", 5), 5);
   const reader_gone pipe;
@@ -86,7 +87,7 @@ TEST(RunOutput, PassingOnHeldOutputToAStdoutWithoutReaderStopsTheRun) {
 
 TEST(RunOutput, TheParentsSignalStillReachesTheRun) {
   cancel_scope run;
-  const run_output out(run);
+  const run_output out(run, message_prefix("try"));
   run.cancel(SIGINT);
   EXPECT_TRUE(out.scope().cancelled());
   EXPECT_EQ(out.scope().signal(), SIGINT);

@@ -436,7 +436,7 @@ class interpreter {
 
 script_result run_script(const script& s, const script_options& options, const cancel_scope& scope,
                          random_ref rng, std::vector<script_event>* events) {
-  run_output out(scope);  // its scope is cancelled too when our output is closed
+  run_output out(scope, options.message_prefix);  // cancelled too when our output is closed
   variables vars;
   frame top{&vars, std::nullopt, &out.scope(), rng, std::nullopt};
   interpreter run(s, options, out);

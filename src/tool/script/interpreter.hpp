@@ -7,6 +7,7 @@
 //
 //   script s = parse(text, "deploy.ftsh");
 //   script_options options;                    // policy for every try (ftsh's), grace, logging
+//   options.message_prefix = message_prefix("script");  // "backoff script: deploy.ftsh:4: ..."
 //   cancel_scope run;
 //   script_result r = run_script(s, options, run, rng);
 //   return r.status;                           // 0, the failing command's status, 128+n
@@ -34,6 +35,9 @@
 namespace backoff::tool::script {
 
 struct script_options {
+  // What each line the run writes to stderr starts with (message_prefix("script"), then
+  // "FILE:LINE: message").
+  std::string message_prefix;
   backoff_policy policy;                     // the wait between attempts of every `try`
   duration grace = std::chrono::seconds(5);  // between TERM and KILL
   std::vector<std::string> environment;      // the commands' environment; variables fall back to it
@@ -67,7 +71,8 @@ struct script_result {
 
 // The tool's own failure while the script ran (no process or descriptor left to start a command
 // while nothing else runs to free one, ...): what() is one line, "FILE:LINE: message", naming the
-// statement. Whatever else was running has been stopped.
+// statement (the caller puts the command's prefix before it). Whatever else was running has been
+// stopped.
 class script_error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
