@@ -3,9 +3,9 @@
 // the subcommand's name: "backoff try: ", "backoff forall: ", "backoff sim: ". Usage errors and
 // the lines of a run alike, so that a user (or a grep) can tell which command said what, and a
 // line of ours from the lines the commands it runs print themselves. The `backoff-try` executable
-// is `backoff try` and says so. Sources: GNU Coding Standards, "Formatting Error Messages"
-// (2023: "program: message", the program being what the user typed); git's "git <command>: "
-// for its subcommands (git, builtin/*.c).
+// is `backoff try` and says so. Source: GNU Coding Standards, section 4.4 "Formatting Error
+// Messages" ("program: message"; a script's lines follow its "program:sourcefile:lineno:
+// message" as "backoff script: FILE:LINE: message").
 //
 // The CLI names the command once and passes the prefix down: to the retry tool in
 // command_options::message_prefix, to a script in script_options::message_prefix, to the lines
