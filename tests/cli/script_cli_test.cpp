@@ -339,6 +339,7 @@ TEST(ForallProcessesExhausted, AForallThatCannotStartAllItsThreadsRunsFewerAtOnc
   const auto lines = r.err_lines();
   ASSERT_EQ(lines.size(), 1u) << r.err;
   const std::regex said(
+      "backoff script: " +
       std::regex_replace(file.string(), std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
       R"(:1: forall: (\d+) branches at once, not 20: no thread left for more )"
       R"(\(Resource temporarily unavailable\); the other items wait their turn)");
@@ -357,7 +358,9 @@ TEST(ForallProcessesExhausted, AForallThatCannotStartAllItsThreadsRunsFewerAtOnc
       run_as_nobody(scratch.backoff(), script_args + backoff::test::shell_quote(one.string()), 2);
   EXPECT_EQ(none.status, 125) << none.err;
   ASSERT_EQ(none.err_lines().size(), 1u) << none.err;
-  EXPECT_EQ(none.err_lines()[0].rfind(one.string() + ":1: cannot start 'sleep': ", 0), 0u)
+  EXPECT_EQ(none.err_lines()[0].rfind(
+                "backoff script: " + one.string() + ":1: cannot start 'sleep': ", 0),
+            0u)
       << none.err;
 
   // `backoff forall`: the same rule.
@@ -366,7 +369,7 @@ TEST(ForallProcessesExhausted, AForallThatCannotStartAllItsThreadsRunsFewerAtOnc
   EXPECT_EQ(command.status, 0) << command.err;
   ASSERT_EQ(command.err_lines().size(), 1u) << command.err;
   const std::regex command_said(
-      R"(backoff: forall: (\d+) items at once, not 20: no thread left for more )"
+      R"(backoff forall: (\d+) items at once, not 20: no thread left for more )"
       R"(\(Resource temporarily unavailable\); the other items wait their turn)");
   ASSERT_TRUE(std::regex_match(command.err_lines()[0], m, command_said)) << command.err;
   EXPECT_LT(std::stoi(m[1]), 20);
@@ -429,7 +432,8 @@ TEST_P(ScriptParseError, StopsBeforeAnythingRunsWithFileAndLine) {
   const auto lines = run.result.err_lines();
   ASSERT_EQ(lines.size(), 1u) << run.result.err;
   const std::string where =
-      (run.dir / (std::string(c.name) + ".ftsh")).string() + ":" + std::to_string(c.line) + ": ";
+      "backoff script: " + (run.dir / (std::string(c.name) + ".ftsh")).string() + ":" +
+      std::to_string(c.line) + ": ";
   EXPECT_EQ(lines[0].rfind(where, 0), 0u) << lines[0];
   EXPECT_NE(lines[0].find(c.message), std::string::npos) << lines[0];
 }
