@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -187,9 +188,14 @@ std::string in_our_words(const CLI::ParseError& e) {
   const std::string what = e.what();
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
     const std::size_t colon = what.find(": ");
-    const std::string extras = colon == std::string::npos ? what : what.substr(colon + 2);
+    // CLI11 lists the extra words last first: put them back in the order they were given.
+    std::istringstream words(colon == std::string::npos ? what : what.substr(colon + 2));
+    std::vector<std::string> given;
+    for (std::string word; words >> word;) given.insert(given.begin(), word);
+    std::string extras;
+    for (const std::string& word : given) extras += (extras.empty() ? "" : " ") + word;
     const bool option = !extras.empty() && extras.front() == '-';
-    const bool several = extras.find(' ') != std::string::npos;
+    const bool several = given.size() > 1;
     return std::string(option ? (several ? "unknown options " : "unknown option ")
                               : (several ? "unexpected arguments " : "unexpected argument ")) +
            "'" + extras + "'";
@@ -199,6 +205,14 @@ std::string in_our_words(const CLI::ParseError& e) {
     const std::size_t colon = what.find(": ");
     const std::size_t missing = what.rfind(" missing");
     const std::size_t required = what.find(" required ");
+    // "--policy: At Most 1 required but received 2"
+    const std::size_t at_most = what.find(": At Most ");
+    const std::size_t received = what.find(" required but received ");
+    if (at_most != std::string::npos && received != std::string::npos && at_most < received) {
+      const std::string most = what.substr(at_most + 10, received - at_most - 10);
+      return what.substr(0, at_most) + ": given " + what.substr(received + 23) + " times" +
+             (most == "1" ? "; give it once" : "; at most " + most);
+    }
     if (colon != std::string::npos && missing != std::string::npos &&
         required != std::string::npos && required < missing) {
       std::string type = what.substr(required + 10, missing - required - 10);

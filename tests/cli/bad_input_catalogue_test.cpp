@@ -215,7 +215,7 @@ std::vector<bad_input> cli_cases() {
   c.push_back(cli("DelaysStrayArgument", {"delays", "--policy", "grpc", "stray"}, 2,
                   "backoff delays: unexpected argument 'stray'"));
   c.push_back(cli("DelaysPolicyTwice", {"delays", "--policy", "grpc", "--policy", "grpc"}, 2,
-                  "--policy: At Most 1 required but received 2"));
+                  "backoff delays: --policy: given 2 times; give it once"));
   c.push_back(cli("DelaysPlotWithoutValue", {"delays", "--policy", "grpc", "--plot"}, 2,
                   "--plot: needs a value (PREFIX)"));
   c.push_back(
@@ -228,6 +228,11 @@ std::vector<bad_input> cli_cases() {
 
   // --- sim and sweep flags ---------------------------------------------------------------------
   c.push_back(cli("SimUnknownFlag", {"sim", "--bogus"}, 2, "unknown option '--bogus'"));
+  // Several extra words are named in the order they were given.
+  c.push_back(cli("SimUnknownFlags", {"sim", "--aa", "--bb"}, 2,
+                  "backoff sim: unknown options '--aa --bb'"));
+  c.push_back(cli("PresetsStrayArguments", {"presets", "x", "y", "z"}, 2,
+                  "backoff presets: unexpected arguments 'x y z'"));
   c.push_back(
       cli("SimThreadsAboveRange", {"sim", "one-client-burst", "--threads", "99999999999"}, 2,
           "--threads: bad number \"99999999999\" (expected a whole number from 1 to 4096)"));

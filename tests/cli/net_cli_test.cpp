@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "cli_runner.hpp"
@@ -139,10 +140,15 @@ TEST(Serve, TheSeedsWalkthroughWorksWithItsOwnFlags) {
   EXPECT_TRUE(r.exited);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("shutting down"), std::string::npos);
-  // The seed's once-a-second line.
-  EXPECT_TRUE(std::regex_search(r.err, std::regex("[A-Z][a-z]{2} [0-9]{2} [0-9:]{8}\\.[0-9]{3}: "
-                                                  "concurrency: +[0-9]+, last delay: ")))
+  // The seed's once-a-second line, after the command's prefix like every line on stderr.
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("(^|\\n)backoff serve: [A-Z][a-z]{2} [0-9]{2} [0-9:]{8}\\.[0-9]{3}: "
+                        "concurrency: +[0-9]+, last delay: ")))
       << r.err;
+  std::istringstream serve_lines(r.err);
+  for (std::string said; std::getline(serve_lines, said);) {
+    EXPECT_EQ(said.rfind("backoff serve: ", 0), 0U) << said;
+  }
 }
 
 TEST(Load, WritesTheSimulatorsSummaryAndTimeSeries) {

@@ -442,10 +442,10 @@ std::string readme_table_cell(const std::string& table, const std::string& strat
 }
 
 void readme_check_try_it(const std::vector<readme_ran>& ran) {
-  if (const auto* json = readme_line(ran, "build/bin/backoff presets --format json")) {
-    const auto parsed = nlohmann::json::parse(json->result.out, nullptr, false);
-    ASSERT_FALSE(parsed.is_discarded()) << json->result.out;
-    EXPECT_TRUE(parsed.contains("presets") && !parsed["presets"].empty()) << json->result.out;
+  if (const auto* presets = readme_line(ran, "build/bin/backoff presets --format json")) {
+    const auto parsed = nlohmann::json::parse(presets->result.out, nullptr, false);
+    ASSERT_FALSE(parsed.is_discarded()) << presets->result.out;
+    EXPECT_TRUE(parsed.contains("presets") && !parsed["presets"].empty()) << presets->result.out;
   }
   // "CSV columns are run,attempt,delay_s": one row per attempt.
   if (const auto* csv = readme_line(ran, "build/bin/backoff delays --policy 'gcp-iot(max=32s)'")) {

@@ -53,7 +53,8 @@ using steady = std::chrono::steady_clock;
 constexpr std::uint32_t header_limit = request_header_limit;
 
 // The seed's per-second line: "Jun 21 13:31:18.708: concurrency:    0, last delay: 100ms"
-// (Go's log with time.StampMilli; durations as Go prints them, which format_duration matches).
+// (Go's log with time.StampMilli; durations as Go prints them, which format_duration matches),
+// after the prefix every line of `backoff serve` on stderr starts with (only serve logs it).
 void log_line(std::int64_t concurrency, duration last_delay) {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
@@ -64,8 +65,8 @@ void log_line(std::int64_t concurrency, duration last_delay) {
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   const std::string delay = last_delay.count() == 0 ? "0" : format_duration(last_delay);
-  std::cerr << fmt::format("{}.{:03d}: concurrency: {:4d}, last delay: {}\n", stamp, ms,
-                           concurrency, delay)
+  std::cerr << fmt::format("backoff serve: {}.{:03d}: concurrency: {:4d}, last delay: {}\n", stamp,
+                           ms, concurrency, delay)
             << std::flush;
 }
 
