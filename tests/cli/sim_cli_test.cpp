@@ -246,6 +246,18 @@ TEST(SimCliPlot, WritesAReportPerScenarioAndAnIndex) {
   const std::string index = slurp(out / "index.html");
   EXPECT_NE(index.find("href=\"tick-burst/report.html\""), std::string::npos) << index;
   EXPECT_NE(index.find("href=\"one-client-burst/report.html\""), std::string::npos) << index;
+  // Styled like the reports: their style sheet, and a table with each report's headline, read
+  // back from it.
+  const std::string report = slurp(out / "tick-burst" / "report.html");
+  const std::string style =
+      report.substr(report.find("<style>"), report.find("</style>") - report.find("<style>"));
+  EXPECT_NE(index.find(style), std::string::npos) << index;
+  EXPECT_NE(index.find("<table class=\"ranking\" id=\"index\">"), std::string::npos) << index;
+  const std::string meta = "<meta name=\"backoff-verdict\" content=\"";
+  const std::size_t verdict_at = report.find(meta) + meta.size();
+  const std::string verdict = report.substr(verdict_at, report.find('"', verdict_at) - verdict_at);
+  EXPECT_FALSE(verdict.empty());
+  EXPECT_NE(index.find("<td class=\"headline\">" + verdict + "</td>"), std::string::npos) << index;
   EXPECT_NE(r.err.find("reports: " + (out / "index.html").string()), std::string::npos) << r.err;
 }
 
