@@ -312,10 +312,13 @@ TEST(ForanyRounds, ForStartsNoItemWithLessThanTheMinimumLeft) {
   const std::vector<std::string> err = rounds_err_lines(r.cli);
   ASSERT_FALSE(err.empty());
   if (r.cli.status == 3) {
+    // a's attempt ended before the deadline (the usual case), or, on a loaded machine, in the
+    // moment between the deadline and its stop: either way b never started.
     EXPECT_TRUE(std::regex_match(err.back(),
                                  std::regex(R"(backoff forany: giving up: only 0\.0[0-9]{2}s left )"
                                             R"(before the deadline, less than the 0\.100s an )"
-                                            R"(attempt needs; round 1 not finished)")))
+                                            R"(attempt needs; round 1 not finished)")) ||
+                err.back() == "backoff forany: giving up: the deadline has come")
         << err.back();
   } else {
     EXPECT_EQ(r.cli.status, 124) << r.cli.err;
