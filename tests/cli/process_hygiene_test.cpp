@@ -456,20 +456,8 @@ closed_run run_with_closed_output(const std::vector<std::string>& args, bool clo
   ::posix_spawn_file_actions_adddup2(&actions, close_stderr ? pipe_fds[1] : 3, 2);
   ::posix_spawn_file_actions_addclose(&actions, 3);
   posix_spawnattr_t attributes;
-  ::posix_spawnattr_init(&attributes);
-  sigset_t none;
-  sigemptyset(&none);
-  ::posix_spawnattr_setsigmask(&attributes, &none);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ}) {
-    sigaddset(&defaults, sig);
-  }
-  ::posix_spawnattr_setsigdefault(&attributes, &defaults);
-  ::posix_spawnattr_setpgroup(&attributes, 0);
-  ::posix_spawnattr_setflags(
-      &attributes,
-      static_cast<short>(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP));
+  backoff::test::own_group_attributes(attributes,
+                                      {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ});
   std::vector<std::string> argv{BACKOFF_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> argv_p;

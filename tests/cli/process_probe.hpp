@@ -29,6 +29,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <optional>
 #include <sstream>
@@ -54,6 +55,26 @@ struct probe_result {
 
 // The state of a process ('R', 'S', 'Z', ...), from the field after the last ')' of
 // /proc/PID/stat; 0 when there is no such process.
+// Spawn attributes of a child as a user's shell starts it: in a process group of its own, no
+// signal blocked, and `defaults` at their default action (a test run in the background of a shell
+// would otherwise pass SIGINT and SIGQUIT on ignored). Destroy with posix_spawnattr_destroy.
+inline void own_group_attributes(posix_spawnattr_t& attributes,
+                                 std::initializer_list<int> defaults = {SIGINT, SIGTERM, SIGHUP,
+                                                                        SIGQUIT, SIGPIPE}) {
+  ::posix_spawnattr_init(&attributes);
+  sigset_t none;
+  sigemptyset(&none);
+  ::posix_spawnattr_setsigmask(&attributes, &none);
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int s : defaults) sigaddset(&set, s);
+  ::posix_spawnattr_setsigdefault(&attributes, &set);
+  ::posix_spawnattr_setpgroup(&attributes, 0);
+  ::posix_spawnattr_setflags(
+      &attributes,
+      static_cast<short>(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP));
+}
+
 inline char process_state(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   if (!in) return 0;
@@ -192,19 +213,7 @@ class process_probe {
     ::posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                        0644);
     posix_spawnattr_t attributes;
-    ::posix_spawnattr_init(&attributes);
-    sigset_t none;
-    sigemptyset(&none);
-    ::posix_spawnattr_setsigmask(&attributes, &none);
-    // A test run in the background of a shell would pass SIGINT and SIGQUIT on ignored.
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    for (const int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&defaults, s);
-    ::posix_spawnattr_setsigdefault(&attributes, &defaults);
-    ::posix_spawnattr_setpgroup(&attributes, 0);
-    ::posix_spawnattr_setflags(
-        &attributes,
-        static_cast<short>(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP));
+    own_group_attributes(attributes);
     started_ = std::chrono::steady_clock::now();
     rlimit saved{};
     ::getrlimit(RLIMIT_NOFILE, &saved);

@@ -35,6 +35,7 @@
 
 #include "cli_runner.hpp"
 #include "loopback_http.hpp"
+#include "process_probe.hpp"
 #include "scratch.hpp"
 
 extern char** environ;
@@ -233,20 +234,9 @@ class readme_server {
     ::posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     ::posix_spawn_file_actions_addopen(&actions, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                        0644);
-    posix_spawnattr_t attributes;
-    ::posix_spawnattr_init(&attributes);
-    sigset_t none;
-    sigemptyset(&none);
-    ::posix_spawnattr_setsigmask(&attributes, &none);
     // As in a reader's terminal, whatever dispositions the test runner passed on.
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    for (const int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&defaults, s);
-    ::posix_spawnattr_setsigdefault(&attributes, &defaults);
-    ::posix_spawnattr_setpgroup(&attributes, 0);
-    ::posix_spawnattr_setflags(
-        &attributes,
-        static_cast<short>(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP));
+    posix_spawnattr_t attributes;
+    backoff::test::own_group_attributes(attributes);
     std::string bash = "/bin/bash", c = "-c", text = script;
     char* argv[] = {bash.data(), c.data(), text.data(), nullptr};
     if (::posix_spawn(&pid_, "/bin/bash", &actions, &attributes, argv, environ) != 0) pid_ = -1;
