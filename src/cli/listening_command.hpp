@@ -30,8 +30,10 @@ int run_until_stop_signal(std::string_view command, const Options& options,
   try {
     Service service(options);
     service.start();
-    std::cerr << std::string(announce(service)) << std::flush;
+    // The plan first: scripts and tests read everything said at start once the listening line
+    // is there.
     print_fault_plan(faults, command);
+    std::cerr << std::string(announce(service)) << std::flush;
     wait_for_stop_signal(stop_signals, command);
     service.stop();
     service.wait();
