@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The fault injector's decision per request (src/net/faults), the CPU a faulted server or proxy
+// The fault injector's decision per request (src/faults), the CPU a faulted server or proxy
 // adds to each request before any injected wait: one errors fault; a mix of five (errors,
 // latency, a partial outage by header, an outage window that is off, a slow body); and Envoy's
 // headers read from a request that carries them. The whole-request figure, with wrk against
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "alloc_counter.hpp"
-#include "net/faults/faults.hpp"
+#include "faults/faults.hpp"
 
 namespace {
 
@@ -20,8 +20,8 @@ using namespace std::chrono_literals;
 using backoff::bench::report_allocations;
 
 void FaultDecide(benchmark::State& state, std::initializer_list<const char*> specs, bool envoy) {
-  backoff::net::fault_plan plan;
-  for (const char* spec : specs) plan.faults.push_back({{}, backoff::net::parse_fault(spec)});
+  backoff::faults::fault_plan plan;
+  for (const char* spec : specs) plan.faults.push_back({{}, backoff::faults::parse_fault(spec)});
   if (envoy) plan.envoy_headers = true;
   // The last fault of the mix is an outage that is off (its window is later).
   if (specs.size() > 1) plan.faults.back().when.start = std::chrono::hours(1);
@@ -30,16 +30,17 @@ void FaultDecide(benchmark::State& state, std::initializer_list<const char*> spe
       {"x-shard", "4"},
       {"x-envoy-fault-delay-request", "0"},
       {"x-envoy-fault-delay-request-percentage", "1"}};
-  const backoff::net::request_view view{"/api", [&](std::string_view name) {
-                                          const auto it = headers.find(name);
-                                          return it == headers.end() ? std::string_view{}
-                                                                     : std::string_view(it->second);
-                                        }};
+  const backoff::faults::request_view view{
+      "/api", [&](std::string_view name) {
+        const auto it = headers.find(name);
+        return it == headers.end() ? std::string_view{} : std::string_view(it->second);
+      }};
   backoff::random_generator rng{1};
   std::int64_t t = 0;
   const std::size_t before = backoff::bench::allocations();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(backoff::net::decide(plan, backoff::duration{t += 1000}, view, rng));
+    benchmark::DoNotOptimize(
+        backoff::faults::decide(plan, backoff::duration{t += 1000}, view, rng));
   }
   report_allocations(state, before);
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzzes the fault plans of `backoff serve` and `backoff proxy` (src/net/faults/faults.cpp): the
+// Fuzzes the fault plans of `backoff serve` and `backoff proxy` (src/faults/faults.cpp): the
 // whole input as a TOML schedule (serve --faults FILE), and as one fault spec (--fault SPEC).
 // Asserts: each returns or throws its documented error type and nothing else, with a one-line
 // message (a schedule's starts "f.toml:", a spec's "bad fault \""); a spec that parses has a
@@ -15,22 +15,22 @@
 
 #include "backoff/error.hpp"
 #include "backoff/random.hpp"
+#include "faults/faults.hpp"
 #include "fuzz_check.hpp"
-#include "net/faults/faults.hpp"
 
 namespace {
 
 using backoff::fuzz::check;
 using backoff::fuzz::check_message;
 
-void check_decisions(const backoff::net::fault_plan& plan, std::string_view text) {
+void check_decisions(const backoff::faults::fault_plan& plan, std::string_view text) {
   backoff::random_generator rng(7);
-  const backoff::net::request_view view{"/api/users/42", [](std::string_view name) {
-                                          return name == "x-shard" ? std::string_view("3")
-                                                                   : std::string_view{};
-                                        }};
+  const backoff::faults::request_view view{"/api/users/42", [](std::string_view name) {
+                                             return name == "x-shard" ? std::string_view("3")
+                                                                      : std::string_view{};
+                                           }};
   for (const auto t : {0LL, 1'000'000'000LL, 10'000'000'000LL, 3'600'000'000'000LL}) {
-    const auto d = backoff::net::decide(plan, backoff::duration{t}, view, rng);
+    const auto d = backoff::faults::decide(plan, backoff::duration{t}, view, rng);
     const std::string detail(text);
     if (d.abort_status) {
       check(*d.abort_status >= 200 && *d.abort_status <= 599, "an injected status outside 200-599",
@@ -51,18 +51,18 @@ void check_decisions(const backoff::net::fault_plan& plan, std::string_view text
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
-    const backoff::net::fault_plan plan = backoff::net::parse_fault_schedule(text, "f.toml");
+    const backoff::faults::fault_plan plan = backoff::faults::parse_fault_schedule(text, "f.toml");
     check_decisions(plan, text);
-  } catch (const backoff::net::fault_schedule_error& e) {
+  } catch (const backoff::faults::fault_schedule_error& e) {
     check_message(e.what(), "f.toml:");
   } catch (const std::exception& e) {
     backoff::fuzz::fail("an exception other than fault_schedule_error", e.what());
   }
   try {
-    const backoff::net::fault f = backoff::net::parse_fault(text);
-    const backoff::net::fault again = backoff::net::parse_fault(f.spec);
+    const backoff::faults::fault f = backoff::faults::parse_fault(text);
+    const backoff::faults::fault again = backoff::faults::parse_fault(f.spec);
     check(again.spec == f.spec, "the canonical text is not stable", f.spec);
-    backoff::net::fault_plan plan;
+    backoff::faults::fault_plan plan;
     plan.faults.push_back({{}, f});
     plan.envoy_headers = true;
     check_decisions(plan, text);

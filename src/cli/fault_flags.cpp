@@ -54,12 +54,12 @@ void add_fault_flags(CLI::App* sub, fault_flag_values& values) {
       ->group(group);
 }
 
-std::optional<net::fault_plan> build_fault_plan(const fault_flag_values& values,
-                                                std::string_view command) {
-  net::fault_plan plan;
+std::optional<faults::fault_plan> build_fault_plan(const fault_flag_values& values,
+                                                   std::string_view command) {
+  faults::fault_plan plan;
   try {
-    if (values.schedule) plan = net::read_fault_schedule(*values.schedule);
-  } catch (const net::fault_schedule_error& e) {
+    if (values.schedule) plan = faults::read_fault_schedule(*values.schedule);
+  } catch (const faults::fault_schedule_error& e) {
     std::cerr << "backoff " << command << ": --faults: " << e.what() << '\n';
     return std::nullopt;
   }
@@ -76,24 +76,24 @@ std::optional<net::fault_plan> build_fault_plan(const fault_flag_values& values,
     return true;
   };
   const auto whole_run = [](auto parse) {
-    return [parse](const std::string& text) { return net::scheduled_fault{{}, parse(text)}; };
+    return [parse](const std::string& text) { return faults::scheduled_fault{{}, parse(text)}; };
   };
-  if (!add("--errors", values.errors, whole_run(net::parse_errors_flag)) ||
-      !add("--latency", values.latency, whole_run(net::parse_latency_flag)) ||
-      !add("--partial-outage", values.partial, whole_run(net::parse_partial_flag)) ||
-      !add("--outage", values.outage, net::parse_outage_flag) ||
-      !add("--slow-body", values.slow_body, whole_run(net::parse_slow_body_flag)) ||
-      !add("--fault", values.fault, whole_run(net::parse_fault))) {
+  if (!add("--errors", values.errors, whole_run(faults::parse_errors_flag)) ||
+      !add("--latency", values.latency, whole_run(faults::parse_latency_flag)) ||
+      !add("--partial-outage", values.partial, whole_run(faults::parse_partial_flag)) ||
+      !add("--outage", values.outage, faults::parse_outage_flag) ||
+      !add("--slow-body", values.slow_body, whole_run(faults::parse_slow_body_flag)) ||
+      !add("--fault", values.fault, whole_run(faults::parse_fault))) {
     return std::nullopt;
   }
   plan.envoy_headers = values.envoy_headers;
   return plan;
 }
 
-void print_fault_plan(const net::fault_plan& plan, std::string_view command) {
+void print_fault_plan(const faults::fault_plan& plan, std::string_view command) {
   std::string text;
   for (const auto& f : plan.faults)
-    text += fmt::format("backoff {}: fault {}\n", command, net::describe(f));
+    text += fmt::format("backoff {}: fault {}\n", command, faults::describe(f));
   if (plan.envoy_headers) {
     text += fmt::format("backoff {}: obeying Envoy's fault headers (x-envoy-fault-*)\n", command);
   }

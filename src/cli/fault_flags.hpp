@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "net/faults/faults.hpp"
+#include "faults/faults.hpp"
 
 namespace backoff::cli {
 
@@ -39,10 +39,10 @@ void add_fault_flags(CLI::App* sub, fault_flag_values& values);
 
 // The plan the flags ask for (schedule entries first, then the flags in the order above); one
 // line on stderr naming the flag and nullopt when one is wrong.
-std::optional<net::fault_plan> build_fault_plan(const fault_flag_values& values,
-                                                std::string_view command);
+std::optional<faults::fault_plan> build_fault_plan(const fault_flag_values& values,
+                                                   std::string_view command);
 
 // The start-up lines of a program with faults: "backoff serve: fault errors(...) from 0s".
-void print_fault_plan(const net::fault_plan& plan, std::string_view command);
+void print_fault_plan(const faults::fault_plan& plan, std::string_view command);
 
 }  // namespace backoff::cli

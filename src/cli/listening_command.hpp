@@ -23,7 +23,7 @@ namespace backoff::cli {
 // scripts wait for this line to read the port.
 template <class Service, class Options, class Announce>
 int run_until_stop_signal(std::string_view command, const Options& options,
-                          const net::fault_plan& faults, Announce announce) {
+                          const faults::fault_plan& faults, Announce announce) {
   // SIGINT and SIGTERM are waited for here, so they must reach no thread of the service: blocked
   // before its threads start (they inherit the mask).
   const sigset_t stop_signals = block_stop_signals();

@@ -28,7 +28,7 @@
 #include "experiments/fault_experiment.hpp"
 #include "experiments/outage_experiment.hpp"
 #include "fault_flags.hpp"
-#include "net/faults/faults.hpp"
+#include "faults/faults.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
 #include "report/output_files.hpp"
@@ -252,8 +252,8 @@ std::optional<net::fault_experiment> fault_experiment_of(const load_flags& f,
     if (f.pause_given) {
       throw parse_error("--pause-after and --pause-for go with --experiment outage only");
     }
-    e.faults = net::read_fault_schedule(f.experiment);
-  } catch (const net::fault_schedule_error& err) {
+    e.faults = faults::read_fault_schedule(f.experiment);
+  } catch (const faults::fault_schedule_error& err) {
     std::cerr << "backoff load: --experiment: " << err.what()
               << " (--experiment takes 'outage' or a fault schedule file)\n";
     return std::nullopt;

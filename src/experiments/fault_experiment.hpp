@@ -5,7 +5,7 @@
 // ends: recovery_s and the goodput before, during and after it come out as for the simulator.
 //
 //   net::fault_experiment e;
-//   e.faults = net::read_fault_schedule("outage.toml");  // throws fault_schedule_error
+//   e.faults = faults::read_fault_schedule("outage.toml");  // throws fault_schedule_error
 //   e.load = options;                                     // the strategy, clients, ...
 //   net::load_run run = net::run_fault_experiment(e, on_started, print_report, stop);
 #pragma once
@@ -13,13 +13,13 @@
 #include <cstdint>
 #include <functional>
 
+#include "faults/faults.hpp"
 #include "net/client/load.hpp"
-#include "net/faults/faults.hpp"
 
 namespace backoff::net {
 
 struct fault_experiment {
-  fault_plan faults;
+  faults::fault_plan faults;
   load_options load;  // its target is replaced by the local server
   // Without it, the run lasts until 30 s after the last window ends (60 s when none ends).
   bool duration_given = false;

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The layering rules of STYLE.md and issue 17, checked on the link graph that the configure step
 # wrote (cmake/backoff_helpers.cmake, backoff_write_link_graph): the report layer depends on the
-# library at most; the simulator, the network harness and the retry tool never reach one another;
+# library at most; the fault layer (fault specs, schedules and decisions, src/faults) sits below
+# the drivers, shared by the simulator and the network harness, and reaches neither them nor
+# report; the simulator, the network harness and the retry tool never reach one another;
 # experiments that use several drivers sit above them. A target missing from the graph fails too,
 # so a rename cannot make the check pass by accident.
 #
@@ -42,6 +44,7 @@ endfunction()
 set(drivers backoff_sim backoff_net backoff_tool backoff_experiments backoff_cli)
 check(backoff NEVER backoff_asio backoff_report ${drivers})
 check(backoff_report MUST backoff NEVER ${drivers})
+check(backoff_faults MUST backoff NEVER backoff_asio backoff_report ${drivers})
 check(backoff_sim MUST backoff_report NEVER backoff_net backoff_tool backoff_experiments backoff_cli)
 check(backoff_net MUST backoff_report backoff_asio
   NEVER backoff_sim backoff_tool backoff_experiments backoff_cli)

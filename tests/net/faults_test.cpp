@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The fault plan of serve and proxy without I/O (src/net/faults): specs and flags parse to what
+// The fault plan of serve and proxy without I/O (src/faults): specs and flags parse to what
 // they say and refuse what they cannot mean; decisions follow the windows, the order (outage,
 // then delays, then an abort) and the rates, on virtual time with fixed seeds and statistical
 // bounds; schedule files parse and name the place of a mistake.
-#include "net/faults/faults.hpp"
+#include "faults/faults.hpp"
 
 #include <gtest/gtest.h>
 
@@ -23,7 +23,7 @@ using namespace std::chrono_literals;
 using backoff::duration;
 using backoff::parse_error;
 using backoff::random_generator;
-using namespace backoff::net;
+using namespace backoff::faults;
 
 fault_plan plan_of(std::initializer_list<scheduled_fault> faults) {
   fault_plan p;

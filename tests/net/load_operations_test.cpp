@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "backoff/fallback.hpp"
+#include "faults/faults.hpp"
 #include "net/client/load.hpp"
-#include "net/faults/faults.hpp"
 #include "net/server/server.hpp"
 #include "report/recorder.hpp"
 
@@ -44,7 +44,7 @@ backoff::net::server_options load_ops_half_failing_server() {
   so.threads = 1;
   so.service.base_delay = 0ms;
   so.max_busy = 0;
-  so.faults.faults.push_back({{}, backoff::net::parse_fault("errors(rate=50%, status=500)")});
+  so.faults.faults.push_back({{}, backoff::faults::parse_fault("errors(rate=50%, status=500)")});
   return so;
 }
 

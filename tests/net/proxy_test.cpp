@@ -37,6 +37,7 @@ namespace proxy_tests {  // named: the unity build merges the tests' anonymous n
 
 using namespace std::chrono_literals;
 using namespace backoff::net;
+using namespace backoff::faults;
 using backoff::duration;
 using backoff::parse_error;
 using backoff::random_generator;

@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "net/faults/faults.hpp"
+#include "faults/faults.hpp"
 #include "net/server/server.hpp"
 #include "test_http_client.hpp"
 
@@ -29,7 +29,8 @@ backoff::net::server_options options_with_faults(std::initializer_list<std::stri
   o.threads = 1;
   o.service.base_delay = 0ms;  // answered at once: what is measured is the fault
   o.log_every_second = false;
-  for (const auto& spec : specs) o.faults.faults.push_back({{}, backoff::net::parse_fault(spec)});
+  for (const auto& spec : specs)
+    o.faults.faults.push_back({{}, backoff::faults::parse_fault(spec)});
   return o;
 }
 
@@ -70,30 +71,30 @@ TEST(ServerFaults, LatencyComesBeforeTheAnswer) {
 
 TEST(ServerFaults, AnOutageWindowAnswers503ThenTheServiceComesBack) {
   auto o = options_with_faults({});
-  o.faults.faults.push_back(backoff::net::parse_outage_flag("0s+400ms"));
+  o.faults.faults.push_back(backoff::faults::parse_outage_flag("0s+400ms"));
   backoff::net::server s(o);
   s.start();
   http_client c(s.port());
   EXPECT_EQ(c.request(fault_http::verb::get, "/api").result_int(), 503u);
   std::this_thread::sleep_for(450ms);
   EXPECT_EQ(c.request(fault_http::verb::get, "/api").result_int(), 200u);
-  EXPECT_EQ(s.metrics().snapshot().faults[backoff::net::counter_outage], 1u);
+  EXPECT_EQ(s.metrics().snapshot().faults[backoff::faults::counter_outage], 1u);
 }
 
 TEST(ServerFaults, AResetOutageResetsTheConnection) {
   auto o = options_with_faults({});
-  o.faults.faults.push_back(backoff::net::parse_outage_flag("0s+1h:reset"));
+  o.faults.faults.push_back(backoff::faults::parse_outage_flag("0s+1h:reset"));
   backoff::net::server s(o);
   s.start();
   http_client c(s.port());
   c.send_raw("GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   EXPECT_EQ(c.read_error_within(2000ms), boost::asio::error::connection_reset);
-  EXPECT_EQ(s.metrics().snapshot().faults[backoff::net::counter_outage], 1u);
+  EXPECT_EQ(s.metrics().snapshot().faults[backoff::faults::counter_outage], 1u);
 }
 
 TEST(ServerFaults, AHangOutageHoldsTheRequestUntilItsWindowEnds) {
   auto o = options_with_faults({});
-  o.faults.faults.push_back(backoff::net::parse_outage_flag("0s+300ms:hang"));
+  o.faults.faults.push_back(backoff::faults::parse_outage_flag("0s+300ms:hang"));
   backoff::net::server s(o);
   s.start();
   http_client c(s.port());
@@ -172,8 +173,8 @@ TEST(ServerFaults, EnvoyFaultHeadersAreObeyedOnlyWhenEnabled) {
   EXPECT_GE(steady_clock::now() - start, 120ms);
   EXPECT_EQ(delayed.result_int(), 200u);
   const auto snapshot = s.metrics().snapshot();
-  EXPECT_EQ(snapshot.faults[backoff::net::counter_envoy_abort], 1u);
-  EXPECT_EQ(snapshot.faults[backoff::net::counter_envoy_delay], 1u);
+  EXPECT_EQ(snapshot.faults[backoff::faults::counter_envoy_abort], 1u);
+  EXPECT_EQ(snapshot.faults[backoff::faults::counter_envoy_delay], 1u);
 }
 
 }  // namespace

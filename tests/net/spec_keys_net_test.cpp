@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "backoff/error.hpp"
-#include "net/faults/faults.hpp"
+#include "faults/faults.hpp"
 #include "net/proxy/toxics.hpp"
 #include "source_doc.hpp"
 
 namespace {
 
 using namespace backoff::net;
+using namespace backoff::faults;
 
 template <class Parse>
 std::string error_of(Parse parse, std::string_view text) {

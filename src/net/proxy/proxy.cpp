@@ -209,14 +209,14 @@ class connection {
       co_return co_await answer(res, false);
     }
 
-    std::optional<slow_body_plan> slow;
+    std::optional<faults::slow_body_plan> slow;
     if (!o_.faults.empty()) {
-      const request_view view{path, [&req](std::string_view name) {
-                                const auto it = req.find(name);
-                                return it == req.end() ? std::string_view{}
-                                                       : std::string_view(it->value());
-                              }};
-      const fault_decision d = decide(
+      const faults::request_view view{path, [&req](std::string_view name) {
+                                        const auto it = req.find(name);
+                                        return it == req.end() ? std::string_view{}
+                                                               : std::string_view(it->value());
+                                      }};
+      const faults::fault_decision d = faults::decide(
           o_.faults, std::chrono::duration_cast<duration>(steady::now() - s_.started), view, rng_);
       if (d.any()) s_.metrics.faults_fired(d.fired);
       if (d.reset) {
@@ -244,7 +244,7 @@ class connection {
   }
 
   // Forwards the request in `parser` (its header read) and relays the answer.
-  task<step> forward(request_relay_parser& parser, std::optional<slow_body_plan> slow) {
+  task<step> forward(request_relay_parser& parser, std::optional<faults::slow_body_plan> slow) {
     auto& req = parser.get();
     const bool client_keep_alive = req.keep_alive();
     const unsigned version = req.version();
@@ -392,7 +392,7 @@ class connection {
 
   // Relays the answer whose header `parser` holds: header, then body chunk by chunk.
   task<step> relay_answer(response_relay_parser& parser, unsigned version, bool client_keep_alive,
-                          std::optional<slow_body_plan> slow) {
+                          std::optional<faults::slow_body_plan> slow) {
     auto& res = parser.get();
     const bool upstream_keep_alive = res.keep_alive();
     const bool until_eof = !parser.is_done() && !parser.chunked() && !parser.content_length();

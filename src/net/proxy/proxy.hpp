@@ -45,7 +45,7 @@
 #include <vector>
 
 #include "backoff/duration.hpp"
-#include "net/faults/faults.hpp"
+#include "faults/faults.hpp"
 #include "net/proxy/toxics.hpp"
 
 namespace backoff::net {
@@ -63,7 +63,7 @@ struct proxy_options {
   duration header_timeout = std::chrono::seconds(60);    // a client's request header, as serve
   duration idle_timeout = std::chrono::seconds(75);      // a kept-alive client connection
   std::string metrics_path = "/metrics";                 // GET here is answered by the proxy
-  fault_plan faults;
+  faults::fault_plan faults;
   std::vector<toxic> toxics;
   std::uint64_t seed = 1;
   // More client connections: the one that waited longest for a request (idle or half-sent)
@@ -92,14 +92,14 @@ class proxy_metrics {
 
   std::uint64_t requests(int status) const noexcept;
   std::uint64_t upstream_errors(upstream_error e) const noexcept;
-  std::uint64_t faults(fault_counter c) const noexcept;
+  std::uint64_t faults(faults::fault_counter c) const noexcept;
   std::uint64_t toxics(toxic_kind k) const noexcept;
   std::uint64_t bytes(toxic_stream s) const noexcept;
 
  private:
   std::array<std::atomic<std::uint64_t>, 500> statuses_{};  // 100..599
   std::array<std::atomic<std::uint64_t>, upstream_error_count> upstream_{};
-  std::array<std::atomic<std::uint64_t>, fault_counter_count> faults_{};
+  std::array<std::atomic<std::uint64_t>, faults::fault_counter_count> faults_{};
   std::array<std::atomic<std::uint64_t>, toxic_kind_count> toxics_{};
   std::array<std::atomic<std::uint64_t>, 2> bytes_{};
 };

@@ -26,7 +26,7 @@ void proxy_metrics::upstream_failed(upstream_error e) noexcept {
   upstream_[static_cast<std::size_t>(e)].fetch_add(1, std::memory_order_relaxed);
 }
 void proxy_metrics::faults_fired(unsigned fired_bits) noexcept {
-  for (unsigned c = 0; c < fault_counter_count; ++c) {
+  for (unsigned c = 0; c < faults::fault_counter_count; ++c) {
     if ((fired_bits & (1U << c)) != 0) faults_[c].fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -45,7 +45,7 @@ std::uint64_t proxy_metrics::requests(int status) const noexcept {
 std::uint64_t proxy_metrics::upstream_errors(upstream_error e) const noexcept {
   return upstream_[static_cast<std::size_t>(e)].load();
 }
-std::uint64_t proxy_metrics::faults(fault_counter c) const noexcept {
+std::uint64_t proxy_metrics::faults(faults::fault_counter c) const noexcept {
   return faults_[c].load();
 }
 std::uint64_t proxy_metrics::toxics(toxic_kind k) const noexcept {
@@ -70,10 +70,11 @@ std::string prometheus_text(const proxy_metrics& m) {
       "bad_response (an answer that does not parse), reset (closed or reset mid-exchange).",
       "kind", upstream_error_count, upstream_error_name,
       [&](upstream_error e) { return m.upstream_errors(e); });
-  counter_by_kind<fault_counter>(
+  counter_by_kind<faults::fault_counter>(
       out, "backoff_proxy_faults_total",
       "Requests a fault was injected into, by kind (docs/NETWORK.md, Faults on demand).", "fault",
-      fault_counter_count, fault_counter_name, [&](fault_counter c) { return m.faults(c); });
+      faults::fault_counter_count, faults::fault_counter_name,
+      [&](faults::fault_counter c) { return m.faults(c); });
   counter_by_kind<toxic_kind>(
       out, "backoff_proxy_toxics_total",
       "Client connections a toxic applied to (after its toxicity draw), by kind.", "toxic",

@@ -27,7 +27,7 @@ constexpr std::string_view what = "toxic";
 
 std::uint64_t size_argument(std::string_view spec, const spec_argument& arg) {
   try {
-    return net::parse_byte_size(arg.value);
+    return faults::parse_byte_size(arg.value);
   } catch (const parse_error& e) {
     fail(spec, std::string(arg.key) + ": " + e.what());
   }
@@ -43,7 +43,7 @@ double rate_argument(std::string_view spec, const spec_argument& arg) {
   text.remove_suffix(2);
   std::uint64_t bytes = 0;
   try {
-    bytes = net::parse_byte_size(text);
+    bytes = faults::parse_byte_size(text);
   } catch (const parse_error& e) {
     fail(spec, arg.key + ": " + e.what());
   }

@@ -40,7 +40,7 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/random.hpp"
-#include "net/faults/faults.hpp"  // parse_byte_size
+#include "faults/faults.hpp"  // parse_byte_size
 
 namespace backoff::net {
 

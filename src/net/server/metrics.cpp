@@ -47,7 +47,7 @@ void server_metrics::answered(int status) noexcept {
 }
 
 void server_metrics::faults_fired(unsigned fired) noexcept {
-  for (unsigned c = 0; c < fault_counter_count; ++c) {
+  for (unsigned c = 0; c < faults::fault_counter_count; ++c) {
     if (fired & (1u << c)) faults_[c].fetch_add(1, std::memory_order_relaxed);
   }
 }
@@ -123,11 +123,11 @@ std::string prometheus_text(const metrics_snapshot& s) {
   for (std::size_t i = 0; i < s.other_statuses.size(); ++i) {
     if (s.other_statuses[i] != 0) answered(std::to_string(i + 100), s.other_statuses[i]);
   }
-  counter_by_kind<fault_counter>(
+  counter_by_kind<faults::fault_counter>(
       out, "backoff_faults_total",
       "Requests to /api a fault was injected into, by kind (docs/NETWORK.md, Faults on demand).",
-      "fault", fault_counter_count, fault_counter_name,
-      [&](fault_counter c) { return s.faults[static_cast<std::size_t>(c)]; });
+      "fault", faults::fault_counter_count, faults::fault_counter_name,
+      [&](faults::fault_counter c) { return s.faults[static_cast<std::size_t>(c)]; });
   out.family("backoff_closed_connections_total", prometheus_type::counter,
              "Connections the server closed: header, idle or write timeout, an idle or half-sent "
              "one evicted for a new one at --max-connections, a new one refused there.");

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "backoff/duration.hpp"
-#include "net/faults/faults.hpp"
+#include "faults/faults.hpp"
 
 namespace backoff::net {
 
@@ -46,7 +46,7 @@ struct metrics_snapshot {
   // Answers of any other status, index status - 100 (an injected fault's 500, 502, 418, ...).
   std::array<std::uint64_t, 500> other_statuses{};
   // Faults that fired (faults.hpp), by fault_counter.
-  std::array<std::uint64_t, fault_counter_count> faults{};
+  std::array<std::uint64_t, faults::fault_counter_count> faults{};
   std::int64_t last_delay_ns = 0;
   std::array<std::uint64_t, service_buckets_s.size() + 1> service_counts{};  // not cumulative
   double service_sum_s = 0;
@@ -81,7 +81,7 @@ class server_metrics {
   std::array<std::atomic<std::uint64_t>, 2> expired_{};
   std::array<std::atomic<std::uint64_t>, 5> closed_{};
   std::array<std::atomic<std::uint64_t>, 500> other_statuses_{};
-  std::array<std::atomic<std::uint64_t>, fault_counter_count> faults_{};
+  std::array<std::atomic<std::uint64_t>, faults::fault_counter_count> faults_{};
   std::array<std::atomic<std::uint64_t>, service_buckets_s.size() + 1> service_counts_{};
   std::atomic<std::int64_t> service_sum_ns_{0};
 };

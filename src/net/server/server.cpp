@@ -337,14 +337,15 @@ struct worker final : connection_owner {
   }
 
   // What the fault plan does to this /api request (counted in backoff_faults_total).
-  fault_decision decide_faults(const http::request<http::string_body>& req) {
+  faults::fault_decision decide_faults(const http::request<http::string_body>& req) {
     const std::string_view target = req.target();
-    const request_view view{target.substr(0, target.find('?')), [&](std::string_view name) {
-                              const auto it = req.find(name);
-                              return it == req.end() ? std::string_view{}
-                                                     : std::string_view(it->value());
-                            }};
-    fault_decision d = decide(options.faults, steady::now() - started, view, fault_rng);
+    const faults::request_view view{target.substr(0, target.find('?')), [&](std::string_view name) {
+                                      const auto it = req.find(name);
+                                      return it == req.end() ? std::string_view{}
+                                                             : std::string_view(it->value());
+                                    }};
+    faults::fault_decision d =
+        faults::decide(options.faults, steady::now() - started, view, fault_rng);
     if (d.any()) metrics.faults_fired(d.fired);
     return d;
   }
@@ -368,7 +369,7 @@ struct worker final : connection_owner {
   // absolute schedule (byte n leaves at n / speed), in pieces of a twentieth of a second. Each
   // piece must be taken within the header timeout, like any answer. False after an error.
   task<bool> write_slow_body(socket_type& stream, connection_entry& entry, unsigned version,
-                             bool keep_alive, bool head, slow_body_plan plan) {
+                             bool keep_alive, bool head, faults::slow_body_plan plan) {
     static const std::string padding(64 * 1024, 'x');
     response res = make_response(http::status::ok, "", version, keep_alive);
     res.content_length(plan.size);
@@ -446,9 +447,9 @@ struct worker final : connection_owner {
       // would be read as the start of the next answer on a keep-alive connection.
       const bool head = req.method() == http::verb::head;
       std::optional<response> res = answer_at_once(route_request(req, *admin), version, keep_alive);
-      std::optional<slow_body_plan> slow;
+      std::optional<faults::slow_body_plan> slow;
       if (!res && !options.faults.empty()) {
-        const fault_decision fault = decide_faults(req);
+        const faults::fault_decision fault = decide_faults(req);
         if (fault.reset) {
           reset_connection(stream);
           break;
@@ -522,7 +523,7 @@ struct worker final : connection_owner {
   // A fault's delay or hold: waits on purpose (no timeout applies); false when the client left
   // or the server stops meanwhile.
   task<bool> hold_for_fault(socket_type& stream, connection_entry& entry,
-                            const fault_decision& fault) {
+                            const faults::fault_decision& fault) {
     entry.enter_busy();
     auto until = saturating_add(steady::now(), fault.delay);
     if (fault.hold_until) until = std::max(until, saturating_add(started, *fault.hold_until));

@@ -43,8 +43,8 @@
 #include <string_view>
 
 #include "backoff/duration.hpp"
+#include "faults/faults.hpp"
 #include "metrics.hpp"
-#include "net/faults/faults.hpp"
 #include "service_model.hpp"
 
 namespace backoff::net {
@@ -71,7 +71,7 @@ struct server_options {
   bool log_every_second = false;  // the seed's "concurrency: N, last delay: D" on stderr
   // Faults injected into /api requests (faults.hpp; docs/NETWORK.md, "Faults on demand"), their
   // times from start(); each thread draws from its own stream of `fault_seed`.
-  fault_plan faults;
+  faults::fault_plan faults;
   std::uint64_t fault_seed = 1;
 };
 

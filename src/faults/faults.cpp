@@ -23,7 +23,7 @@
 #include "backoff/spec_keys.hpp"
 #include "config/toml_shape.hpp"
 
-namespace backoff::net {
+namespace backoff::faults {
 namespace {
 
 constexpr std::string_view fault_what = "fault";
@@ -782,4 +782,4 @@ fault_decision decide(const fault_plan& plan, duration since_start, const reques
   return d;
 }
 
-}  // namespace backoff::net
+}  // namespace backoff::faults

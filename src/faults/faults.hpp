@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Faults on demand: what `backoff serve` and `backoff proxy` do to an HTTP request besides
 // answering it, decided here without I/O or a clock, so that a test drives it on virtual time
-// and both programs inject exactly the same faults (docs/NETWORK.md, "Faults on demand").
+// and both programs inject exactly the same faults (docs/NETWORK.md, "Faults on demand"). A layer
+// of its own below the drivers (backoff_faults), so that `load --experiment` and the simulator
+// read the same schedules and make the same decisions.
 //
 //   fault_plan plan = parse_fault_schedule(text, "faults.toml");      // or from flags:
 //   plan.faults.push_back({{}, parse_errors_flag("5%:503")});
@@ -50,7 +52,7 @@
 #include "backoff/error.hpp"
 #include "backoff/random.hpp"
 
-namespace backoff::net {
+namespace backoff::faults {
 
 enum class fault_kind { errors, latency, partial, outage, slow_body };
 
@@ -180,4 +182,4 @@ struct fault_schedule_error : std::runtime_error {
 // One line per fault, for a program's start-up message: "errors(rate=5%, status=503) from 0s".
 std::string describe(const scheduled_fault& f);
 
-}  // namespace backoff::net
+}  // namespace backoff::faults
