@@ -33,7 +33,7 @@ struct latency_summary {
 };
 
 // A figure of the model's own (SPEC 7.3: load_amplification.peak, deepest_calls_per_request):
-// a name with at most one dot, which groups it in summary.json ({"load_amplification":
+// a name whose dots group it in summary.json ({"load_amplification":
 // {"peak": ..}}), and its value, or none (null) when the run had nothing to measure it on.
 struct model_field {
   std::string name;

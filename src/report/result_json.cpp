@@ -50,12 +50,14 @@ ordered latency_or_nulls(const std::optional<latency_summary>& l) {
 
 // Sets j["a.b"] as j["a"]["b"].
 void put(ordered& j, const std::string& path, ordered value) {
-  const auto dot = path.find('.');
-  if (dot == std::string::npos) {
-    j[path] = std::move(value);
-  } else {
-    j[path.substr(0, dot)][path.substr(dot + 1)] = std::move(value);
+  // Each dot one level down: "services.db.latency_s.p99" is services -> db -> latency_s -> p99.
+  ordered* at = &j;
+  std::size_t start = 0;
+  for (std::size_t dot = path.find('.'); dot != std::string::npos; dot = path.find('.', start)) {
+    at = &(*at)[path.substr(start, dot - start)];
+    start = dot + 1;
   }
+  (*at)[path.substr(start)] = std::move(value);
 }
 
 // A cell of more than one replication: each metric's mean, and its 95 % half-width in `ci95`.

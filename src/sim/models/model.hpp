@@ -77,6 +77,8 @@ class model_runner {
   virtual ~model_runner() = default;
   // What this model honours of a strategy's breaker, hedge and deadline keys.
   virtual guard_support guards() const { return {}; }
+  // Whether its strategies may set guards per edge (edge.NAME.KEY): the system model's only.
+  virtual bool takes_edge_settings() const { return false; }
   // Output units: 1e-9 for nanosecond models, 1 for tick models (a tick reported as "1 s").
   virtual double seconds_per_unit() const { return 1e-9; }
   // The width of a timeseries bucket, in model units.

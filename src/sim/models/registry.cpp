@@ -30,6 +30,12 @@ namespace {
 void refuse_unsupported_guards(const model_runner& model, const scenario& sc) {
   const guard_support can = model.guards();
   for (const client_strategy& s : sc.strategies()) {
+    if (!s.edge_settings().empty() && !model.takes_edge_settings()) {
+      const edge_setting& e = s.edge_settings().front();
+      throw scenario_error(e.where + ": strategy " + s.name() + ": edge." + e.edge + "." + e.key +
+                           ": model '" + sc.model() +
+                           "' has no edges; only a system scenario (model = \"system\") does");
+    }
     if (const auto refused = s.guards().refusal(can)) {
       throw scenario_error(s.where() + ": strategy " + s.name() + ": model '" + sc.model() +
                            "' cannot honour strategy." + std::string(refused->key) + ": " +

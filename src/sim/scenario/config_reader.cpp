@@ -3,9 +3,12 @@
 // the one-line messages every model's keys share.
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <sstream>
 
 #include "backoff/spelling.hpp"
 #include "overrides.hpp"
@@ -29,10 +32,75 @@ config_reader& config_reader::operator=(config_reader&&) noexcept = default;
 const toml::node* config_reader::find(std::string_view key) const {
   const toml::node* at = root_.get();
   for (const auto& part : split_path(key)) {
-    if (at == nullptr || !at->is_table()) return nullptr;
+    if (at == nullptr) return nullptr;
+    if (const toml::array* list = at->as_array()) {
+      // "clients.0.name": a position in an array of tables.
+      std::size_t index = 0;
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (ec != std::errc{} || end != part.data() + part.size()) return nullptr;
+      at = list->get(index);
+      continue;
+    }
+    if (!at->is_table()) return nullptr;
     at = at->as_table()->get(part);
   }
   return at;
+}
+
+std::vector<std::string> config_reader::table_keys(std::string_view key) {
+  const toml::node* n = find(key);
+  if (n == nullptr) return {};
+  const toml::table* t = n->as_table();
+  if (t == nullptr) fail(key, "expected a table, found " + type_name(*n));
+  std::vector<std::pair<toml::source_position, std::string>> keys;
+  for (const auto& [k, node] : *t) keys.emplace_back(k.source().begin, std::string(k.str()));
+  // toml++ orders a table's keys by name; the file's order is the one its author chose.
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.first.line, a.first.column) < std::pair(b.first.line, b.first.column);
+  });
+  std::vector<std::string> out;
+  for (auto& k : keys) out.push_back(std::move(k.second));
+  return out;
+}
+
+bool config_reader::is_table(std::string_view key) const {
+  const toml::node* n = find(key);
+  return n != nullptr && n->is_table();
+}
+
+bool config_reader::is_tables(std::string_view key) const {
+  const toml::node* n = find(key);
+  return n != nullptr && n->is_array_of_tables();
+}
+
+std::string config_reader::scalar_text(std::string_view key) {
+  used_.emplace(key);
+  const toml::node* n = find(key);
+  if (n == nullptr) return "";
+  if (const auto s = n->value_exact<std::string>()) return *s;
+  if (const auto i = n->value_exact<std::int64_t>()) return std::to_string(*i);
+  if (const auto b = n->value_exact<bool>()) return *b ? "true" : "false";
+  if (n->is_floating_point()) return number_text(n->as_floating_point()->get());
+  fail(key, "expected a string, a number or true/false, found " + type_name(*n));
+}
+
+std::string config_reader::scalar_toml(std::string_view key) {
+  const std::string text = scalar_text(key);
+  const toml::node* n = find(key);
+  if (n == nullptr || !n->is_string()) return text;
+  std::ostringstream quoted;
+  quoted << *n->as_string();  // toml++ writes a string as TOML, quoted and escaped
+  return quoted.str();
+}
+
+std::size_t config_reader::array_size(std::string_view key) {
+  const toml::node* n = find(key);
+  if (n == nullptr) return 0;
+  if (!n->is_array_of_tables() || n->as_array()->empty()) {
+    fail(key, "expected tables ([[" + std::string(key) + "]] or a list of { ... }), found " +
+                  type_name(*n));
+  }
+  return n->as_array()->size();
 }
 
 bool config_reader::has(std::string_view key) const {
@@ -148,6 +216,13 @@ void config_reader::finish() const {
           if (used_.contains(key)) continue;
           if (node.is_table() && !node.as_table()->empty()) {
             walk(*node.as_table(), key);
+            continue;
+          }
+          if (node.is_array_of_tables() && !node.as_array()->empty()) {
+            std::size_t index = 0;
+            for (const toml::node& item : *node.as_array()) {
+              walk(*item.as_table(), key + "." + std::to_string(index++));
+            }
             continue;
           }
           // An empty table is known when a key below it was read (an empty [workload] leaves

@@ -2,6 +2,8 @@
 #include "overrides.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
 
 #include "config/toml_shape.hpp"
 #include "scenario.hpp"
@@ -29,7 +31,78 @@ std::map<std::string, std::string, std::less<>> set_labels(const std::vector<std
   return labels;
 }
 
-void apply_override(toml::table& root, const std::string& assignment) {
+namespace {
+
+// The key paths a [knobs] entry names: `NAME = "a.b"` or `NAME = ["a.b", "c.d"]` (NAME quoted
+// when it holds dots, or written as nested tables); none when `key` is no knob.
+std::optional<std::vector<std::string>> knob_targets(const toml::table& root,
+                                                     const std::string& key) {
+  const toml::table* knobs = root.get_as<toml::table>("knobs");
+  if (knobs == nullptr) return std::nullopt;
+  const toml::node* knob = knobs->get(key);
+  if (knob == nullptr) {
+    knob = knobs;
+    for (const auto& part : split_path(key)) {
+      knob = knob != nullptr && knob->is_table() ? knob->as_table()->get(part) : nullptr;
+    }
+  }
+  if (knob == nullptr || knob->is_table()) return std::nullopt;
+  std::vector<std::string> targets;
+  if (const auto one = knob->value_exact<std::string>()) targets.push_back(*one);
+  if (const toml::array* list = knob->as_array()) {
+    for (const toml::node& item : *list) {
+      const auto path = item.value_exact<std::string>();
+      if (!path) break;
+      targets.push_back(*path);
+    }
+    if (targets.size() != list->size()) targets.clear();
+  }
+  if (targets.empty()) {
+    throw scenario_error(
+        "--set " + key + ": knobs." + key +
+        " must name a key path, or a list of them, such as \"service.db.workers\"");
+  }
+  return targets;
+}
+
+// Puts `value` at the dotted `key` of `root`, making tables on the way; a part that is a number
+// indexes an array of tables ("clients.0.arrivals").
+void put_value(toml::table& root, const std::string& key, const std::string& named,
+               const toml::node& value) {
+  const auto parts = split_path(key);
+  toml::table* at = &root;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    toml::node* next = at->get(parts[i]);
+    if (next == nullptr) {
+      at->insert(parts[i], toml::table{});
+      next = at->get(parts[i]);
+    }
+    if (toml::array* list = next->as_array()) {
+      std::size_t index = 0;
+      const std::string& part = parts[i + 1];
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (ec != std::errc{} || end != part.data() + part.size() || index >= list->size() ||
+          !list->get(index)->is_table() || i + 2 >= parts.size()) {
+        throw scenario_error(named + ": " + parts[i] + "." + part + " is not a table in " +
+                             parts[i] + " (" + std::to_string(list->size()) + " of them)");
+      }
+      at = list->get(index)->as_table();
+      ++i;
+      continue;
+    }
+    if (!next->is_table()) {
+      throw scenario_error(named + ": " + parts[i] + " is not a table");
+    }
+    at = next->as_table();
+  }
+  toml::table holder;
+  holder.insert("value", value);
+  at->insert_or_assign(parts.back(), std::move(*holder.get("value")));
+}
+
+}  // namespace
+
+std::vector<std::string> apply_override(toml::table& root, const std::string& assignment) {
   const std::size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw scenario_error("--set " + assignment + ": expected key=value, e.g. server.max_busy=100");
@@ -63,21 +136,13 @@ void apply_override(toml::table& root, const std::string& assignment) {
     parsed = toml::table{};
     parsed.insert("value", text);  // a bare word: a string
   }
-  toml::node* value = parsed.get("value");
-  const auto parts = split_path(key);
-  toml::table* at = &root;
-  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-    toml::node* next = at->get(parts[i]);
-    if (next == nullptr) {
-      at->insert(parts[i], toml::table{});
-      next = at->get(parts[i]);
-    }
-    if (!next->is_table()) {
-      throw scenario_error("--set " + key + ": " + parts[i] + " is not a table");
-    }
-    at = next->as_table();
+  const toml::node& value = *parsed.get("value");
+  if (auto targets = knob_targets(root, key)) {
+    for (const std::string& target : *targets) put_value(root, target, "--set " + key, value);
+    return *targets;
   }
-  at->insert_or_assign(parts.back(), std::move(*value));
+  put_value(root, key, "--set " + key, value);
+  return {key};
 }
 
 }  // namespace backoff::sim::scenario_detail

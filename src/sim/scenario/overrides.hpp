@@ -25,7 +25,9 @@ std::vector<std::string> split_path(std::string_view key);
 std::map<std::string, std::string, std::less<>> set_labels(const std::vector<std::string>& sets);
 
 // Applies one `key=value` to `root`: the value read as TOML, or a bare word as a string; tables
-// on the way are made. Throws scenario_error naming the override.
-void apply_override(toml::table& root, const std::string& assignment);
+// on the way are made, and a number indexes an array of tables ("clients.0.arrivals"). A key
+// that [knobs] names sets each key path of the knob instead. Returns the key paths it set.
+// Throws scenario_error naming the override.
+std::vector<std::string> apply_override(toml::table& root, const std::string& assignment);
 
 }  // namespace backoff::sim::scenario_detail

@@ -51,8 +51,12 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
     std::string message(e.description());
     throw scenario_error(position(e.source(), source.path) + ": " + message);
   }
-  for (const auto& s : sets) apply_override(*root, s);
   auto overridden = set_labels(sets);
+  for (const auto& s : sets) {
+    // A knob's key paths are named in messages by the --set that reached them.
+    const std::string label = "--set " + s.substr(0, s.find('='));
+    for (const std::string& key : apply_override(*root, s)) overridden[key] = label;
+  }
   // What every point starts from, kept before the reader marks anything: the tree without its
   // [sweep] table, so that a point neither parses the file again nor expands the axes again
   // (which made checking a sweep quadratic in its number of points).
@@ -120,6 +124,8 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
   sc.about_ = read_about(r);
 
   r.consume("strategy");
+  // [knobs]: short names that --set and [sweep] expand into key paths (overrides.hpp).
+  r.consume("knobs");
   if (point_of != nullptr) {
     sc.strategies_ = point_of->strategies_;
   } else {
@@ -179,8 +185,9 @@ scenario scenario::at(const sweep_point& point) const {
   auto overridden = set_labels(sets_);
   // A sweep point's values: named in messages by the sweep entry that set them.
   for (const auto& [axis, value] : point.params) {
-    apply_override(*root, axis->key + "=" + value->toml);
-    overridden[axis->key] = axis->where + " (sweep " + axis->key + "=" + value->text + ")";
+    for (const std::string& key : apply_override(*root, axis->key + "=" + value->toml)) {
+      overridden[key] = axis->where + " (sweep " + axis->key + "=" + value->text + ")";
+    }
   }
   scenario sc = load(source_, sets_, std::move(root), std::move(overridden), this);
   sc.seed_ = seed_;

@@ -84,6 +84,19 @@ class config_reader {
   // An array of strings.
   std::vector<std::string> strings(std::string_view key, const std::vector<std::string>& fallback);
 
+  // The keys of a table, in file order (none when it is absent); the table itself is not marked
+  // read, its keys are, as the caller reads them. Array elements are named by position:
+  // array_size("clients") tables, read as "clients.0.name", "clients.1.name", ...
+  std::vector<std::string> table_keys(std::string_view key);
+  bool is_table(std::string_view key) const;
+  bool is_tables(std::string_view key) const;  // an array of tables
+  // A string, number or boolean as text ("4ms", "0.5", "true"); scalar_toml quotes a string as
+  // TOML would ("\"4ms\""). Both mark the key read.
+  std::string scalar_text(std::string_view key);
+  std::string scalar_toml(std::string_view key);
+  // How many tables an array of tables holds (0 when absent; fails when it is something else).
+  std::size_t array_size(std::string_view key);
+
   // Marks a whole sub-table as handled (e.g. [[strategy]], read separately).
   void consume(std::string_view key);
   // Throws scenario_error at the first key (in file order) that nobody read.

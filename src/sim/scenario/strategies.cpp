@@ -21,6 +21,63 @@ using scenario_detail::type_name;
 
 namespace {
 
+// The text strategy::set reads for `key` from a TOML value: max_attempts a TOML integer,
+// idempotent a TOML boolean, the others spec strings. `at` starts the message of a bad one.
+std::string strategy_value_text(std::string_view key, const toml::node& n, const std::string& at) {
+  if (key == "max_attempts") {
+    const auto v = n.value_exact<std::int64_t>();
+    if (!v || *v < 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
+      throw scenario_error(at + "expected an integer >= 0 (0 = unlimited)");
+    }
+    return std::to_string(*v);
+  }
+  if (key == "idempotent") {
+    const auto v = n.value_exact<bool>();
+    if (!v) throw scenario_error(at + "expected true or false, found " + type_name(n));
+    return *v ? "true" : "false";
+  }
+  const auto v = n.value_exact<std::string>();
+  if (!v) throw scenario_error(at + "expected a string, found " + type_name(n));
+  return *v;
+}
+
+// `edge = { NAME = { KEY = VALUE } }` of a system scenario's strategy: each key checked against
+// strategy::keys() here; its value is checked when the model lays it over the edge's defaults.
+std::vector<edge_setting> read_edge_settings(const toml::node& edges, const std::string& path) {
+  const toml::table* t = edges.as_table();
+  if (t == nullptr) {
+    throw scenario_error(position(edges.source(), path) +
+                         ": strategy.edge: expected a table of edges (edge.NAME.KEY = VALUE)");
+  }
+  const auto keys = backoff::strategy::keys();
+  std::vector<std::pair<std::pair<std::uint32_t, std::uint32_t>, edge_setting>> found;
+  for (const auto& [edge, settings] : *t) {
+    const toml::table* s = settings.as_table();
+    if (s == nullptr) {
+      throw scenario_error(position(settings.source(), path) + ": strategy.edge." +
+                           std::string(edge.str()) + ": expected a table of strategy keys");
+    }
+    for (const auto& [k, node] : *s) {
+      const std::string name =
+          "strategy.edge." + std::string(edge.str()) + "." + std::string(k.str());
+      if (std::find(keys.begin(), keys.end(), k.str()) == keys.end()) {
+        throw scenario_error(position(k.source(), path) + ": unknown key '" + name + "'" +
+                             did_you_mean(k.str(), {keys.begin(), keys.end()}));
+      }
+      const std::string where = position(node.source(), path);
+      found.push_back({{node.source().begin.line, node.source().begin.column},
+                       {std::string(edge.str()), std::string(k.str()),
+                        strategy_value_text(k.str(), node, where + ": " + name + ": "), where}});
+    }
+  }
+  // toml++ keeps a table's keys by name: file order is what a reader of messages expects.
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<edge_setting> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
 // Every key of strategy::keys() (and `name`), each read by the library's strategy::set; a key
 // that is not one gets the library's did-you-mean. max_attempts is a TOML integer, idempotent a
 // TOML boolean, the others are spec strings.
@@ -30,8 +87,11 @@ client_strategy read_strategy(const toml::table& t, const std::string& path,
   const auto keys = backoff::strategy::keys();
   for (const auto& [k, node] : t) {
     (void)node;
-    if (k.str() == "name" || std::find(keys.begin(), keys.end(), k.str()) != keys.end()) continue;
-    std::vector<std::string_view> known{"name"};
+    if (k.str() == "name" || k.str() == "edge" ||
+        std::find(keys.begin(), keys.end(), k.str()) != keys.end()) {
+      continue;
+    }
+    std::vector<std::string_view> known{"name", "edge"};
     known.insert(known.end(), keys.begin(), keys.end());
     std::string list;
     for (const std::string_view key : known) list += (list.empty() ? "" : ", ") + std::string(key);
@@ -58,22 +118,7 @@ client_strategy read_strategy(const toml::table& t, const std::string& path,
     const toml::node* n = t.get(key);
     if (n == nullptr) continue;
     const std::string at = position(n->source(), path) + ": strategy." + std::string(key) + ": ";
-    std::string text;
-    if (key == "max_attempts") {
-      const auto v = n->value_exact<std::int64_t>();
-      if (!v || *v < 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
-        throw scenario_error(at + "expected an integer >= 0 (0 = unlimited)");
-      }
-      text = std::to_string(*v);
-    } else if (key == "idempotent") {
-      const auto v = n->value_exact<bool>();
-      if (!v) throw scenario_error(at + "expected true or false, found " + type_name(*n));
-      text = *v ? "true" : "false";
-    } else {
-      const auto v = n->value_exact<std::string>();
-      if (!v) throw scenario_error(at + "expected a string, found " + type_name(*n));
-      text = *v;
-    }
+    const std::string text = strategy_value_text(key, *n, at);
     try {
       guards.set(key, text);
     } catch (const parse_error& e) {
@@ -85,7 +130,10 @@ client_strategy read_strategy(const toml::table& t, const std::string& path,
   } catch (const parse_error& e) {
     throw scenario_error(where + ": strategy " + name + ": " + e.what());
   }
-  return client_strategy(std::move(name), where, std::move(guards));
+  client_strategy read(std::move(name), where, std::move(guards));
+  if (const toml::node* edges = t.get("edge"))
+    read.set_edge_settings(read_edge_settings(*edges, path));
+  return read;
 }
 
 }  // namespace

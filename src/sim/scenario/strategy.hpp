@@ -13,10 +13,20 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backoff/strategy.hpp"
 
 namespace backoff::sim {
+
+// A guard a system scenario's [[strategy]] sets on one named edge (`edge.db.max_attempts = 1`):
+// the system model lays it over that edge's [edge.NAME] defaults (docs/SYSTEMS.md).
+struct edge_setting {
+  std::string edge;   // "db"
+  std::string key;    // a backoff::strategy key: "max_attempts"
+  std::string text;   // its value as strategy::set reads it: "1"
+  std::string where;  // "file:line:col" of the value
+};
 
 class client_strategy {
  public:
@@ -35,6 +45,9 @@ class client_strategy {
   // The controller's policy (it refers to it, so it lives here, as long as the strategy).
   const retry_policy& policy() const noexcept { return policy_; }
   live instantiate() const { return guards_.instantiate(); }
+  // The edge.NAME.KEY settings, in file order (only the system model takes them).
+  const std::vector<edge_setting>& edge_settings() const noexcept { return edges_; }
+  void set_edge_settings(std::vector<edge_setting> settings) { edges_ = std::move(settings); }
 
   bool has_window() const noexcept { return guards_.window.has_value(); }
   bool has_budget() const noexcept { return guards_.budget.has_value(); }
@@ -55,6 +68,7 @@ class client_strategy {
   std::string where_;
   backoff::strategy guards_;
   retry_policy policy_;
+  std::vector<edge_setting> edges_;
 };
 
 }  // namespace backoff::sim

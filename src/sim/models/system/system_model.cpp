@@ -1,0 +1,796 @@
+// SPDX-License-Identifier: Apache-2.0
+// model = "system": the user's own system (docs/SYSTEMS.md). Services with replicas, workers,
+// queues, accept and admission limits, faults and downstream calls; client groups open or
+// closed; each edge's guards a backoff::strategy, run through the library's retry controller as
+// a real client runs them. system_model.hpp has the life of one attempt; system_spec.hpp what
+// the file says.
+#include "system_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "sim/models/model.hpp"
+#include "system_spec.hpp"
+
+namespace backoff::sim::system_model {
+namespace {
+
+enum kind : std::uint32_t {
+  group_arrival,  // payload: group
+  send_now,       // call: its pacing wait is over
+  retry_wake,     // call
+  arrive,         // request, at its replica
+  resume,         // request: a hang fault let it go
+  work_done,      // request: its own work is over
+  answer_ok,      // call | generation << 32
+  answer_failed,
+  answer_refused,
+  attempt_timeout,
+  user_wakes,  // payload: a closed group whose user has thought
+};
+
+std::uint64_t pack(std::uint32_t index, std::uint32_t generation) {
+  return static_cast<std::uint64_t>(index) | static_cast<std::uint64_t>(generation) << 32;
+}
+
+class system_runner final : public model_runner, public model {
+ public:
+  explicit system_runner(config_reader& keys) : spec_(read_system(keys)) {}
+
+  bool takes_edge_settings() const override { return true; }
+  guard_support guards() const override { return {.breaker = true, .deadline = true}; }
+  time_ns bucket() const override { return spec_.bucket; }
+  std::optional<report::outage_window> outage() const override {
+    const auto& o = spec_.services[spec_.clients.front().to].outage;
+    if (!o) return std::nullopt;
+    const time_ns end = o->end == duration::max() ? spec_.duration + spec_.drain : o->end.count();
+    return report::outage_window{o->start.count(), end};
+  }
+  memory_need memory() const override;
+  void check_all(const std::vector<client_strategy>& all) const override;
+  run_info run(const client_strategy& strategy, std::uint64_t seed, engine& e,
+               report::recorder& out, const progress_fn& progress) override;
+  void handle(engine& e, const event& ev) override;
+
+ private:
+  void reset(const client_strategy& strategy, std::uint64_t seed, report::recorder& out);
+  // Callers.
+  void on_group_arrival(engine& e, std::uint32_t group);
+  void start_operation(engine& e, std::uint32_t group);
+  std::uint32_t open_call(engine& e, std::uint32_t edge, std::uint32_t service, std::uint32_t slot);
+  void attempt(engine& e, std::uint32_t c, bool paced);
+  std::uint32_t choose_replica(const call_record& c, time_ns now_ns);
+  void on_answer(engine& e, std::uint64_t payload, std::uint32_t how);
+  void call_over(engine& e, std::uint32_t c, outcome why);
+  const distribution& hop(const call_record& c) const {
+    return c.parent == no_index ? spec_.clients[c.group].latency
+                                : spec_.services[requests_[c.parent].service].calls[c.call].latency;
+  }
+  // Servers.
+  void on_arrive(engine& e, std::uint32_t r);
+  void admit(engine& e, std::uint32_t r);
+  void start_work(engine& e, std::uint32_t r);
+  void on_work_done(engine& e, std::uint32_t r);
+  void next_downstream(engine& e, std::uint32_t r);
+  void downstream_over(engine& e, std::uint32_t r, bool ok);
+  void finish(engine& e, std::uint32_t r, bool ok);
+  void reject(engine& e, std::uint32_t r, bool refused);
+  void answer(engine& e, std::uint32_t r, std::uint32_t how);
+  void serve_next(engine& e, std::uint32_t service, std::uint32_t replica);
+  void start_downstream(engine& e, std::uint32_t r, std::uint32_t i);
+  void release_admission(engine& e, std::uint32_t r, bool ok);
+  std::uint32_t root_of(std::uint32_t c) const;
+  void note_load(engine& e, std::uint32_t service);
+  service_bucket& bucket_of(std::uint32_t service, time_ns t);
+
+  std::uint32_t take_call();
+  std::uint32_t take_request();
+  replica_state& replica(std::uint32_t service, std::uint32_t r) {
+    return replicas_[replica_base_[service] + r];
+  }
+  void report_fields(report::recorder& out, time_ns end) const;
+
+  system_spec spec_;
+  std::vector<std::string> strategy_names_;  // check_all's, in the order of edge_guards
+  const std::vector<backoff::strategy>* guards_now_ = nullptr;  // the running strategy's edges
+
+  // One run's state. Lives and policies outlive the calls (their controllers point at both).
+  std::vector<client_strategy::live> lives_;
+  std::vector<retry_policy> policies_;    // per edge
+  std::vector<std::uint32_t> slot_edge_;  // per slot: its edge
+  std::vector<std::uint32_t> slot_base_;  // per service: its replicas' first slot
+  std::vector<call_record> calls_;
+  std::vector<std::uint32_t> free_calls_;
+  std::vector<request_record> requests_;
+  std::vector<std::uint32_t> free_requests_;
+  std::vector<replica_state> replicas_;
+  std::vector<std::uint32_t> replica_base_;
+  std::vector<std::uint32_t> round_robin_;
+  std::vector<service_counts> counts_;
+  std::vector<report::hdr_histogram> latency_;  // per service, ns, completed requests
+  std::vector<std::vector<service_bucket>> series_;
+  std::vector<std::uint64_t> group_started_;
+  std::uint32_t deepest_ = 0;  // the service with the largest depth
+  report::recorder* out_ = nullptr;
+  random_generator arrivals_rng_, server_rng_, client_rng_, network_rng_, fault_rng_;
+  std::uint64_t operations_ = 0, finished_ = 0;
+  std::int64_t total_in_flight_ = 0, total_queued_ = 0;
+  handler_id self_ = 0;
+};
+
+// ---- setup ----------------------------------------------------------------------------------
+
+memory_need system_runner::memory() const {
+  // Operations in flight: a closed group's users, or ten seconds of an open group's arrivals;
+  // each holds a call and a request per tier it has reached.
+  double in_flight = 0;
+  for (const client_group& g : spec_.clients) {
+    in_flight +=
+        g.arrivals == arrival_kind::closed ? g.users : std::max(g.rate, g.rate_to) * 10.0 + 1.0;
+  }
+  memory_need m;
+  const auto tiers = static_cast<double>(spec_.services.size());
+  m.per("clients", static_cast<std::int64_t>(in_flight * tiers),
+        sizeof(call_record) + sizeof(request_record), "calls and requests in flight");
+  m.over("run.duration", spec_.duration + spec_.drain, spec_.bucket);
+  return m;
+}
+
+void system_runner::check_all(const std::vector<client_strategy>& all) const {
+  // Resolved once, before any run (make_model calls this before the runner starts).
+  auto& self = const_cast<system_runner&>(*this);
+  self.spec_.resolve(all);
+  self.strategy_names_.clear();
+  for (const client_strategy& s : all) self.strategy_names_.push_back(s.name());
+  const guard_support can{.breaker = true, .deadline = true};
+  for (std::size_t s = 0; s < all.size(); ++s) {
+    for (std::size_t e = 0; e < spec_.edges.size(); ++e) {
+      const backoff::strategy& g = spec_.edge_guards[s][e];
+      std::optional<guard_refusal> refused = g.refusal(can);
+      if (!refused && g.window)
+        refused = guard_refusal{"window", "an edge's calls are not paced by a window"};
+      if (refused) {
+        throw scenario_error(all[s].where() + ": strategy " + all[s].name() + ": edge " +
+                             spec_.edges[e].name + ": the system model cannot honour " +
+                             std::string(refused->key) + ": " + refused->why);
+      }
+    }
+  }
+}
+
+void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
+                          report::recorder& out) {
+  out_ = &out;
+  calls_.clear();  // before the lives their controllers point into
+  free_calls_.clear();
+  requests_.clear();
+  free_requests_.clear();
+  const auto named = std::find(strategy_names_.begin(), strategy_names_.end(), strategy.name());
+  const std::vector<backoff::strategy>& guards =
+      spec_.edge_guards[static_cast<std::size_t>(named - strategy_names_.begin())];
+  guards_now_ = &guards;
+  policies_.clear();
+  for (const backoff::strategy& g : guards) policies_.push_back(g.retry());
+  // Slots: one per client group, then one per (replica, call) of each service: each caller keeps
+  // its own budget, breaker and limiter, as each real client process does.
+  slot_edge_.clear();
+  for (const client_group& g : spec_.clients) slot_edge_.push_back(g.edge);
+  slot_base_.clear();
+  replica_base_.clear();
+  replicas_.clear();
+  for (const service_spec& s : spec_.services) {
+    slot_base_.push_back(static_cast<std::uint32_t>(slot_edge_.size()));
+    replica_base_.push_back(static_cast<std::uint32_t>(replicas_.size()));
+    for (std::uint32_t r = 0; r < s.replicas; ++r) {
+      for (const call_spec& c : s.calls) slot_edge_.push_back(c.edge);
+      replica_state& st = replicas_.emplace_back();
+      if (s.adaptive) st.adaptive = std::make_unique<concurrency_limiter>(*s.adaptive);
+    }
+  }
+  lives_.clear();
+  lives_.reserve(slot_edge_.size());
+  for (const std::uint32_t edge : slot_edge_) lives_.push_back(guards[edge].instantiate());
+  round_robin_.assign(spec_.services.size(), 0);
+  counts_.assign(spec_.services.size(), {});
+  latency_.assign(
+      spec_.services.size(),
+      report::hdr_histogram(86'400'000'000'000, report::hdr_precision::significant_digits(3)));
+  series_.assign(spec_.services.size(), {});
+  group_started_.assign(spec_.clients.size(), 0);
+  deepest_ = 0;
+  for (std::uint32_t s = 0; s < spec_.services.size(); ++s) {
+    if (spec_.services[s].depth > spec_.services[deepest_].depth) deepest_ = s;
+  }
+  arrivals_rng_ = random_generator{stream_seed(seed, stream::workload)};
+  server_rng_ = random_generator{stream_seed(seed, stream::server)};
+  client_rng_ = random_generator{stream_seed(seed, stream::client)};
+  network_rng_ = random_generator{stream_seed(seed, stream::network)};
+  fault_rng_ = random_generator{stream_seed(seed, stream::outage)};
+  operations_ = finished_ = 0;
+  total_in_flight_ = total_queued_ = 0;
+  out.work_label("requests served (every service)");
+}
+
+run_info system_runner::run(const client_strategy& strategy, std::uint64_t seed, engine& e,
+                            report::recorder& out, const progress_fn& progress) {
+  reset(strategy, seed, out);
+  self_ = e.add(*this);
+  for (std::uint32_t g = 0; g < spec_.clients.size(); ++g) {
+    const client_group& group = spec_.clients[g];
+    if (group.arrivals == arrival_kind::closed) {
+      for (std::uint32_t u = 0; u < group.users; ++u) start_operation(e, g);
+    } else {
+      e.schedule_at(0, self_, group_arrival, g);
+    }
+  }
+  const time_ns limit = spec_.duration + spec_.drain;
+  const time_ns slice = std::max<time_ns>(spec_.bucket, 1'000'000'000);
+  time_ns t = 0;
+  while (e.pending() > 0 && t < limit) {
+    t = std::min(t + slice, limit);
+    e.run_until(t);
+    if (progress) progress(static_cast<double>(t) / static_cast<double>(limit));
+  }
+  const time_ns end = e.now();
+  for (const call_record& c : calls_) {
+    if (c.in_use && c.parent == no_index) {
+      out.operation_done({c.operation, c.started, end, c.attempts, report::op_status::unfinished});
+    }
+  }
+  report_fields(out, end);
+  calls_.clear();  // before the lives: a controller with an attempt in flight holds a permit
+  return {end, e.events_processed()};
+}
+
+void system_runner::handle(engine& e, const event& ev) {
+  const auto index = static_cast<std::uint32_t>(ev.payload);
+  switch (ev.kind) {
+    case group_arrival:
+      return on_group_arrival(e, index);
+    case user_wakes:
+      return start_operation(e, index);
+    case send_now:
+      return attempt(e, index, true);
+    case retry_wake:
+      return attempt(e, index, false);
+    case arrive:
+      return on_arrive(e, index);
+    case resume:
+      return admit(e, index);
+    case work_done:
+      return on_work_done(e, index);
+    case answer_ok:
+    case answer_failed:
+    case answer_refused:
+    case attempt_timeout:
+      return on_answer(e, ev.payload, ev.kind);
+    default:
+      return;
+  }
+}
+
+// ---- callers --------------------------------------------------------------------------------
+
+std::uint32_t system_runner::take_call() {
+  std::uint32_t c;
+  if (!free_calls_.empty()) {
+    c = free_calls_.back();
+    free_calls_.pop_back();
+  } else {
+    c = static_cast<std::uint32_t>(calls_.size());
+    calls_.emplace_back();
+  }
+  call_record& rec = calls_[c];
+  const std::uint32_t generation = rec.generation;
+  rec = call_record{};
+  rec.generation = generation;
+  rec.in_use = true;
+  return c;
+}
+
+std::uint32_t system_runner::take_request() {
+  std::uint32_t r;
+  if (!free_requests_.empty()) {
+    r = free_requests_.back();
+    free_requests_.pop_back();
+  } else {
+    r = static_cast<std::uint32_t>(requests_.size());
+    requests_.emplace_back();
+  }
+  requests_[r] = request_record{};
+  requests_[r].in_use = true;
+  return r;
+}
+
+// The next arrival of an open group: a Poisson process (for a ramp, thinned from its highest
+// rate so that the rate follows the ramp exactly), or evenly spaced.
+void system_runner::on_group_arrival(engine& e, std::uint32_t g) {
+  const client_group& group = spec_.clients[g];
+  if (e.now() >= spec_.duration) return;
+  if (group.operations > 0 && group_started_[g] >= group.operations) return;
+  const auto rate_at = [&](time_ns t) {
+    if (group.arrivals != arrival_kind::ramp) return group.rate;
+    const double f = std::min(1.0, static_cast<double>(t) / static_cast<double>(group.ramp_over));
+    return group.rate + (group.rate_to - group.rate) * f;
+  };
+  const bool accepted =
+      group.arrivals != arrival_kind::ramp ||
+      uniform01(arrivals_rng_) * std::max(group.rate, group.rate_to) < rate_at(e.now());
+  if (accepted && (e.now() > 0 || group.arrivals != arrival_kind::ramp || group.rate > 0)) {
+    start_operation(e, g);
+  }
+  const double top =
+      group.arrivals == arrival_kind::ramp ? std::max(group.rate, group.rate_to) : group.rate;
+  if (top <= 0) return;
+  const double gap = group.arrivals == arrival_kind::constant
+                         ? 1e9 / top
+                         : exponential_variate(arrivals_rng_, 1e9 / top);
+  e.schedule_after(std::max<time_ns>(1, static_cast<time_ns>(gap + 0.5)), self_, group_arrival, g);
+}
+
+void system_runner::start_operation(engine& e, std::uint32_t g) {
+  const client_group& group = spec_.clients[g];
+  ++group_started_[g];
+  const std::uint32_t c = open_call(e, group.edge, group.to, g);
+  call_record& rec = calls_[c];
+  rec.group = g;
+  rec.operation = operations_++;
+  rec.root = c;
+  out_->operation_started(e.now());
+  attempt(e, c, false);
+}
+
+std::uint32_t system_runner::open_call(engine& e, std::uint32_t edge, std::uint32_t service,
+                                       std::uint32_t slot) {
+  const std::uint32_t c = take_call();
+  call_record& rec = calls_[c];
+  rec.edge = edge;
+  rec.service = service;
+  rec.slot = slot;
+  rec.started = e.now();
+  rec.control.emplace(policies_[edge], duration{e.now()}, lives_[slot].gates());
+  return c;
+}
+
+void system_runner::attempt(engine& e, std::uint32_t c, bool paced) {
+  call_record& rec = calls_[c];
+  if (rec.deadline > 0 && e.now() >= rec.deadline)
+    return call_over(e, c, outcome::deadline_exceeded);
+  if (!paced) {
+    const auto g = rec.control->before_attempt(duration{e.now()}, client_rng_);
+    if (!g.send) return call_over(e, c, g.stop);
+    if (g.wait.count() > 0) return e.schedule_after(g.wait.count(), self_, send_now, c);
+  }
+  ++rec.attempts;
+  const std::uint32_t generation = ++rec.generation;
+  rec.waiting = true;
+  if (rec.parent == no_index) out_->attempt(e.now());
+  const std::uint32_t replica_index = choose_replica(rec, e.now());
+  rec.last_replica = replica_index;
+  // The deadline the request carries: the one this call received, and its own when its edge
+  // propagates one (the operation's total, or this attempt's timeout).
+  const backoff::strategy& guards = (*guards_now_)[rec.edge];
+  time_ns limit = 0;  // this attempt's timeout
+  time_ns carried = rec.deadline;
+  if (guards.deadline) {
+    const time_ns per = guards.deadline->per_attempt.count();
+    if (per > 0) {
+      limit = per;
+      if (rec.control->has_deadline() && !rec.control->at_deadline()) {
+        limit = std::clamp<time_ns>(rec.control->deadline().count() - e.now(), 1, per);
+      }
+    }
+    if (guards.deadline->propagate) {
+      time_ns own = limit > 0 ? e.now() + limit : 0;
+      if (rec.control->has_deadline() && rec.control->deadline() != duration::max()) {
+        own = own > 0 ? std::min(own, rec.control->deadline().count())
+                      : rec.control->deadline().count();
+      }
+      if (own > 0) carried = carried > 0 ? std::min(carried, own) : own;
+    }
+  }
+  const std::uint32_t r = take_request();
+  request_record& req = requests_[r];
+  req.call = c;
+  req.generation = generation;
+  req.service = rec.service;
+  req.replica = replica_index;
+  req.deadline = carried;
+  req.depth = rec.parent == no_index ? 1 : requests_[rec.parent].depth + 1;
+  if (limit > 0) e.schedule_after(limit, self_, attempt_timeout, pack(c, generation));
+  e.schedule_after(hop(rec).sample(network_rng_, 0), self_, arrive, r);
+}
+
+// The edge's balancer over the replicas not ejected; a retry avoids the replica of the attempt
+// before when there is another.
+std::uint32_t system_runner::choose_replica(const call_record& c, time_ns now_ns) {
+  const service_spec& s = spec_.services[c.service];
+  const std::uint32_t n = s.replicas;
+  if (n == 1) return 0;
+  const auto usable = [&](std::uint32_t r) {
+    return (c.attempts <= 1 || r != c.last_replica) &&
+           replica(c.service, r).ejected_until <= now_ns;
+  };
+  std::uint32_t choice = 0;
+  switch (s.balance) {
+    case balance_kind::round_robin:
+      choice = round_robin_[c.service]++ % n;
+      break;
+    case balance_kind::random:
+      choice = static_cast<std::uint32_t>(uniform01(client_rng_) * n);
+      break;
+    case balance_kind::least_request: {
+      // Two choices (Mitzenmacher 2001; Envoy's LEAST_REQUEST): the less loaded of two at random.
+      const auto a = static_cast<std::uint32_t>(uniform01(client_rng_) * n);
+      auto b = static_cast<std::uint32_t>(uniform01(client_rng_) * (n - 1));
+      if (b >= a) ++b;
+      choice = replica(c.service, b).connections < replica(c.service, a).connections ? b : a;
+      break;
+    }
+  }
+  for (std::uint32_t step = 0; step < n; ++step) {
+    const std::uint32_t r = (choice + step) % n;
+    if (usable(r)) return r;
+  }
+  return choice;  // every replica ejected or the one before: the balancer's own pick
+}
+
+void system_runner::on_answer(engine& e, std::uint64_t payload, std::uint32_t how) {
+  const auto c = static_cast<std::uint32_t>(payload);
+  const auto generation = static_cast<std::uint32_t>(payload >> 32);
+  call_record& rec = calls_[c];
+  if (!rec.in_use || !rec.waiting || rec.generation != generation) return;  // stale
+  rec.waiting = false;
+  verdict v = verdict::success();
+  if (how != answer_ok) {
+    v = verdict::retryable();
+    v.timeout = how == attempt_timeout;
+    v.not_sent = how == answer_refused;
+    if (rec.parent == no_index) {
+      if (v.timeout) {
+        out_->timeout(e.now());
+      } else {
+        out_->error(e.now());
+      }
+    }
+  }
+  const auto d = rec.control->after(v, duration{e.now()}, client_rng_);
+  if (v.kind == verdict_kind::success) return call_over(e, c, outcome::succeeded);
+  if (!d.retry) return call_over(e, c, d.stop);
+  e.schedule_after(d.delay.count(), self_, retry_wake, c);
+}
+
+void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
+  call_record& rec = calls_[c];
+  rec.control.reset();
+  rec.in_use = false;
+  rec.waiting = false;
+  free_calls_.push_back(c);
+  const bool ok = why == outcome::succeeded;
+  if (rec.parent != no_index) return downstream_over(e, rec.parent, ok);
+  const std::uint32_t g = rec.group;
+  out_->operation_done(
+      {rec.operation, rec.started, e.now(), rec.attempts, report::status_of(why), why});
+  if (ok) out_->success(e.now());
+  ++finished_;
+  const client_group& group = spec_.clients[g];
+  if (group.arrivals == arrival_kind::closed && e.now() < spec_.duration &&
+      (group.operations == 0 || group_started_[g] < group.operations)) {
+    // The user thinks, then starts the next operation.
+    const time_ns think = group.think.sample(arrivals_rng_, 0);
+    if (think == 0) return start_operation(e, g);
+    e.schedule_after(think, self_, user_wakes, g);
+  }
+}
+
+// ---- servers --------------------------------------------------------------------------------
+
+service_bucket& system_runner::bucket_of(std::uint32_t service, time_ns t) {
+  auto& series = series_[service];
+  const auto i = static_cast<std::size_t>(t / spec_.bucket);
+  if (series.size() <= i) series.resize(i + 1);
+  return series[i];
+}
+
+void system_runner::note_load(engine& e, std::uint32_t service) {
+  service_counts& n = counts_[service];
+  n.peak_in_flight = std::max(n.peak_in_flight, n.in_flight);
+  service_bucket& b = bucket_of(service, e.now());
+  b.peak_in_flight = std::max(b.peak_in_flight, n.in_flight);
+  b.peak_queue = std::max(b.peak_queue, n.queued);
+  out_->load(e.now(), total_in_flight_ - total_queued_, total_queued_);
+}
+
+void system_runner::on_arrive(engine& e, std::uint32_t r) {
+  request_record& req = requests_[r];
+  const service_spec& s = spec_.services[req.service];
+  replica_state& rep = replica(req.service, req.replica);
+  service_counts& n = counts_[req.service];
+  const call_record& caller = calls_[req.call];
+  ++n.attempts;
+  service_bucket& b = bucket_of(req.service, e.now());
+  ++b.attempts;
+  if (caller.attempts == 1) {
+    ++n.arrivals;
+    ++b.arrivals;
+  }
+  if (req.service == deepest_) ++calls_[root_of(req.call)].deepest;
+  req.arrived = e.now();
+  // The accept limit: refused at once, as a full listen backlog or a connection cap does.
+  if (s.max_connections > 0 && rep.connections >= s.max_connections) return reject(e, r, true);
+  // Admission: shed before any work.
+  if (s.admission == admission_kind::concurrency) {
+    if (rep.admitted >= s.concurrency) return reject(e, r, false);
+    ++rep.admitted;
+    req.admitted = true;
+  } else if (s.admission == admission_kind::adaptive) {
+    req.permit = rep.adaptive->try_acquire(duration{e.now()});
+    if (!req.permit) return reject(e, r, false);
+    req.admitted = true;
+  }
+  ++rep.connections;
+  ++n.in_flight;
+  ++total_in_flight_;
+  if (!s.faults.empty()) {
+    const faults::fault_decision d =
+        faults::decide(s.faults, duration{e.now()},
+                       {"/", [](std::string_view) { return std::string_view{}; }}, fault_rng_);
+    if (d.reset) return finish(e, r, false);
+    req.delay = d.delay.count();
+    if (d.abort_status) {
+      req.failed = true;
+      return finish(e, r, false);
+    }
+    if (d.hold_until && d.hold_until->count() > e.now()) {
+      return e.schedule_at(d.hold_until->count(), self_, resume, r);
+    }
+  }
+  admit(e, r);
+}
+
+// Into service, or into the queue; a full queue rejects.
+void system_runner::admit(engine& e, std::uint32_t r) {
+  request_record& req = requests_[r];
+  const service_spec& s = spec_.services[req.service];
+  replica_state& rep = replica(req.service, req.replica);
+  if (s.workers == 0 || rep.busy < s.workers) {
+    ++rep.busy;
+    req.worker = true;
+    note_load(e, req.service);
+    return start_work(e, r);
+  }
+  if (rep.queue.size() >= s.queue) {
+    --rep.connections;
+    --counts_[req.service].in_flight;
+    --total_in_flight_;
+    return reject(e, r, false);
+  }
+  if (rep.queue.empty()) rep.last_empty = e.now();
+  rep.queue.push_back(r);
+  req.queued_at = e.now();
+  ++counts_[req.service].queued;
+  ++total_queued_;
+  note_load(e, req.service);
+}
+
+void system_runner::start_work(engine& e, std::uint32_t r) {
+  request_record& req = requests_[r];
+  const service_spec& s = spec_.services[req.service];
+  // A request whose deadline has passed is not worth serving: it costs expired_cost, then fails.
+  if (req.deadline > 0 && e.now() >= req.deadline) {
+    req.failed = true;
+    return e.schedule_after(s.expired_cost, self_, work_done, r);
+  }
+  const auto in_service = static_cast<std::int64_t>(replica(req.service, req.replica).busy);
+  e.schedule_after(s.service_time.sample(server_rng_, in_service), self_, work_done, r);
+}
+
+void system_runner::on_work_done(engine& e, std::uint32_t r) {
+  request_record& req = requests_[r];
+  out_->work(e.now(), 1.0);
+  if (req.failed) return finish(e, r, false);
+  const service_spec& s = spec_.services[req.service];
+  if (s.calls.empty()) return finish(e, r, true);
+  if (!s.fan_out) return next_downstream(e, r);
+  // Fanned out: every call at once; the request answers when the last is over.
+  req.pending = 1;  // held until every call is made, so that one over at once does not finish it
+  for (std::uint32_t i = 0; i < s.calls.size(); ++i) {
+    if (uniform01(server_rng_) >= s.calls[i].probability) continue;
+    ++requests_[r].pending;
+    start_downstream(e, r, i);
+  }
+  downstream_over(e, r, true);
+}
+
+// The next call made in order (those skipped by their probability passed over).
+void system_runner::next_downstream(engine& e, std::uint32_t r) {
+  const service_spec& s = spec_.services[requests_[r].service];
+  while (requests_[r].next_call < s.calls.size()) {
+    const std::uint32_t i = requests_[r].next_call++;
+    if (uniform01(server_rng_) >= s.calls[i].probability) continue;
+    requests_[r].pending = 1;
+    return start_downstream(e, r, i);
+  }
+  finish(e, r, !requests_[r].failed);
+}
+
+void system_runner::start_downstream(engine& e, std::uint32_t r, std::uint32_t i) {
+  const request_record& req = requests_[r];
+  const call_spec& call = spec_.services[req.service].calls[i];
+  if (spec_.max_depth > 0 && req.depth >= spec_.max_depth) {
+    return downstream_over(e, r, false);  // deeper than run.max_depth: not made
+  }
+  const std::uint32_t slot =
+      slot_base_[req.service] +
+      req.replica * static_cast<std::uint32_t>(spec_.services[req.service].calls.size()) + i;
+  const std::uint32_t root = root_of(req.call);
+  const std::uint32_t c = open_call(e, call.edge, call.to, slot);
+  call_record& rec = calls_[c];
+  rec.parent = r;
+  rec.call = i;
+  rec.root = root;
+  rec.deadline = requests_[r].deadline;
+  attempt(e, c, false);
+}
+
+void system_runner::downstream_over(engine& e, std::uint32_t r, bool ok) {
+  request_record& req = requests_[r];
+  if (!ok) req.failed = true;
+  if (--req.pending > 0) return;
+  if (spec_.services[req.service].fan_out || req.failed) return finish(e, r, !req.failed);
+  next_downstream(e, r);
+}
+
+// The request is over at its replica: its worker and connection go, and its answer goes back.
+void system_runner::finish(engine& e, std::uint32_t r, bool ok) {
+  request_record& req = requests_[r];
+  const std::uint32_t service = req.service;
+  const std::uint32_t replica_index = req.replica;
+  replica_state& rep = replica(service, replica_index);
+  const service_spec& s = spec_.services[service];
+  service_counts& n = counts_[service];
+  --rep.connections;
+  --n.in_flight;
+  --total_in_flight_;
+  release_admission(e, r, ok);
+  if (ok) {
+    ++n.completed;
+    ++bucket_of(service, e.now()).completed;
+    latency_[service].record(e.now() - req.arrived);
+  } else {
+    ++n.failed;
+    ++bucket_of(service, e.now()).failed;
+  }
+  if (s.ejection.on) {
+    rep.failures_in_a_row = ok ? 0 : rep.failures_in_a_row + 1;
+    if (rep.failures_in_a_row >= s.ejection.failures && rep.ejected_until <= e.now()) {
+      std::uint32_t out = 0;
+      for (std::uint32_t i = 0; i < s.replicas; ++i)
+        out += replica(service, i).ejected_until > e.now();
+      if (static_cast<double>(out + 1) <= s.ejection.max_share * s.replicas || out == 0) {
+        rep.ejected_until = e.now() + s.ejection.base * ++rep.times_ejected;
+        rep.failures_in_a_row = 0;
+      }
+    }
+  }
+  const bool worker = req.worker;
+  answer(e, r, ok ? answer_ok : answer_failed);
+  if (worker) {
+    --rep.busy;
+    serve_next(e, service, replica_index);
+  }
+  note_load(e, service);
+}
+
+void system_runner::release_admission(engine& e, std::uint32_t r, bool ok) {
+  request_record& req = requests_[r];
+  if (!req.admitted) return;
+  req.admitted = false;
+  replica_state& rep = replica(req.service, req.replica);
+  if (spec_.services[req.service].admission == admission_kind::concurrency) {
+    --rep.admitted;
+  } else {
+    rep.adaptive->release(req.permit, duration{e.now()},
+                          ok ? limit_outcome::success : limit_outcome::dropped);
+  }
+}
+
+// A request turned away without service: refused at the accept limit (the caller knows it was
+// not sent), or shed (admission, a full queue, CoDel).
+void system_runner::reject(engine& e, std::uint32_t r, bool refused) {
+  const std::uint32_t service = requests_[r].service;
+  ++counts_[service].rejected;
+  ++bucket_of(service, e.now()).rejected;
+  answer(e, r, refused ? answer_refused : answer_failed);
+}
+
+// The answer travels back over the caller's hop; the request's record is free from now on.
+void system_runner::answer(engine& e, std::uint32_t r, std::uint32_t how) {
+  request_record& req = requests_[r];
+  const call_record& caller = calls_[req.call];
+  // A caller that gave up on this attempt (timed out, or over) ignores the answer: not sent.
+  if (caller.in_use && caller.waiting && caller.generation == req.generation) {
+    e.schedule_after(req.delay + hop(caller).sample(network_rng_, 0), self_, how,
+                     pack(req.call, req.generation));
+  }
+  req.in_use = false;
+  free_requests_.push_back(r);
+}
+
+// Workers free: the queue's next request by the discipline; CoDel drops what waited too long.
+void system_runner::serve_next(engine& e, std::uint32_t service, std::uint32_t replica_index) {
+  const service_spec& s = spec_.services[service];
+  replica_state& rep = replica(service, replica_index);
+  while (!rep.queue.empty() && (s.workers == 0 || rep.busy < s.workers)) {
+    // Standing: the queue has not been empty for a whole interval (Fail at Scale's test).
+    const bool standing = e.now() - rep.last_empty > s.discipline.interval;
+    const bool newest = s.discipline.kind == discipline_kind::lifo ||
+                        (s.discipline.kind == discipline_kind::adaptive_lifo && standing);
+    const std::uint32_t r = newest ? rep.queue.back() : rep.queue.front();
+    if (newest) {
+      rep.queue.pop_back();
+    } else {
+      rep.queue.pop_front();
+    }
+    if (rep.queue.empty()) rep.last_empty = e.now();
+    --counts_[service].queued;
+    --total_queued_;
+    if (s.discipline.kind == discipline_kind::codel) {
+      const time_ns allowed = standing ? s.discipline.target : s.discipline.interval;
+      if (e.now() - requests_[r].queued_at > allowed) {
+        --rep.connections;
+        --counts_[service].in_flight;
+        --total_in_flight_;
+        release_admission(e, r, false);
+        reject(e, r, false);
+        continue;
+      }
+    }
+    ++rep.busy;
+    requests_[r].worker = true;
+    start_work(e, r);
+  }
+  if (rep.queue.empty()) rep.last_empty = e.now();
+}
+
+std::uint32_t system_runner::root_of(std::uint32_t c) const {
+  return calls_[c].root;
+}
+
+// summary.json's `services` and the model's own figures.
+void system_runner::report_fields(report::recorder& out, time_ns end) const {
+  (void)end;
+  const auto ops = static_cast<double>(operations_);
+  const auto per_op = [&](std::uint64_t n) -> std::optional<double> {
+    if (operations_ == 0) return std::nullopt;
+    return static_cast<double>(n) / ops;
+  };
+  out.field("deepest_calls_per_request", per_op(counts_[deepest_].attempts));
+  for (std::uint32_t i = 0; i < spec_.services.size(); ++i) {
+    const service_counts& n = counts_[i];
+    const std::string p = "services." + spec_.services[i].name + ".";
+    out.field(p + "arrivals", static_cast<double>(n.arrivals));
+    out.field(p + "attempts", static_cast<double>(n.attempts));
+    out.field(p + "completed", static_cast<double>(n.completed));
+    out.field(p + "rejected", static_cast<double>(n.rejected));
+    out.field(p + "failed", static_cast<double>(n.failed));
+    out.field(p + "amplification", per_op(n.attempts));
+    out.field(p + "peak_in_flight", static_cast<double>(n.peak_in_flight));
+    const report::hdr_histogram& h = latency_[i];
+    for (const auto& [name, q] :
+         {std::pair{"p50", 0.5}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
+      out.field(p + "latency_s." + name,
+                h.count() == 0
+                    ? std::nullopt
+                    : std::optional<double>(static_cast<double>(h.value_at_quantile(q)) * 1e-9));
+    }
+  }
+}
+
+const model_registration system_registration{
+    "system",
+    [](config_reader& keys) { return std::unique_ptr<model_runner>(new system_runner(keys)); }};
+
+}  // namespace
+}  // namespace backoff::sim::system_model

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// The system model's run state (docs/SYSTEMS.md): the records of the calls (a retry loop on an
+// edge: a client's operation, or a service's call downstream) and of the requests (one attempt
+// at one replica), and each replica's workers, queue, accept limit and admission. The model
+// (system_model.cpp) moves them through events; this header only holds them, so that the
+// caller's side and the server's side read the same layout.
+//
+// Life of one attempt: a call asks its retry controller (the library's) before each attempt,
+// picks a replica (its edge's balancer, another replica for a retry), and sends a request that
+// arrives after the hop's latency. The replica refuses it at once (accept limit), sheds it
+// (admission limit, full queue, CoDel), fails it (a fault), or serves it: a worker for its
+// service time, then its own calls downstream, in order or fanned out, holding the worker. Its
+// answer comes back after the hop's latency; an attempt cut at its timeout leaves the request
+// running, its answer ignored when it comes (the generation it carries is stale).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "backoff/concurrency_limit.hpp"
+#include "backoff/retry.hpp"
+#include "report/hdr_histogram.hpp"
+#include "sim/engine/engine_types.hpp"
+
+namespace backoff::sim::system_model {
+
+inline constexpr std::uint32_t no_index = UINT32_MAX;
+
+struct call_record {
+  std::optional<retry_controller> control;
+  std::uint32_t parent = no_index;  // the request making it; none for a client's operation
+  std::uint32_t group = 0;          // a client's operation: its group
+  std::uint32_t edge = 0;
+  std::uint32_t service = 0;     // where its attempts go
+  std::uint32_t slot = 0;        // whose guards (lives_): a group, or a replica's call
+  std::uint32_t call = 0;        // its index in the parent service's calls
+  std::uint32_t generation = 0;  // of the attempt in flight; never reset, so slots can be reused
+  std::uint32_t last_replica = no_index;
+  std::uint32_t attempts = 0;  // sent
+  time_ns deadline = 0;        // received from upstream (0: none)
+  time_ns started = 0;
+  std::uint64_t operation = 0;    // a client's operation: its id
+  std::uint32_t deepest = 0;      // a client's operation: attempts that reached the deepest tier
+  std::uint32_t root = no_index;  // the client operation's call this one serves
+  bool waiting = false;           // an attempt's answer is awaited
+  bool in_use = false;
+};
+
+struct request_record {
+  std::uint32_t call = no_index;  // whose attempt it is
+  std::uint32_t generation = 0;
+  std::uint32_t service = 0, replica = 0;
+  std::uint32_t pending = 0;    // calls downstream in flight
+  std::uint32_t next_call = 0;  // the next call in order
+  std::uint32_t depth = 1;      // 1 at a client's service
+  time_ns arrived = 0, queued_at = 0, deadline = 0, delay = 0;
+  limit_permit permit;
+  bool worker = false, admitted = false, failed = false, in_use = false;
+};
+
+struct replica_state {
+  std::uint32_t busy = 0;         // workers serving
+  std::uint32_t connections = 0;  // requests held: queued, served, or waiting downstream
+  std::uint32_t admitted = 0;     // under a concurrency(N) limit
+  std::deque<std::uint32_t> queue;
+  time_ns last_empty = 0;  // when the queue was last empty (CoDel, adaptive LIFO)
+  std::uint32_t failures_in_a_row = 0;
+  std::uint32_t times_ejected = 0;
+  time_ns ejected_until = 0;
+  std::unique_ptr<concurrency_limiter> adaptive;
+};
+
+// What one service saw in one run (summary.json's `services`, services.csv).
+struct service_counts {
+  std::uint64_t arrivals = 0;   // first attempts of the calls to it
+  std::uint64_t attempts = 0;   // every request that reached it
+  std::uint64_t completed = 0;  // answered with success
+  std::uint64_t rejected = 0;   // refused, shed or dropped without service
+  std::uint64_t failed = 0;     // served, but the answer was a failure
+  std::int64_t in_flight = 0, peak_in_flight = 0, queued = 0;
+};
+
+struct service_bucket {
+  std::uint64_t arrivals = 0, attempts = 0, completed = 0, rejected = 0, failed = 0;
+  std::int64_t peak_in_flight = 0, peak_queue = 0;
+};
+
+}  // namespace backoff::sim::system_model

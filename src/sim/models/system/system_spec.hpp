@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// A system scenario as the system model runs it (docs/SYSTEMS.md): services with their replicas,
+// queues, limits and downstream calls; client groups; the edges' guards, per compared strategy.
+// Everything is read and checked here, once, when the scenario loads: unknown services and
+// edges, bad capacities and distributions, calls that form a cycle, each one line naming the
+// key's file position. The run (system_model.cpp) only follows indices.
+//
+//   system_spec spec = read_system(keys);            // keys: the scenario's config_reader
+//   spec.resolve(strategies);                        // each strategy's guards on every edge
+//   const backoff::strategy& g = spec.edge_guards[strategy_index][edge_index];
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backoff/concurrency_limit.hpp"
+#include "backoff/strategy.hpp"
+#include "distribution.hpp"
+#include "faults/faults.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/scenario/strategy.hpp"
+
+namespace backoff::sim::system_model {
+
+enum class balance_kind : std::uint8_t { round_robin, random, least_request };
+enum class discipline_kind : std::uint8_t { fifo, lifo, adaptive_lifo, codel };
+enum class admission_kind : std::uint8_t { none, concurrency, adaptive };
+
+// Facebook's controlled-delay queue ("Fail at Scale", 2015): a request that waited longer than
+// `target` while the queue has not been empty for `interval` is dropped (and one that waited
+// longer than `interval` in any case). Adaptive LIFO serves newest first while the queue has
+// not been empty for `interval`.
+struct discipline_spec {
+  discipline_kind kind = discipline_kind::fifo;
+  time_ns target = 5'000'000;
+  time_ns interval = 100'000'000;
+};
+
+// Envoy's outlier detection (consecutive_5xx): a replica that fails `failures` answers in a row
+// is taken out of balancing for base * (times ejected) , while no more than max_share of the
+// replicas are out.
+struct ejection_spec {
+  bool on = false;
+  std::uint32_t failures = 5;
+  time_ns base = 30'000'000'000;
+  double max_share = 0.1;
+};
+
+struct call_spec {
+  std::uint32_t to = 0;    // service index
+  std::uint32_t edge = 0;  // edge index
+  distribution latency;    // one way, each direction
+  double probability = 1;  // the share of requests that make this call
+};
+
+struct service_spec {
+  std::string name, where;
+  std::uint32_t replicas = 1;
+  balance_kind balance = balance_kind::round_robin;
+  std::uint32_t workers = 8;  // 0: no limit (a goroutine per request)
+  std::uint32_t queue = 1000;
+  std::uint32_t max_connections = 0;  // 0: no accept limit
+  discipline_spec discipline;
+  distribution service_time;
+  admission_kind admission = admission_kind::none;
+  std::uint32_t concurrency = 0;               // admission concurrency(N)
+  std::optional<limit_config> adaptive;        // admission adaptive(...)
+  faults::fault_plan faults;                   // errors and the fault schedule
+  std::optional<faults::fault_window> outage;  // the first outage, for recovery_s
+  time_ns expired_cost = 0;
+  ejection_spec ejection;
+  std::vector<call_spec> calls;
+  bool fan_out = false;
+  std::uint32_t depth = 0;  // the longest chain of calls from a client to it (1: a client's)
+};
+
+enum class arrival_kind : std::uint8_t { poisson, constant, ramp, closed };
+
+struct client_group {
+  std::string name, where;
+  std::uint32_t to = 0, edge = 0;
+  arrival_kind arrivals = arrival_kind::poisson;
+  double rate = 0;               // per second (poisson, constant; ramp: the start)
+  double rate_to = 0;            // ramp: the end
+  time_ns ramp_over = 0;         // ramp: how long the rate takes to go from rate to rate_to
+  std::uint32_t users = 0;       // closed
+  distribution think;            // closed: between an operation's end and the next
+  distribution latency;          // one way, to the service and back
+  std::uint64_t operations = 0;  // 0: until run.duration
+};
+
+struct edge_spec {
+  std::string name, where;
+  backoff::strategy defaults;
+};
+
+struct system_spec {
+  std::vector<service_spec> services;
+  std::vector<client_group> clients;
+  std::vector<edge_spec> edges;
+  time_ns duration = 60'000'000'000;  // arrivals stop
+  time_ns drain = 30'000'000'000;     // then operations in flight may finish
+  time_ns bucket = 1'000'000'000;
+  std::uint32_t max_depth = 0;  // 0: calls must not form a cycle
+  // resolve(): per strategy (scenario order), per edge, the guards that strategy runs with.
+  std::vector<std::vector<backoff::strategy>> edge_guards;
+
+  // Lays each strategy's edge.NAME.KEY settings over the edges' defaults and validates them;
+  // throws scenario_error naming the setting.
+  void resolve(const std::vector<client_strategy>& strategies);
+  std::optional<std::uint32_t> edge_index(std::string_view name) const;
+};
+
+// Reads [run], [service.*], [[clients]] and [edge.*]; throws scenario_error.
+system_spec read_system(config_reader& keys);
+
+}  // namespace backoff::sim::system_model
