@@ -77,18 +77,20 @@ void put_value(toml::table& root, const std::string& key, const std::string& nam
       at->insert(parts[i], toml::table{});
       next = at->get(parts[i]);
     }
-    if (toml::array* list = next->as_array()) {
+    if (toml::array* list = next->as_array(); list != nullptr && i + 2 < parts.size()) {
+      // "clients.0.arrivals": a position in an array of tables.
       std::size_t index = 0;
       const std::string& part = parts[i + 1];
       const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
-      if (ec != std::errc{} || end != part.data() + part.size() || index >= list->size() ||
-          !list->get(index)->is_table() || i + 2 >= parts.size()) {
-        throw scenario_error(named + ": " + parts[i] + "." + part + " is not a table in " +
-                             parts[i] + " (" + std::to_string(list->size()) + " of them)");
+      if (ec == std::errc{} && end == part.data() + part.size()) {
+        if (index >= list->size() || !list->get(index)->is_table()) {
+          throw scenario_error(named + ": " + parts[i] + " has no table " + part + " (" +
+                               std::to_string(list->size()) + " of them, from 0)");
+        }
+        at = list->get(index)->as_table();
+        ++i;
+        continue;
       }
-      at = list->get(index)->as_table();
-      ++i;
-      continue;
     }
     if (!next->is_table()) {
       throw scenario_error(named + ": " + parts[i] + " is not a table");

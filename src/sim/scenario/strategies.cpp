@@ -91,10 +91,13 @@ client_strategy read_strategy(const toml::table& t, const std::string& path,
         std::find(keys.begin(), keys.end(), k.str()) != keys.end()) {
       continue;
     }
-    std::vector<std::string_view> known{"name", "edge"};
+    std::vector<std::string_view> known{"name"};
     known.insert(known.end(), keys.begin(), keys.end());
     std::string list;
     for (const std::string_view key : known) list += (list.empty() ? "" : ", ") + std::string(key);
+    // `edge` (a system scenario's edge.NAME.KEY) is a candidate for the did-you-mean, not a
+    // guard to list.
+    known.push_back("edge");
     throw scenario_error(position(k.source(), path) + ": unknown strategy key '" +
                          std::string(k.str()) + "'" + did_you_mean(k.str(), known) +
                          " (known: " + list + ")");
