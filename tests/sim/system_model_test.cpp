@@ -344,4 +344,41 @@ edge.a.max_attempts = 1
       << system_error(other);
 }
 
+TEST(SystemModel, AdmissionSlotsComeBackWhatEverBecomesOfTheRequest) {
+  // Admission lets 5 in, the replica holds 2 (a worker and a queue of one): the 3 others are
+  // rejected by the full queue, and each must give its slot back, or the limit would fill with
+  // slots nobody holds and shed everything.
+  const std::string text = R"toml(scenario = "admission"
+model = "system"
+[run]
+duration = "20s"
+[service.one]
+workers = 1
+queue = 1
+limit = "concurrency(max=5)"
+service_time = "exponential(mean=1ms)"
+[[clients]]
+to = "one"
+arrivals = "poisson(rate=800)"
+edge = "e"
+[edge.e]
+max_attempts = 1
+[[strategy]]
+name = "s"
+[[strategy]]
+name = "adaptive"
+)toml";
+  const auto r = system_run(text);
+  EXPECT_GT(r.strategies.at(0).success_rate(), 0.5);
+  // The library's adaptive limit, written bare: its defaults.
+  const auto bare = system_run(replaced(text, "concurrency(max=5)", "adaptive"));
+  EXPECT_GT(bare.strategies.at(0).success_rate(), 0.5);
+}
+
+TEST(SystemModel, ARampNamesBothEnds) {
+  const std::string message =
+      system_error(replaced(minimal_system, "poisson(rate=500)", "ramp(from=500, over=10s)"));
+  EXPECT_NE(message.find("ramp needs from=, to= and over="), std::string::npos) << message;
+}
+
 }  // namespace system_model_test

@@ -219,7 +219,11 @@ run_info system_runner::run(const client_strategy& strategy, std::uint64_t seed,
   for (std::uint32_t g = 0; g < spec_.clients.size(); ++g) {
     const client_group& group = spec_.clients[g];
     if (group.arrivals == arrival_kind::closed) {
-      for (std::uint32_t u = 0; u < group.users; ++u) start_operation(e, g);
+      // A closed group of N users with fewer operations than users starts only those.
+      const std::uint64_t users = group.operations > 0
+                                      ? std::min<std::uint64_t>(group.users, group.operations)
+                                      : group.users;
+      for (std::uint64_t u = 0; u < users; ++u) start_operation(e, g);
     } else {
       e.schedule_at(0, self_, group_arrival, g);
     }
@@ -398,6 +402,7 @@ void system_runner::attempt(engine& e, std::uint32_t c, bool paced) {
   req.replica = replica_index;
   req.deadline = carried;
   req.depth = rec.parent == no_index ? 1 : requests_[rec.parent].depth + 1;
+  req.first = rec.attempts == 1;
   if (limit > 0) e.schedule_after(limit, self_, attempt_timeout, pack(c, generation));
   e.schedule_after(hop(rec).sample(network_rng_, 0), self_, arrive, r);
 }
@@ -507,15 +512,13 @@ void system_runner::on_arrive(engine& e, std::uint32_t r) {
   const service_spec& s = spec_.services[req.service];
   replica_state& rep = replica(req.service, req.replica);
   service_counts& n = counts_[req.service];
-  const call_record& caller = calls_[req.call];
   ++n.attempts;
   service_bucket& b = bucket_of(req.service, e.now());
   ++b.attempts;
-  if (caller.attempts == 1) {
+  if (req.first) {
     ++n.arrivals;
     ++b.arrivals;
   }
-  if (req.service == deepest_) ++calls_[root_of(req.call)].deepest;
   req.arrived = e.now();
   // The accept limit: refused at once, as a full listen backlog or a connection cap does.
   if (s.max_connections > 0 && rep.connections >= s.max_connections) return reject(e, r, true);
@@ -564,6 +567,7 @@ void system_runner::admit(engine& e, std::uint32_t r) {
     --rep.connections;
     --counts_[req.service].in_flight;
     --total_in_flight_;
+    release_admission(e, r, false);
     return reject(e, r, false);
   }
   if (rep.queue.empty()) rep.last_empty = e.now();

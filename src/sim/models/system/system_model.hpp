@@ -59,6 +59,7 @@ struct request_record {
   time_ns arrived = 0, queued_at = 0, deadline = 0, delay = 0;
   limit_permit permit;
   bool worker = false, admitted = false, failed = false, in_use = false;
+  bool first = false;  // its call's first attempt (an arrival, not a retry)
 };
 
 struct replica_state {

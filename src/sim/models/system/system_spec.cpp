@@ -119,7 +119,8 @@ void read_admission(config_reader& keys, const std::string& key, service_spec& s
     }
     if (call.name == "adaptive" || call.name == "limit") {
       // The library's adaptive limit (concurrency_limit.hpp), with its keys.
-      const std::string inner = text.substr(text.find('('));
+      const std::size_t open = text.find('(');
+      const std::string inner = open == std::string::npos ? "" : text.substr(open);
       s.adaptive = parse_limit("limit" + inner);
       s.admission = admission_kind::adaptive;
       return;
@@ -323,7 +324,7 @@ void read_arrivals(config_reader& keys, const std::string& key, client_group& g)
                           " must be from 0 to 10^9 per second");
       return r;
     };
-    bool has_rate = false, has_users = false;
+    bool has_rate = false, has_users = false, has_to = false;
     for (const spec_argument& arg : call.arguments) {
       const bool fits = (arg.key == "rate" && (g.arrivals == arrival_kind::poisson ||
                                                g.arrivals == arrival_kind::constant)) ||
@@ -338,6 +339,7 @@ void read_arrivals(config_reader& keys, const std::string& key, client_group& g)
         has_rate = true;
       } else if (arg.key == "to") {
         g.rate_to = rate(arg);
+        has_to = true;
       } else if (arg.key == "over") {
         g.ramp_over = spec_duration(text, arg, "arrivals").count();
         if (g.ramp_over <= 0) throw parse_error("arrivals \"" + text + "\": over must be above 0s");
@@ -357,8 +359,8 @@ void read_arrivals(config_reader& keys, const std::string& key, client_group& g)
                          : g.arrivals == arrival_kind::ramp ? "from=, to= and over="
                                                             : "rate="));
     }
-    if (g.arrivals == arrival_kind::ramp && g.ramp_over == 0) {
-      throw parse_error("arrivals \"" + text + "\": ramp needs over=");
+    if (g.arrivals == arrival_kind::ramp && (g.ramp_over == 0 || !has_to)) {
+      throw parse_error("arrivals \"" + text + "\": ramp needs from=, to= and over=");
     }
   } catch (const parse_error& e) {
     keys.fail(key, e.what());
