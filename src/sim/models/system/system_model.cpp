@@ -97,9 +97,10 @@ class system_runner final : public model_runner, public model {
 
   // One run's state. Lives and policies outlive the calls (their controllers point at both).
   std::vector<client_strategy::live> lives_;
-  std::vector<retry_policy> policies_;    // per edge
-  std::vector<std::uint32_t> slot_edge_;  // per slot: its edge
-  std::vector<std::uint32_t> slot_base_;  // per service: its replicas' first slot
+  std::vector<retry_policy> policies_;     // per edge
+  std::vector<std::uint32_t> slot_edge_;   // per slot: its edge
+  std::vector<std::uint32_t> slot_base_;   // per service: its replicas' first slot
+  std::vector<std::uint32_t> group_base_;  // per client group: its instances' first slot
   std::vector<call_record> calls_;
   std::vector<std::uint32_t> free_calls_;
   std::vector<request_record> requests_;
@@ -175,7 +176,11 @@ void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
   // Slots: one per client group, then one per (replica, call) of each service: each caller keeps
   // its own budget, breaker and limiter, as each real client process does.
   slot_edge_.clear();
-  for (const client_group& g : spec_.clients) slot_edge_.push_back(g.edge);
+  group_base_.clear();
+  for (const client_group& g : spec_.clients) {
+    group_base_.push_back(static_cast<std::uint32_t>(slot_edge_.size()));
+    slot_edge_.insert(slot_edge_.end(), g.instances, g.edge);
+  }
   slot_base_.clear();
   replica_base_.clear();
   replicas_.clear();
@@ -336,7 +341,12 @@ void system_runner::on_group_arrival(engine& e, std::uint32_t g) {
 void system_runner::start_operation(engine& e, std::uint32_t g) {
   const client_group& group = spec_.clients[g];
   ++group_started_[g];
-  const std::uint32_t c = open_call(e, group.edge, group.to, g);
+  const std::uint32_t instance =
+      group.instances == 1
+          ? 0
+          : std::min(group.instances - 1,
+                     static_cast<std::uint32_t>(uniform01(arrivals_rng_) * group.instances));
+  const std::uint32_t c = open_call(e, group.edge, group.to, group_base_[g] + instance);
   call_record& rec = calls_[c];
   rec.group = g;
   rec.operation = operations_++;

@@ -171,10 +171,20 @@ void read_ejection(config_reader& keys, const std::string& key, service_spec& s)
 // `errors = "5%:503"` (serve's --errors) and `faults`: a schedule file's path, or its entries
 // inline: [{ at = "10s", for = "5s", fault = "outage()" }, ...].
 void read_faults(config_reader& keys, const std::string& prefix, service_spec& s) {
+  // errors: serve's --errors shorthand ("5%:503"), or a fault spec's table ({ rate = 0.05,
+  // status = 503 }) whose rate a knob can reach.
   const std::string errors_key = prefix + ".errors";
   if (keys.has(errors_key)) {
     try {
-      s.faults.faults.push_back({{}, faults::parse_errors_flag(keys.string(errors_key, ""))});
+      if (keys.is_table(errors_key)) {
+        std::string args;
+        for (const std::string& f : keys.table_keys(errors_key)) {
+          args += (args.empty() ? "" : ", ") + f + "=" + keys.scalar_text(errors_key + "." + f);
+        }
+        s.faults.faults.push_back({{}, faults::parse_fault("errors(" + args + ")")});
+      } else {
+        s.faults.faults.push_back({{}, faults::parse_errors_flag(keys.string(errors_key, ""))});
+      }
     } catch (const parse_error& e) {
       keys.fail(errors_key, e.what());
     }
@@ -397,6 +407,7 @@ void read_client_groups(config_reader& keys, system_spec& spec) {
     read_arrivals(keys, p + ".arrivals", g);
     g.think = read_distribution(keys, p + ".think", "0s");
     g.latency = read_distribution(keys, p + ".latency", "0s");
+    g.instances = static_cast<std::uint32_t>(keys.integer(p + ".instances", 1, 1, 1'000'000));
     g.operations = static_cast<std::uint64_t>(
         keys.integer(p + ".operations", 0, 0, std::numeric_limits<std::int64_t>::max()));
     spec.clients.push_back(std::move(g));

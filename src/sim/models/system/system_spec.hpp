@@ -89,6 +89,9 @@ struct client_group {
   distribution think;            // closed: between an operation's end and the next
   distribution latency;          // one way, to the service and back
   std::uint64_t operations = 0;  // 0: until run.duration
+  // Client processes in the group, each with its own guards (budget, breaker, limiter); each
+  // operation belongs to one drawn at random (so each is a Poisson process of rate / instances).
+  std::uint32_t instances = 1;
 };
 
 struct edge_spec {
