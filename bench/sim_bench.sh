@@ -30,22 +30,32 @@ PY
 # the attempts of all strategies; the median of 5 runs, elapsed and CPU (user + system). The
 # arguments after the label are passed as they are (add -j 1 for the strategies in turn).
 per_attempt() {
-  local label="$1"; shift
+  per_unit attempts "$@"
+}
+
+# The same over client operations (the system model's target: whole-process time per operation).
+per_operation() {
+  per_unit operations "$@"
+}
+
+per_unit() {
+  local unit="$1" label="$2"; shift 2
   local out
   out=$(mktemp)
   for _ in 1 2 3 4 5; do
     /usr/bin/time -a -f "%e %U %S" -o "$out.time" "$cli" sim "$@" --format json --no-progress >"$out"
   done
-  python3 - "$label" "$out" "$out.time" <<'PY'
+  python3 - "$label" "$out" "$out.time" "$unit" <<'PY'
 import json, statistics, sys
-label, path, times = sys.argv[1:4]
+label, path, times, unit = sys.argv[1:5]
 doc = json.load(open(path))
-attempts = sum(s["attempts"] for s in doc["strategies"])
+attempts = sum(s[unit] for s in doc["strategies"])
 rows = [line.split() for line in open(times) if line.strip() and line[0].isdigit()]
 wall = statistics.median(float(r[0]) for r in rows)
 cpu = statistics.median(float(r[1]) + float(r[2]) for r in rows)
-print(f"{label:<44} {attempts:>12,} attempts {wall:>8.3f} s "
-      f"{wall / attempts * 1e9:>7.1f} ns/attempt elapsed, {cpu / attempts * 1e9:.1f} ns/attempt CPU")
+one = unit[:-1]
+print(f"{label:<44} {attempts:>12,} {unit} {wall:>8.3f} s "
+      f"{wall / attempts * 1e9:>7.1f} ns/{one} elapsed, {cpu / attempts * 1e9:.1f} ns/{one} CPU")
 PY
   rm -f "$out" "$out.time"
 }
@@ -75,6 +85,12 @@ run "hedging-overload (2x10^6 calls, u=0.3)" hedging-overload --set workload.uti
   --set replications=1 --set workload.operations=2000000
 run "outage-amplification (Isaev scale)" outage-amplification
 run "outage-amplification x20 (100k calls/s)" outage-amplification --set workload.rate_per_s=100000
+# The system model (docs/SYSTEMS.md): system-three-tier at 10^6 client operations per strategy
+# (1200/s for 833 s, six strategies), whole-process time per client operation and events per
+# second beside it.
+per_operation "system-three-tier (10^6 operations a strategy)" system-three-tier \
+  --set run.duration=833s
+run "system-three-tier (10^6 operations a strategy)" system-three-tier --set run.duration=833s
 
 # Sweep memory (issue 40): the --memory-limit estimate beside the measured peak RSS. The estimate
 # is what a limit of 1 byte is refused with; the run is the same command without the limit.

@@ -237,6 +237,16 @@ rate = "clients.0.arrivals.rate"
                                       "arrivals = { kind = \"poisson\", rate = 500 }");
   const auto r = system_run(tabled, {"run.duration=\"10s\"", "rate=100"});
   EXPECT_NEAR(static_cast<double>(r.strategies.at(0).operations), 1000.0, 160.0);
+  // A sweep over a knob: each point sets the key path it names.
+  sim::scenario swept = sim::scenario::load(
+      {"mine.toml", tabled + "\n[sweep]\nrate = [100, 300]\n"}, {"run.duration=\"10s\""});
+  ASSERT_EQ(swept.point_count(), 2u);
+  const auto points = sim::run_scenario(swept, {});
+  ASSERT_EQ(points.points.size(), 2u);
+  EXPECT_NEAR(static_cast<double>(points.points[0].strategies.at(0).runs.at(0).operations), 1000.0,
+              160.0);
+  EXPECT_NEAR(static_cast<double>(points.points[1].strategies.at(0).runs.at(0).operations), 3000.0,
+              280.0);
   // A knob's value that no key can take is named by the --set that brought it.
   const std::string bad = system_error(tabled, {"db.workers=-1"});
   EXPECT_NE(bad.find("--set db.workers: service.db.workers: -1 is out of range"), std::string::npos)
