@@ -23,6 +23,7 @@ void plain_charts(const scenario_result& r, const std::filesystem::path& dir,
   summary_charts(run, out);
   client_charts(run, dir / "clients.csv", out);
   server_charts(run, out);
+  service_charts(run, out);
   window_chart(run, out);
   outage_charts(run, out);
   work_chart(run, out);

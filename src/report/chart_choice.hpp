@@ -2,13 +2,15 @@
 // Which charts a run's data supports (plots.hpp), internal to the report layer. charts_of puts
 // them in report order: a metastable map's phase charts (phase_charts.cpp), then a sweep's
 // metrics against its swept key (sweep_charts.cpp) or a plain run's charts: its time series
-// (time_charts.cpp), and its per-strategy bars and per-operation charts (strategy_charts.cpp).
-// Each family adds a chart only when there is something to draw on it.
+// (time_charts.cpp) and per service (service_charts.cpp), its per-strategy bars and
+// per-operation charts (strategy_charts.cpp). Each family adds a chart only when there is
+// something to draw on it.
 //
 //   std::vector<plotting::chart> charts = plotting::charts_of(result, dir);
 //   plotting::draw(charts, dir, options);
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -49,6 +51,12 @@ void server_charts(const plain_run& run, std::vector<chart>& out);
 void window_chart(const plain_run& run, std::vector<chart>& out);
 void outage_charts(const plain_run& run, std::vector<chart>& out);
 void work_chart(const plain_run& run, std::vector<chart>& out);
+
+// Per service, for a model with several services (service_charts.cpp): each service's requests
+// per second (service-NAME) and its peak queue and rejections per second (service-NAME-queue),
+// one line per strategy, for the first max_charted_services services (services.csv has all).
+inline constexpr std::size_t max_charted_services = 8;
+void service_charts(const plain_run& run, std::vector<chart>& out);
 
 // Per strategy (strategy_charts.cpp): latency percentiles and totals; per operation from
 // clients.csv (sorted latency and attempts, the latency distribution); the model's own fields.

@@ -196,12 +196,13 @@ std::string facts_html(const scenario_result& r, const report_inputs& inputs,
 
 // Links to the page's sections and to each embedded chart.
 std::string nav_html(const report_advice& advice, const std::vector<chart>& charts,
-                     const report_inputs& inputs) {
+                     const report_inputs& inputs, bool services) {
   std::string h = "<nav>";
   if (!advice.table.empty()) h += "<a href=\"#advice\">" + html_escape(advice.heading) + "</a>";
   for (const auto& c : charts) {
     if (c.embed) h += "<a href=\"#" + html_escape(c.name) + "\">" + html_escape(c.name) + "</a>";
   }
+  if (services) h += "<a href=\"#services\">services</a>";
   h += "<a href=\"#table\">comparison table</a>";
   if (!inputs.scenario_toml.empty()) h += "<a href=\"#parameters\">parameters</a>";
   return h + "</nav>\n";
@@ -257,8 +258,10 @@ void write_report(const scenario_result& r, output_folder& folder, const report_
   }
   h += beside_html(r, advice.answers);
   h += facts_html(r, inputs, sets);
-  h += nav_html(advice, charts, inputs);
+  const std::string services = services_html(r);
+  h += nav_html(advice, charts, inputs, !services.empty());
   h += charts_html(folder, charts);
+  h += services;
   h += source_html(r, inputs, sets);
   h += report_script;
   folder.write("report.html", h);

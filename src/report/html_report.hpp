@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // report.html (plots.hpp), internal to the report layer: one self-contained page per run that
 // leads with the advice (html_tables.hpp), puts our answers beside the scenario's claim, lists
-// the run's facts, embeds every chart marked for it as an SVG data: URI, and ends with the
-// comparison table and the scenario's source. The index of several reports is in the same file
+// the run's facts, embeds every chart marked for it as an SVG data: URI, shows the services'
+// totals of a model with several services, and ends with the comparison table and the
+// scenario's source. The index of several reports is in the same file
 // (write_report_index, plots.hpp), as it reads each report's verdict back.
 //
 //   std::vector<plotting::chart> charts = plotting::charts_of(result, dir);

@@ -332,7 +332,75 @@ std::string boundary_html(const scenario_result& r, std::vector<std::string>& an
          "largest.</p>\n";
 }
 
+// A model field of `s` by its full name; none when absent or null.
+std::optional<double> field_named(const strategy_summary& s, const std::string& name) {
+  for (const auto& f : s.fields) {
+    if (f.name == name) return f.value;
+  }
+  return std::nullopt;
+}
+
+// One strategy's services: their totals from its fields (services.NAME.x), one row per service.
+std::string services_table(const strategy_summary& s, std::size_t index) {
+  const auto value = [&s](const service_series& series, std::string_view what) {
+    return field_named(s, "services." + series.service + "." + std::string(what));
+  };
+  std::vector<double> p99s;
+  for (const service_series& series : s.services) {
+    if (const auto p99 = value(series, "latency_s.p99")) p99s.push_back(*p99);
+  }
+  const number_column p99 = time_column(p99s, "s");
+  const auto count = [&](const service_series& series, std::string_view what) {
+    const auto v = value(series, what);
+    return html_cell{v ? fmt::format("{:.0f}", *v) : "-", true};
+  };
+  std::vector<std::vector<html_cell>> rows;
+  for (const service_series& series : s.services) {
+    const auto amplification = value(series, "amplification");
+    const auto p99_value = value(series, "latency_s.p99");
+    rows.push_back({{series.service},
+                    count(series, "arrivals"),
+                    count(series, "attempts"),
+                    {amplification ? format_attempts(*amplification) : "-", true},
+                    count(series, "rejected"),
+                    count(series, "peak_in_flight"),
+                    {p99_value ? p99(*p99_value) : "-", true}});
+  }
+  return html_table(fmt::format("services-{}", index + 1),
+                    {{"service"},
+                     {"arrivals", true},
+                     {"attempts", true},
+                     {"load x (attempts/op)", true},
+                     {"rejected", true},
+                     {"peak in flight", true},
+                     {"p99 (" + p99.unit + ")", true}},
+                    rows);
+}
+
 }  // namespace
+
+std::string services_html(const scenario_result& r) {
+  std::string tables;
+  std::size_t services = 0;
+  for (std::size_t i = 0; i < r.strategies.size(); ++i) {
+    const strategy_summary& s = r.strategies[i];
+    if (s.services.empty()) continue;
+    services = std::max(services, s.services.size());
+    tables += "<h3>" + html_escape(s.name) + "</h3>\n" + services_table(s, i);
+  }
+  if (tables.empty()) return {};
+  std::string rule =
+      "Per service, over the run: arrivals are the first attempts of the calls to it, attempts "
+      "every request that reached it (retries included), load x its attempts per client "
+      "operation, rejected those refused, shed or dropped without service, peak in flight the "
+      "most it held at once, p99 the latency of its successful answers.";
+  if (services > max_charted_services) {
+    rule += fmt::format(" The charts show the first {} of {} services; services.csv has all.",
+                        max_charted_services, services);
+  }
+  return "<h2 id=\"services\">Services</h2>\n" + tables + "<p class=\"rule\">" + html_escape(rule) +
+         "</p>\n";
+}
 
 report_advice advice_of(const scenario_result& r) {
   report_advice a;

@@ -2,7 +2,8 @@
 // The advice that leads report.html (html_report.hpp), internal to the report layer: a plain
 // run's ranking table, a sweep's ranking point by point, or a metastable map's boundary points,
 // each with a note on how it was ranked and the answers the page lists beside the scenario's
-// claim. Every text from the run goes through html_escape.
+// claim; and the per-service totals of a model with several services. Every text from the run
+// goes through html_escape.
 //
 //   const plotting::report_advice a = plotting::advice_of(result);
 //   if (!a.table.empty()) page += "<h2>" + plotting::html_escape(a.heading) + "</h2>\n" + a.table;
@@ -26,5 +27,10 @@ struct report_advice {
 };
 
 report_advice advice_of(const scenario_result& r);
+
+// A plain run of a model with several services (strategy_summary::services): a heading and one
+// table per strategy of its services' totals (arrivals, attempts, load, rejections, peak in
+// flight, p99); empty for other runs.
+std::string services_html(const scenario_result& r);
 
 }  // namespace backoff::report::plotting

@@ -168,7 +168,13 @@ strategy_summary recorder::finish(time_units end, std::uint64_t events) {
     fields_.push_back({std::string(fell_back_rate_field), share(fell_back_)});
     fields_.push_back({std::string(answered_rate_field), share(completed_ + fell_back_)});
   }
+  std::size_t series_length = buckets_.size();
+  for (const service_series& one : services_) {
+    series_length = std::max(series_length, one.buckets.size());
+  }
+  for (service_series& one : services_) one.buckets.resize(series_length);
   out.buckets = std::move(buckets_);
+  out.services = std::move(services_);
   out.fields = std::move(fields_);
   out.work_label = std::move(work_label_);
   return out;

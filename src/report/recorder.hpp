@@ -22,6 +22,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backoff/fallback.hpp"
@@ -115,6 +116,9 @@ class recorder {
   // A figure of the model's own (result.hpp's model_field), reported once per run, before
   // finish(); a name given twice keeps the last value.
   void field(std::string_view name, std::optional<double> value);
+  // A model with several services: each one's time series (bucket width: the recorder's),
+  // handed once per run, before finish(), which pads them with empty buckets to the run's end.
+  void services(std::vector<service_series> series) { services_ = std::move(series); }
 
   // Completed operations' latencies measured by the driver (latency.from_operations false):
   // added to the run's histogram, which must have the same precision and a range as wide.
@@ -153,6 +157,7 @@ class recorder {
   double cwnd_now_ = 0, ssthresh_now_ = 0;
   std::string row_;
   std::vector<model_field> fields_;
+  std::vector<service_series> services_;
   std::string work_label_;
   std::uint64_t phase_successes_[3] = {0, 0, 0};  // before, during, after the outage
   void count_phase(time_units t) {

@@ -40,6 +40,24 @@ struct model_field {
   std::optional<double> value;
 };
 
+// One bucket of one service's time series, in a model with several services (model = "system"):
+// what reached the service in the bucket, and the most requests it held and queued at once.
+struct service_counts_bucket {
+  std::uint64_t arrivals = 0;   // first attempts of the calls to it
+  std::uint64_t attempts = 0;   // every request that reached it
+  std::uint64_t completed = 0;  // answered with success
+  std::uint64_t rejected = 0;   // refused, shed or dropped without service
+  std::uint64_t failed = 0;     // served, but the answer was a failure
+  std::int64_t peak_in_flight = 0, peak_queue = 0;
+};
+
+// One service's time series (services.csv, the report's per-service charts); its buckets have
+// the strategy's bucket_width and start at 0.
+struct service_series {
+  std::string service;
+  std::vector<service_counts_bucket> buckets;
+};
+
 // Goodput (successes per second) in the three phases of a run with an outage.
 struct phase_goodput {
   double before_per_s = 0, during_per_s = 0, after_per_s = 0;
@@ -62,6 +80,9 @@ struct strategy_summary {
   double seconds_per_unit = 1e-9;
   time_units bucket_width = 0;
   std::vector<series_bucket> buckets;
+  // A model with several services: each one's time series, in the model's order, as long as
+  // `buckets` (empty for other models, and in sweeps, which keep no time series).
+  std::vector<service_series> services;
   // Runs with a known outage that ask for it (`backoff load --experiment`): goodput over the
   // time before the outage, during it, and from its end to the end of the run.
   std::optional<phase_goodput> phases;

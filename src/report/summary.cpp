@@ -137,6 +137,43 @@ void write_sweep_csv(const scenario_result& r, std::ostream& out) {
   }
 }
 
+namespace {
+
+// The start of bucket i in seconds (ticks in tick models). Divides by whole units per second
+// where there are (1e9 ns): 58 s, not 58.00000000000001.
+double bucket_start_s(const strategy_summary& s, std::size_t i) {
+  const double start = static_cast<double>(static_cast<time_units>(i) * s.bucket_width);
+  return s.seconds_per_unit < 1 ? start / std::round(1 / s.seconds_per_unit)
+                                : start * s.seconds_per_unit;
+}
+
+bool has_services(const scenario_result& r) {
+  return std::any_of(r.strategies.begin(), r.strategies.end(),
+                     [](const strategy_summary& s) { return !s.services.empty(); });
+}
+
+}  // namespace
+
+void write_services_csv(const scenario_result& r, std::ostream& out) {
+  out << services_csv_header << '\n';
+  std::string row;
+  for (const auto& s : r.strategies) {
+    for (const service_series& series : s.services) {
+      for (std::size_t i = 0; i < series.buckets.size(); ++i) {
+        const service_counts_bucket& b = series.buckets[i];
+        row.clear();
+        csv_append(row, s.name);
+        row += ',';
+        csv_append(row, series.service);
+        fmt::format_to(std::back_inserter(row), ",{},{},{},{},{},{},{},{}\n", bucket_start_s(s, i),
+                       b.arrivals, b.attempts, b.completed, b.rejected, b.failed, b.peak_in_flight,
+                       b.peak_queue);
+        out << row;
+      }
+    }
+  }
+}
+
 void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
   // A model that reports server work (recorder::work) gets its column; others keep their header.
   const bool work = std::any_of(r.strategies.begin(), r.strategies.end(),
@@ -147,10 +184,7 @@ void write_timeseries_csv(const scenario_result& r, std::ostream& out) {
   for (const auto& s : r.strategies) {
     for (std::size_t i = 0; i < s.buckets.size(); ++i) {
       const series_bucket& b = s.buckets[i];
-      // Divide by whole units per second where there are (1e9 ns): 58 s, not 58.00000000000001.
-      const double start = static_cast<double>(static_cast<time_units>(i) * s.bucket_width);
-      const double t = s.seconds_per_unit < 1 ? start / std::round(1 / s.seconds_per_unit)
-                                              : start * s.seconds_per_unit;
+      const double t = bucket_start_s(s, i);
       row.clear();
       csv_append(row, s.name);
       fmt::format_to(std::back_inserter(row), ",{},{},{},{},{},{},{},{},", t, b.new_operations,
@@ -329,6 +363,11 @@ void write_run_files(const scenario_result& r, output_folder& out) {
       write_timeseries_csv(r, table.stream());
     }
     table.commit();
+  }
+  if (!r.sweep && has_services(r)) {
+    atomic_file services = out.create("services.csv");
+    write_services_csv(r, services.stream());
+    services.commit();
   }
   // Last: its presence says the run ended (its `partial` field, whether it finished).
   atomic_file summary = out.create("summary.json");

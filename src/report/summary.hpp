@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The files and the table of a run (SPEC 2.3, 2.4, 6.2): summary.json, timeseries.csv,
+// services.csv (a model with several services),
 // clients.csv rows, sweep.csv, and the comparison table printed on stdout. The simulator
 // (`sim`, `sweep`) and the network harness (`load`) both write through here.
 //
@@ -8,7 +9,8 @@
 //   clients.stream() << report::clients_csv_header_line;     // clients_csv.hpp; rows: the recorder
 //   ... run ...
 //   clients.commit();
-//   report::write_run_files(result, out);   // timeseries.csv or sweep.csv, then summary.json
+//   report::write_run_files(result, out);   // timeseries.csv (services.csv) or sweep.csv, then
+//                                           // summary.json
 //   std::cout << report::comparison_table(result);
 //
 // Text from inputs (names, sweep values) is written as valid UTF-8 in JSON (bytes that are not
@@ -18,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clients_csv.hpp"
@@ -34,12 +37,18 @@ std::string json_text(const nlohmann::ordered_json& doc, int indent = 2);
 // maps the result to, its points streamed from the spool of a spooled sweep.
 void write_summary_json(const scenario_result& r, std::ostream& out);
 void write_timeseries_csv(const scenario_result& r, std::ostream& out);
+// A model with several services (strategy_summary::services): one row per strategy, service and
+// bucket, strategies in run order, services in the model's, every bucket from 0.
+inline constexpr std::string_view services_csv_header =
+    "strategy,service,t_s,arrivals,attempts,completed,rejected,failed,peak_in_flight,peak_queue";
+void write_services_csv(const scenario_result& r, std::ostream& out);
 // Sweeps: one row per point and strategy (SPEC 2.4).
 void write_sweep_csv(const scenario_result& r, std::ostream& out);
 
-// A plain run: timeseries.csv then summary.json; a sweep: sweep.csv then summary.json; a
-// metastable map (scenario_result::maps): boundary.csv then summary.json. Then the
-// folder's manifest (files of an earlier run that this one did not write are removed).
+// A plain run: timeseries.csv (and services.csv when a strategy has services) then summary.json; a
+// sweep: sweep.csv then summary.json; a metastable map (scenario_result::maps): boundary.csv then
+// summary.json. Then the folder's manifest (files of an earlier run that this one did not write are
+// removed).
 void write_run_files(const scenario_result& r, output_folder& out);
 
 // The strategies side by side; a metastable map's boundary table (report::map_table).

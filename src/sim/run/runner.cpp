@@ -407,6 +407,8 @@ strategy_run run_strategy(model_runner& model, const client_strategy& strategy, 
   if (out.summary && !options.keep_series) {
     out.summary->buckets.clear();
     out.summary->buckets.shrink_to_fit();
+    out.summary->services.clear();
+    out.summary->services.shrink_to_fit();
   }
   return out;
 }

@@ -89,7 +89,7 @@ class system_runner final : public model_runner, public model {
   replica_state& replica(std::uint32_t service, std::uint32_t r) {
     return replicas_[replica_base_[service] + r];
   }
-  void report_fields(report::recorder& out, time_ns end) const;
+  void report_fields(report::recorder& out);
 
   system_spec spec_;
   std::vector<std::string> strategy_names_;  // check_all's, in the order of edge_guards
@@ -247,7 +247,7 @@ run_info system_runner::run(const client_strategy& strategy, std::uint64_t seed,
       out.operation_done({c.operation, c.started, end, c.attempts, report::op_status::unfinished});
     }
   }
-  report_fields(out, end);
+  report_fields(out);
   calls_.clear();  // before the lives: a controller with an attempt in flight holds a permit
   return {end, e.events_processed()};
 }
@@ -772,9 +772,8 @@ std::uint32_t system_runner::root_of(std::uint32_t c) const {
   return calls_[c].root;
 }
 
-// summary.json's `services` and the model's own figures.
-void system_runner::report_fields(report::recorder& out, time_ns end) const {
-  (void)end;
+// summary.json's `services` and the model's own figures; services.csv's series (moved out).
+void system_runner::report_fields(report::recorder& out) {
   const auto ops = static_cast<double>(operations_);
   const auto per_op = [&](std::uint64_t n) -> std::optional<double> {
     if (operations_ == 0) return std::nullopt;
@@ -800,6 +799,11 @@ void system_runner::report_fields(report::recorder& out, time_ns end) const {
                     : std::optional<double>(static_cast<double>(h.value_at_quantile(q)) * 1e-9));
     }
   }
+  std::vector<report::service_series> series;
+  for (std::uint32_t i = 0; i < spec_.services.size(); ++i) {
+    series.push_back({spec_.services[i].name, std::move(series_[i])});
+  }
+  out.services(std::move(series));
 }
 
 const model_registration system_registration{

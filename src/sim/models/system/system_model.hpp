@@ -23,6 +23,7 @@
 #include "backoff/concurrency_limit.hpp"
 #include "backoff/retry.hpp"
 #include "report/hdr_histogram.hpp"
+#include "report/result.hpp"
 #include "sim/engine/engine_types.hpp"
 
 namespace backoff::sim::system_model {
@@ -74,19 +75,13 @@ struct replica_state {
   std::unique_ptr<concurrency_limiter> adaptive;
 };
 
-// What one service saw in one run (summary.json's `services`, services.csv).
-struct service_counts {
-  std::uint64_t arrivals = 0;   // first attempts of the calls to it
-  std::uint64_t attempts = 0;   // every request that reached it
-  std::uint64_t completed = 0;  // answered with success
-  std::uint64_t rejected = 0;   // refused, shed or dropped without service
-  std::uint64_t failed = 0;     // served, but the answer was a failure
-  std::int64_t in_flight = 0, peak_in_flight = 0, queued = 0;
-};
+// One bucket of a service's time series: the report layer's (services.csv, its charts).
+using service_bucket = report::service_counts_bucket;
 
-struct service_bucket {
-  std::uint64_t arrivals = 0, attempts = 0, completed = 0, rejected = 0, failed = 0;
-  std::int64_t peak_in_flight = 0, peak_queue = 0;
+// What one service saw in one run (summary.json's `services`): the bucket's counts over the whole
+// run (peak_queue unused), and the requests it holds and queues now.
+struct service_counts : service_bucket {
+  std::int64_t in_flight = 0, queued = 0;
 };
 
 }  // namespace backoff::sim::system_model
