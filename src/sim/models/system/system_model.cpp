@@ -592,12 +592,16 @@ void system_runner::start_work(engine& e, std::uint32_t r) {
   request_record& req = requests_[r];
   const service_spec& s = spec_.services[req.service];
   // A request whose deadline has passed is not worth serving: it costs expired_cost, then fails.
+  // A latency fault makes the service slow: its delay is part of the work, on the worker
+  // (a brownout fills the pool), not a wait after it.
+  const time_ns slower = req.delay;
+  req.delay = 0;
   if (req.deadline > 0 && e.now() >= req.deadline) {
     req.failed = true;
     return e.schedule_after(s.expired_cost, self_, work_done, r);
   }
   const auto in_service = static_cast<std::int64_t>(replica(req.service, req.replica).busy);
-  e.schedule_after(s.service_time.sample(server_rng_, in_service), self_, work_done, r);
+  e.schedule_after(s.service_time.sample(server_rng_, in_service) + slower, self_, work_done, r);
 }
 
 void system_runner::on_work_done(engine& e, std::uint32_t r) {
