@@ -54,7 +54,8 @@ void work_chart(const plain_run& run, std::vector<chart>& out);
 
 // Per service, for a model with several services (service_charts.cpp): each service's requests
 // per second (service-NAME) and its peak queue and rejections per second (service-NAME-queue),
-// one line per strategy, for the first max_charted_services services (services.csv has all).
+// one line per strategy, for the first max_charted_services services (services.csv has all); the
+// queue charts are embedded in the report only for up to three services.
 inline constexpr std::size_t max_charted_services = 8;
 void service_charts(const plain_run& run, std::vector<chart>& out);
 

@@ -62,6 +62,10 @@ void each_bucket(const service_lines& lines, chart& c, Row row) {
   }
 }
 
+// Each chart is some 60 kB of SVG: past this many services, the queue charts stay on disk (listed
+// by the report) so that the page stays under 1 MB with the requests chart of every service.
+constexpr std::size_t max_embedded_queue_charts = 3;
+
 // A file name no other chart of the run has (service names may differ in case only).
 std::string unused_chart_name(std::string name, std::vector<std::string>& used) {
   while (std::find(used.begin(), used.end(), name) != used.end()) name += "-2";
@@ -91,7 +95,7 @@ void service_rate_chart(const plain_run& run, const std::string& service,
 // The service's peak queue per bucket above its rejections per second: two panels on one time
 // axis, one line per strategy in each.
 void service_queue_chart(const plain_run& run, const std::string& service,
-                         const service_lines& lines, const std::string& name,
+                         const service_lines& lines, const std::string& name, bool embed,
                          std::vector<chart>& out) {
   chart c = make_chart(name, "The most requests queued at " + service + " per bucket, and those " +
                                  "it rejected (refused, shed or dropped unserved) " + run.per);
@@ -104,7 +108,9 @@ void service_queue_chart(const plain_run& run, const std::string& service,
   });
   if (!queue.data.has_positive() && !rejected.data.has_positive()) return;
   c.height = 700;
-  c.body = "set key inside top right font ',9'\n" + x_range(queue) +
+  c.embed = embed;
+  // Top left: a brownout's queue builds later in the run, on the right.
+  c.body = "set key inside top left font ',9'\n" + x_range(queue) +
            fmt::format("set multiplot layout 2,1 title {}\n",
                        gq(service + ": queue and rejections, one line per strategy")) +
            "set title 'peak queue (per bucket)'\n" +
@@ -134,7 +140,8 @@ void service_charts(const plain_run& run, std::vector<chart>& out) {
     const std::string base = "service-" + slug(names[i]);
     service_rate_chart(run, names[i], lines, unused_chart_name(base, used), i == 0 ? note : "",
                        out);
-    service_queue_chart(run, names[i], lines, unused_chart_name(base + "-queue", used), out);
+    service_queue_chart(run, names[i], lines, unused_chart_name(base + "-queue", used),
+                        charted <= max_embedded_queue_charts, out);
   }
 }
 
