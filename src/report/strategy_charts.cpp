@@ -233,6 +233,9 @@ void field_charts(const plain_run& run, std::vector<chart>& out) {
       if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
     }
   }
+  // The system model's services.* mix counts, ratios and seconds: their own charts and table
+  // show them (service_charts.cpp, services_html).
+  std::erase(groups, std::string("services"));
   for (const std::string& g : groups) {
     std::vector<std::string> members;  // full names, first-seen order
     for (const auto& s : r.strategies) {

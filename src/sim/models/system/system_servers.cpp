@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: Apache-2.0
+// The system model's replicas (system_runner.hpp): a request's arrival (accept limit, admission,
+// faults), its wait for a worker (the queue's discipline, CoDel), its work and calls downstream,
+// its answer, and the figures the run reports per service.
+#include <algorithm>
+#include <string>
+
+#include "system_runner.hpp"
+
+namespace backoff::sim::system_model {
+
+// ---- servers --------------------------------------------------------------------------------
+
+service_bucket& system_runner::bucket_of(std::uint32_t service, time_ns t) {
+  auto& series = series_[service];
+  const auto i = static_cast<std::size_t>(t / spec_.bucket);
+  if (series.size() <= i) {
+    // A bucket no event has touched yet starts at the level the service holds now, so that a
+    // quiet bucket with requests held shows them.
+    service_bucket level;
+    level.peak_in_flight = counts_[service].in_flight;
+    level.peak_queue = counts_[service].queued;
+    series.resize(i + 1, level);
+  }
+  return series[i];
+}
+
+void system_runner::note_load(engine& e, std::uint32_t service) {
+  service_counts& n = counts_[service];
+  n.peak_in_flight = std::max(n.peak_in_flight, n.in_flight);
+  service_bucket& b = bucket_of(service, e.now());
+  b.peak_in_flight = std::max(b.peak_in_flight, n.in_flight);
+  b.peak_queue = std::max(b.peak_queue, n.queued);
+  out_->load(e.now(), total_in_flight_ - total_queued_, total_queued_);
+}
+
+void system_runner::on_arrive(engine& e, std::uint32_t r) {
+  request_record& req = requests_[r];
+  const service_spec& s = spec_.services[req.service];
+  replica_state& rep = replica(req.service, req.replica);
+  service_counts& n = counts_[req.service];
+  ++n.attempts;
+  service_bucket& b = bucket_of(req.service, e.now());
+  ++b.attempts;
+  if (req.first) {
+    ++n.arrivals;
+    ++b.arrivals;
+  }
+  req.arrived = e.now();
+  // The accept limit: refused at once, as a full listen backlog or a connection cap does.
+  if (s.max_connections > 0 && rep.connections >= s.max_connections) return reject(e, r, true);
+  // Admission: shed before any work.
+  if (s.admission == admission_kind::concurrency) {
+    if (rep.admitted >= s.concurrency) return reject(e, r, false);
+    ++rep.admitted;
+    req.admitted = true;
+  } else if (s.admission == admission_kind::adaptive) {
+    req.permit = rep.adaptive->try_acquire(duration{e.now()});
+    if (!req.permit) return reject(e, r, false);
+    req.admitted = true;
+  }
+  ++rep.connections;
+  ++n.in_flight;
+  ++total_in_flight_;
+  if (!s.faults.empty()) {
+    const faults::fault_decision d =
+        faults::decide(s.faults, duration{e.now()},
+                       {"/", [](std::string_view) { return std::string_view{}; }}, fault_rng_);
+    if (d.reset) return finish(e, r, false);
+    req.delay = d.delay.count();
+    if (d.abort_status) {
+      req.failed = true;
+      return finish(e, r, false);
+    }
+    if (d.hold_until && d.hold_until->count() > e.now()) {
+      return e.schedule_at(d.hold_until->count(), self_, resume, r);
+    }
+  }
+  admit(e, r);
+}
+
+// Into service, or into the queue; a full queue rejects.
+void system_runner::admit(engine& e, std::uint32_t r) {
+  request_record& req = requests_[r];
+  const service_spec& s = spec_.services[req.service];
+  replica_state& rep = replica(req.service, req.replica);
+  if (s.workers == 0 || rep.busy < s.workers) {
+    ++rep.busy;
+    req.worker = true;
+    note_load(e, req.service);
+    return start_work(e, r);
+  }
+  if (rep.queue.size() >= s.queue) {
+    --rep.connections;
+    --counts_[req.service].in_flight;
+    --total_in_flight_;
+    release_admission(e, r, false);
+    return reject(e, r, false);
+  }
+  if (rep.queue.empty()) rep.last_empty = e.now();
+  rep.queue.push_back(r);
+  req.queued_at = e.now();
+  ++counts_[req.service].queued;
+  ++total_queued_;
+  note_load(e, req.service);
+}
+
+void system_runner::start_work(engine& e, std::uint32_t r) {
+  request_record& req = requests_[r];
+  const service_spec& s = spec_.services[req.service];
+  // A request whose deadline has passed is not worth serving: it costs expired_cost, then fails.
+  // A latency fault makes the service slow: its delay is part of the work, on the worker
+  // (a brownout fills the pool), not a wait after it.
+  const time_ns slower = req.delay;
+  req.delay = 0;
+  if (req.deadline > 0 && e.now() >= req.deadline) {
+    req.failed = true;
+    return e.schedule_after(s.expired_cost, self_, work_done, r);
+  }
+  const auto in_service = static_cast<std::int64_t>(replica(req.service, req.replica).busy);
+  e.schedule_after(s.service_time.sample(server_rng_, in_service) + slower, self_, work_done, r);
+}
+
+void system_runner::on_work_done(engine& e, std::uint32_t r) {
+  request_record& req = requests_[r];
+  out_->work(e.now(), 1.0);
+  if (req.failed) return finish(e, r, false);
+  const service_spec& s = spec_.services[req.service];
+  if (s.calls.empty()) return finish(e, r, true);
+  if (!s.fan_out) return next_downstream(e, r);
+  // Fanned out: every call at once; the request answers when the last is over.
+  req.pending = 1;  // held until every call is made, so that one over at once does not finish it
+  for (std::uint32_t i = 0; i < s.calls.size(); ++i) {
+    if (uniform01(server_rng_) >= s.calls[i].probability) continue;
+    ++requests_[r].pending;
+    start_downstream(e, r, i);
+  }
+  downstream_over(e, r, true);
+}
+
+// The next call made in order (those skipped by their probability passed over).
+void system_runner::next_downstream(engine& e, std::uint32_t r) {
+  const service_spec& s = spec_.services[requests_[r].service];
+  while (requests_[r].next_call < s.calls.size()) {
+    const std::uint32_t i = requests_[r].next_call++;
+    if (uniform01(server_rng_) >= s.calls[i].probability) continue;
+    requests_[r].pending = 1;
+    return start_downstream(e, r, i);
+  }
+  finish(e, r, !requests_[r].failed);
+}
+
+void system_runner::start_downstream(engine& e, std::uint32_t r, std::uint32_t i) {
+  const request_record& req = requests_[r];
+  const call_spec& call = spec_.services[req.service].calls[i];
+  if (spec_.max_depth > 0 && req.depth >= spec_.max_depth) {
+    return downstream_over(e, r, false);  // deeper than run.max_depth: not made
+  }
+  const std::uint32_t slot =
+      slot_base_[req.service] +
+      req.replica * static_cast<std::uint32_t>(spec_.services[req.service].calls.size()) + i;
+  const std::uint32_t root = root_of(req.call);
+  const std::uint32_t c = open_call(e, call.edge, call.to, slot);
+  call_record& rec = calls_[c];
+  rec.parent = r;
+  rec.call = i;
+  rec.root = root;
+  rec.deadline = requests_[r].deadline;
+  attempt(e, c, false);
+}
+
+void system_runner::downstream_over(engine& e, std::uint32_t r, bool ok) {
+  request_record& req = requests_[r];
+  if (!ok) req.failed = true;
+  if (--req.pending > 0) return;
+  if (spec_.services[req.service].fan_out || req.failed) return finish(e, r, !req.failed);
+  next_downstream(e, r);
+}
+
+// The request is over at its replica: its worker and connection go, and its answer goes back.
+void system_runner::finish(engine& e, std::uint32_t r, bool ok) {
+  request_record& req = requests_[r];
+  const std::uint32_t service = req.service;
+  const std::uint32_t replica_index = req.replica;
+  replica_state& rep = replica(service, replica_index);
+  const service_spec& s = spec_.services[service];
+  service_counts& n = counts_[service];
+  --rep.connections;
+  --n.in_flight;
+  --total_in_flight_;
+  release_admission(e, r, ok);
+  if (ok) {
+    ++n.completed;
+    ++bucket_of(service, e.now()).completed;
+    latency_[service].record(e.now() - req.arrived);
+  } else {
+    ++n.failed;
+    ++bucket_of(service, e.now()).failed;
+  }
+  if (s.ejection.on) {
+    rep.failures_in_a_row = ok ? 0 : rep.failures_in_a_row + 1;
+    if (rep.failures_in_a_row >= s.ejection.failures && rep.ejected_until <= e.now()) {
+      std::uint32_t out = 0;
+      for (std::uint32_t i = 0; i < s.replicas; ++i)
+        out += replica(service, i).ejected_until > e.now();
+      if (static_cast<double>(out + 1) <= s.ejection.max_share * s.replicas || out == 0) {
+        rep.ejected_until = e.now() + s.ejection.base * ++rep.times_ejected;
+        rep.failures_in_a_row = 0;
+      }
+    }
+  }
+  const bool worker = req.worker;
+  answer(e, r, ok ? answer_ok : answer_failed);
+  if (worker) {
+    --rep.busy;
+    serve_next(e, service, replica_index);
+  }
+  note_load(e, service);
+}
+
+void system_runner::release_admission(engine& e, std::uint32_t r, bool ok) {
+  request_record& req = requests_[r];
+  if (!req.admitted) return;
+  req.admitted = false;
+  replica_state& rep = replica(req.service, req.replica);
+  if (spec_.services[req.service].admission == admission_kind::concurrency) {
+    --rep.admitted;
+  } else {
+    rep.adaptive->release(req.permit, duration{e.now()},
+                          ok ? limit_outcome::success : limit_outcome::dropped);
+  }
+}
+
+// A request turned away without service: refused at the accept limit (the caller knows it was
+// not sent), or shed (admission, a full queue, CoDel).
+void system_runner::reject(engine& e, std::uint32_t r, bool refused) {
+  const std::uint32_t service = requests_[r].service;
+  ++counts_[service].rejected;
+  ++bucket_of(service, e.now()).rejected;
+  answer(e, r, refused ? answer_refused : answer_failed);
+}
+
+// The answer travels back over the caller's hop; the request's record is free from now on.
+void system_runner::answer(engine& e, std::uint32_t r, std::uint32_t how) {
+  request_record& req = requests_[r];
+  const call_record& caller = calls_[req.call];
+  // A caller that gave up on this attempt (timed out, or over) ignores the answer: not sent.
+  if (caller.in_use && caller.waiting && caller.generation == req.generation) {
+    e.schedule_after(req.delay + hop(caller).sample(network_rng_, 0), self_, how,
+                     pack(req.call, req.generation));
+  }
+  req.in_use = false;
+  free_requests_.push_back(r);
+}
+
+// Workers free: the queue's next request by the discipline; CoDel drops what waited too long.
+void system_runner::serve_next(engine& e, std::uint32_t service, std::uint32_t replica_index) {
+  const service_spec& s = spec_.services[service];
+  replica_state& rep = replica(service, replica_index);
+  while (!rep.queue.empty() && (s.workers == 0 || rep.busy < s.workers)) {
+    // Standing: the queue has not been empty for a whole interval (Fail at Scale's test).
+    const bool standing = e.now() - rep.last_empty > s.discipline.interval;
+    const bool newest = s.discipline.kind == discipline_kind::lifo ||
+                        (s.discipline.kind == discipline_kind::adaptive_lifo && standing);
+    const std::uint32_t r = newest ? rep.queue.back() : rep.queue.front();
+    if (newest) {
+      rep.queue.pop_back();
+    } else {
+      rep.queue.pop_front();
+    }
+    if (rep.queue.empty()) rep.last_empty = e.now();
+    --counts_[service].queued;
+    --total_queued_;
+    if (s.discipline.kind == discipline_kind::codel) {
+      const time_ns allowed = standing ? s.discipline.target : s.discipline.interval;
+      if (e.now() - requests_[r].queued_at > allowed) {
+        --rep.connections;
+        --counts_[service].in_flight;
+        --total_in_flight_;
+        release_admission(e, r, false);
+        reject(e, r, false);
+        continue;
+      }
+    }
+    ++rep.busy;
+    requests_[r].worker = true;
+    start_work(e, r);
+  }
+  if (rep.queue.empty()) rep.last_empty = e.now();
+}
+
+std::uint32_t system_runner::root_of(std::uint32_t c) const {
+  return calls_[c].root;
+}
+
+// summary.json's `services` and the model's own figures; services.csv's series (moved out).
+void system_runner::report_fields(report::recorder& out) {
+  const auto ops = static_cast<double>(operations_);
+  const auto per_op = [&](std::uint64_t n) -> std::optional<double> {
+    if (operations_ == 0) return std::nullopt;
+    return static_cast<double>(n) / ops;
+  };
+  out.field("deepest_calls_per_request", per_op(counts_[deepest_].attempts));
+  for (std::uint32_t i = 0; i < spec_.services.size(); ++i) {
+    const service_counts& n = counts_[i];
+    const std::string p = "services." + spec_.services[i].name + ".";
+    out.field(p + "arrivals", static_cast<double>(n.arrivals));
+    out.field(p + "attempts", static_cast<double>(n.attempts));
+    out.field(p + "completed", static_cast<double>(n.completed));
+    out.field(p + "rejected", static_cast<double>(n.rejected));
+    out.field(p + "failed", static_cast<double>(n.failed));
+    out.field(p + "amplification", per_op(n.attempts));
+    out.field(p + "peak_in_flight", static_cast<double>(n.peak_in_flight));
+    const report::hdr_histogram& h = latency_[i];
+    for (const auto& [name, q] :
+         {std::pair{"p50", 0.5}, std::pair{"p95", 0.95}, std::pair{"p99", 0.99}}) {
+      out.field(p + "latency_s." + name,
+                h.count() == 0
+                    ? std::nullopt
+                    : std::optional<double>(static_cast<double>(h.value_at_quantile(q)) * 1e-9));
+    }
+  }
+  std::vector<report::service_series> series;
+  for (std::uint32_t i = 0; i < spec_.services.size(); ++i) {
+    series.push_back({spec_.services[i].name, std::move(series_[i])});
+  }
+  out.services(std::move(series));
+}
+
+}  // namespace backoff::sim::system_model
