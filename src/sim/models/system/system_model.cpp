@@ -24,8 +24,10 @@ memory_need system_runner::memory() const {
   }
   memory_need m;
   const auto tiers = static_cast<double>(spec_.services.size());
-  m.per("clients", static_cast<std::int64_t>(in_flight * tiers),
-        sizeof(call_record) + sizeof(request_record), "calls and requests in flight");
+  m.per("[[clients]]", static_cast<std::int64_t>(in_flight * tiers),
+        sizeof(call_record) + sizeof(request_record),
+        "calls in flight (10 s of each open group's arrivals or a closed group's users, at "
+        "every service)");
   m.over("run.duration", spec_.duration + spec_.drain, spec_.bucket);
   return m;
 }
