@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "report/hdr_histogram.hpp"
+#include "report/hdr_log.hpp"
 #include "scratch.hpp"
+#include "sim/models/system/distribution.hpp"
 #include "sim/run/runner.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -271,6 +274,46 @@ TEST(SystemModel, AMeasuredDistributionIsDrawnFromItsSamples) {
   const double p50 = system_field(s, "services.db.latency_s.p50");
   EXPECT_TRUE(std::abs(p50 - 0.002) < 1e-5 || std::abs(p50 - 0.004) < 1e-5) << p50;
   EXPECT_NEAR(system_field(s, "services.db.latency_s.p99"), 0.004, 1e-5);
+}
+
+TEST(SystemModel, AHistogramLogIsReadAsLoadWroteItAndABadFileIsNamedWithItsLine) {
+  namespace sm = backoff::sim::system_model;
+  const backoff::test::test_scratch scratch("system");
+  // Two intervals of `backoff load --histogram-log`: microseconds, 3 significant digits.
+  report::hdr_histogram first, second;
+  first.record(1000, 300);   // 1 ms
+  second.record(3000, 100);  // 3 ms
+  {
+    std::ofstream log(scratch / "api.hlog");
+    log << report::hdr_log_header(1.7e9, "Values in microseconds")
+        << report::hdr_log_line(0.0, 1.0, first, 1e6)
+        << report::hdr_log_line(1.0, 1.0, second, 1e6);
+  }
+  const auto table = sm::read_empirical(scratch / "api.hlog");
+  EXPECT_EQ(table->samples, 400u);
+  EXPECT_NEAR(table->mean_ns, 1.5e6, 1.5e6 * 0.002);  // (300 x 1 ms + 100 x 3 ms) / 400
+  backoff::random_generator rng{7};
+  const sm::distribution d = sm::parse_distribution("empirical(file=\"api.hlog\")", scratch.dir());
+  int at_three = 0;
+  for (int i = 0; i < 4000; ++i) at_three += d.sample(rng, 1) > 2'000'000 ? 1 : 0;
+  EXPECT_NEAR(at_three, 1000, 120);  // a quarter of the samples, +- 4.4 sigma
+  {
+    std::ofstream csv(scratch / "bad.csv");
+    csv << "seconds\n0.001\n0.002\nfast\n";
+  }
+  try {
+    sm::read_empirical(scratch / "bad.csv");
+    ADD_FAILURE() << "a CSV with a word in it was read";
+  } catch (const backoff::parse_error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.csv:4: expected a number of seconds, found \"fast\""),
+              std::string::npos)
+        << e.what();
+  }
+  {
+    std::ofstream csv(scratch / "empty.csv");
+    csv << "seconds\n";
+  }
+  EXPECT_THROW(sm::read_empirical(scratch / "empty.csv"), backoff::parse_error);
 }
 
 TEST(SystemModel, TheSameSeedGivesTheSameRun) {
