@@ -250,6 +250,11 @@ rate = "clients.0.arrivals.rate"
               160.0);
   EXPECT_NEAR(static_cast<double>(points.points[1].strategies.at(0).runs.at(0).operations), 3000.0,
               280.0);
+  // A knob must name a value the file has: a spec string's number is reached through its table.
+  const std::string unreachable = system_error(knobbed);
+  EXPECT_NE(unreachable.find("knobs.rate: 'clients.0.arrivals.rate' is not a value of this file"),
+            std::string::npos)
+      << unreachable;
   // A knob's value that no key can take is named by the --set that brought it.
   const std::string bad = system_error(tabled, {"db.workers=-1"});
   EXPECT_NE(bad.find("--set db.workers: service.db.workers: -1 is out of range"), std::string::npos)

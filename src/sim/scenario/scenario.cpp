@@ -124,8 +124,28 @@ scenario scenario::load(const scenario_source& source, const std::vector<std::st
   sc.about_ = read_about(r);
 
   r.consume("strategy");
-  // [knobs]: short names that --set and [sweep] expand into key paths (overrides.hpp).
+  // [knobs]: short names that --set and [sweep] expand into key paths (overrides.hpp). Each
+  // path must be a key of the file, so that a knob sets a value the file already has.
   r.consume("knobs");
+  if (const toml::table* knobs = root->get_as<toml::table>("knobs")) {
+    for (const auto& [name, targets] : *knobs) {
+      std::vector<std::string> paths;
+      if (const auto one = targets.value_exact<std::string>()) paths.push_back(*one);
+      if (const toml::array* list = targets.as_array()) {
+        for (const toml::node& item : *list) {
+          if (const auto path = item.value_exact<std::string>()) paths.push_back(*path);
+        }
+      }
+      for (const std::string& path : paths) {
+        if (!r.has(path) || r.is_table(path)) {
+          throw scenario_error(position(targets.source(), source.path) + ": knobs." +
+                               std::string(name.str()) + ": '" + path +
+                               "' is not a value of this file (a spec string's numbers are "
+                               "reached through its table form, { kind = \"...\", ... })");
+        }
+      }
+    }
+  }
   if (point_of != nullptr) {
     sc.strategies_ = point_of->strategies_;
   } else {
