@@ -28,10 +28,6 @@ namespace {
 
 constexpr std::string_view fault_what = "fault";
 
-// No injected wait is longer than a day: a heavy-tailed draw or a huge header value would
-// otherwise overflow the clock, and a day is past any experiment.
-constexpr duration longest_wait = std::chrono::hours(24);
-
 // A slow body is at most 1 GiB: it is padding the server makes up, sent slowly on purpose.
 constexpr std::uint64_t largest_body = std::uint64_t{1} << 30;
 
@@ -212,8 +208,9 @@ constexpr spec_key<fault> fault_keys[] = {
        if (f.kind == fault_kind::outage && f.action != outage_action::status) return std::nullopt;
        return std::to_string(f.status);
      }},
-    {"action", kinds({fault_kind::outage}), "`status`, `reset` or `hang`", "`status`",
-     "answer `status`, reset the connection (RST), or hold the request until the window ends",
+    {"action", kinds({fault_kind::outage}), "`status`, `reset`, `hang` or `pause`", "`status`",
+     "answer `status`, reset the connection (RST), hold the request until the window ends, or "
+     "stop the whole server (SIGSTOP): new requests wait and no answer leaves until it ends",
      [](fault& f, const spec_value& v) {
        if (v.text() == "status") {
          f.action = outage_action::status;
@@ -221,8 +218,11 @@ constexpr spec_key<fault> fault_keys[] = {
          f.action = outage_action::reset;
        } else if (v.text() == "hang") {
          f.action = outage_action::hang;
+       } else if (v.text() == "pause") {
+         f.action = outage_action::pause;
        } else {
-         fail(v.spec, "'action' must be status, reset or hang, got " + quote_for_message(v.text()));
+         fail(v.spec,
+              "'action' must be status, reset, hang or pause, got " + quote_for_message(v.text()));
        }
      },
      [](const fault& f) -> std::optional<std::string> {
@@ -231,6 +231,8 @@ constexpr spec_key<fault> fault_keys[] = {
            return "reset";
          case outage_action::hang:
            return "hang";
+         case outage_action::pause:
+           return "pause";
          case outage_action::status:
            break;
        }
@@ -273,63 +275,6 @@ constexpr spec_key<fault> fault_keys[] = {
 // The canonical text of a parsed fault: every key that matters, in the table's order.
 std::string canonical(const fault& f) {
   return write_spec(kind_name(f.kind), fault_keys, f, in_effect(f));
-}
-
-// Requests whose header `name` has one of `values` (compared exactly), or whose path starts
-// with the prefix.
-bool matches(const fault& f, const request_view& request) {
-  if (!f.header.empty()) {
-    if (!request.header) return false;
-    const std::string_view value = request.header(f.header);
-    return std::find(f.values.begin(), f.values.end(), value) != f.values.end();
-  }
-  return request.path.starts_with(f.path_prefix);
-}
-
-bool hits(double rate, random_generator& rng) {
-  if (rate >= 1.0) return true;
-  if (rate <= 0.0) return false;
-  return uniform01(rng) < rate;
-}
-
-duration clamp_wait(double ns) {
-  if (!(ns > 0)) return duration{0};
-  if (ns >= static_cast<double>(longest_wait.count())) return longest_wait;
-  return duration(static_cast<std::int64_t>(ns));
-}
-
-duration draw_latency(const fault& f, random_generator& rng) {
-  const double a = static_cast<double>(f.a.count());
-  switch (f.distribution) {
-    case latency_distribution::fixed:
-      return f.a;
-    case latency_distribution::uniform:
-      return clamp_wait(uniform(rng, a, static_cast<double>(f.b.count())));
-    case latency_distribution::exponential:
-      return clamp_wait(exponential_variate(rng, a));
-    case latency_distribution::lognormal:
-      return clamp_wait(a * std::exp(f.sigma * standard_normal(rng)));
-    case latency_distribution::pareto:
-      // Inversion: scale / (1 - u)^(1 / shape), with 1 - u in (0, 1].
-      return clamp_wait(a / std::pow(1.0 - uniform01(rng), 1.0 / f.shape));
-  }
-  return duration{0};
-}
-
-// A whole number of at most 19 digits and nothing else (an Envoy header's value).
-std::optional<std::uint64_t> whole_number(std::string_view text) {
-  std::uint64_t n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
-  return n;
-}
-
-// Envoy's percentage header: a whole number of hundredths, at most 100 % (Envoy caps a header
-// at the configured percentage, here 100 %); absent or malformed: 100 %.
-double envoy_share(const request_view& request, std::string_view name) {
-  const auto n = whole_number(request.header(name));
-  if (!n) return 1.0;
-  return std::min<double>(static_cast<double>(*n), 100.0) / 100.0;
 }
 
 std::string read_limited(const std::string& path) {
@@ -480,7 +425,8 @@ fault parse_fault(std::string_view spec) {
           fail(spec, quoted_key(arg.key) + " does not apply to " + name + " latency");
         }
       }
-      if (f.a > longest_wait || f.b > longest_wait) fail(spec, "a latency above 24h");
+      if (f.a > longest_injected_wait || f.b > longest_injected_wait)
+        fail(spec, "a latency above 24h");
       if (f.distribution == latency_distribution::uniform && f.b < f.a) {
         fail(spec, "'hi' is below 'lo'");
       }
@@ -506,6 +452,9 @@ fault parse_fault(std::string_view spec) {
     case fault_kind::outage:
       if (f.action != outage_action::status) {
         refuse("status", "applies to action=status only");
+      }
+      if (f.action == outage_action::pause && f.rate < 1) {
+        fail(spec, "a pause stops the whole server: 'rate' must be 100%");
       }
       break;
     case fault_kind::slow_body:
@@ -568,7 +517,7 @@ fault parse_partial_flag(std::string_view text) {
 scheduled_fault parse_outage_flag(std::string_view text) {
   const auto bad = [&](const std::string& why) -> scheduled_fault {
     throw parse_error(quote_for_message(text) + ": " + why +
-                      " (expected START+LENGTH[:STATUS|reset|hang], such as 10s+5s:503)");
+                      " (expected START+LENGTH[:STATUS|reset|hang|pause], such as 10s+5s:503)");
   };
   const auto plus = text.find('+');
   if (plus == text.npos) return bad("no '+'");
@@ -586,7 +535,7 @@ scheduled_fault parse_outage_flag(std::string_view text) {
   std::string spec = "outage()";
   if (colon != text.npos) {
     const std::string_view what = text.substr(colon + 1);
-    if (what == "reset" || what == "hang") {
+    if (what == "reset" || what == "hang" || what == "pause") {
       spec = "outage(action=" + std::string(what) + ")";
     } else {
       spec = "outage(status=" + std::string(what) + ")";
@@ -707,79 +656,6 @@ std::string describe(const scheduled_fault& f) {
   std::string out = f.what.spec + " from " + format_duration(f.when.start);
   if (f.when.end != duration::max()) out += " to " + format_duration(f.when.end);
   return out;
-}
-
-fault_decision decide(const fault_plan& plan, duration since_start, const request_view& request,
-                      random_generator& rng) {
-  fault_decision d;
-  // A service that is down answers at once: outages and partial outages first, without latency.
-  for (const scheduled_fault& sf : plan.faults) {
-    if (!sf.when.contains(since_start)) continue;
-    const fault& f = sf.what;
-    if (f.kind == fault_kind::outage) {
-      if (!hits(f.rate, rng)) continue;
-      d.fired |= 1u << counter_outage;
-      switch (f.action) {
-        case outage_action::reset:
-          d.reset = true;
-          break;
-        case outage_action::hang:
-          d.hold_until = sf.when.end;
-          break;
-        case outage_action::status:
-          d.abort_status = f.status;
-          break;
-      }
-      return d;
-    }
-    if (f.kind == fault_kind::partial && matches(f, request)) {
-      if (!hits(f.rate, rng)) continue;
-      d.fired |= 1u << counter_partial;
-      d.abort_status = f.status;
-      return d;
-    }
-  }
-  // Then as Envoy's fault filter: delays, then an abort.
-  for (const scheduled_fault& sf : plan.faults) {
-    if (sf.what.kind != fault_kind::latency || !sf.when.contains(since_start)) continue;
-    if (!hits(sf.what.rate, rng)) continue;
-    d.fired |= 1u << counter_latency;
-    d.delay = std::min(d.delay + draw_latency(sf.what, rng), longest_wait);
-  }
-  if (plan.envoy_headers && request.header) {
-    if (const auto ms = whole_number(request.header("x-envoy-fault-delay-request"))) {
-      if (hits(envoy_share(request, "x-envoy-fault-delay-request-percentage"), rng)) {
-        d.fired |= 1u << counter_envoy_delay;
-        const auto capped = std::min<std::uint64_t>(
-            *ms, static_cast<std::uint64_t>(
-                     std::chrono::duration_cast<std::chrono::milliseconds>(longest_wait).count()));
-        d.delay = std::min(d.delay + std::chrono::milliseconds(capped), longest_wait);
-      }
-    }
-    if (const auto status = whole_number(request.header("x-envoy-fault-abort-request"));
-        status && *status >= 200 && *status <= 599) {
-      if (hits(envoy_share(request, "x-envoy-fault-abort-request-percentage"), rng)) {
-        d.fired |= 1u << counter_envoy_abort;
-        d.abort_status = static_cast<int>(*status);
-        return d;
-      }
-    }
-  }
-  for (const scheduled_fault& sf : plan.faults) {
-    if (sf.what.kind != fault_kind::errors || !sf.when.contains(since_start)) continue;
-    if (!hits(sf.what.rate, rng)) continue;
-    d.fired |= 1u << counter_errors;
-    d.abort_status = sf.what.status;
-    return d;
-  }
-  for (const scheduled_fault& sf : plan.faults) {
-    if (sf.what.kind != fault_kind::slow_body || !sf.when.contains(since_start)) continue;
-    if (!hits(sf.what.rate, rng)) continue;
-    d.fired |= 1u << counter_slow_body;
-    d.slow = slow_body_plan{sf.what.body_size, sf.what.bytes_per_s};
-    break;
-  }
-  return d;
 }
 
 }  // namespace backoff::faults

@@ -24,6 +24,9 @@
 //   outage(status=503)                               every request, while its window lasts;
 //   outage(action=reset) | outage(action=hang)         reset: the connection is reset (RST);
 //                                                      hang: held until the window ends
+//   outage(action=pause)                             the server is stopped (seed 004's SIGSTOP):
+//                                                      new requests are held as by hang, and an
+//                                                      answer ready meanwhile waits for its end
 //   slow_body(size=16KiB, speed=4KiB/s)              the body padded to size, sent at speed
 // Every kind takes rate= (default 100%): the share of the requests it applies to that it hits.
 // A window says when a fault is on, from the start of the server (or proxy, or experiment).
@@ -54,11 +57,15 @@
 
 namespace backoff::faults {
 
+// No injected wait is longer than a day: a heavy-tailed draw or a huge header value would
+// otherwise overflow the clock, and a day is past any experiment.
+inline constexpr duration longest_injected_wait = std::chrono::hours(24);
+
 enum class fault_kind { errors, latency, partial, outage, slow_body };
 
 enum class latency_distribution { fixed, uniform, exponential, lognormal, pareto };
 
-enum class outage_action { status, reset, hang };
+enum class outage_action { status, reset, hang, pause };
 
 struct fault {
   fault_kind kind = fault_kind::errors;
@@ -140,6 +147,10 @@ struct fault_decision {
 fault_decision decide(const fault_plan& plan, duration since_start, const request_view& request,
                       random_generator& rng);
 
+// The end of the pause under way `since_start` (outage(action=pause)), if one is: an answer
+// ready now leaves then. A pause stops the whole server, so it takes no rate below 100 %.
+std::optional<duration> paused_until(const fault_plan& plan, duration since_start);
+
 // "64KiB", "1MB", "512", "100B" as bytes (B, KiB, MiB, GiB, KB, MB, GB); throws parse_error
 // naming `text`. The sizes of slow_body and of the proxy's toxics.
 std::uint64_t parse_byte_size(std::string_view text);
@@ -157,7 +168,7 @@ fault parse_errors_flag(std::string_view text);   // --errors RATE[:STATUS]: "5%
 fault parse_latency_flag(std::string_view text);  // --latency 100ms | DIST(ARGS)
 fault parse_partial_flag(std::string_view text);  // --partial-outage ARGS: "header=x, value=1"
 scheduled_fault parse_outage_flag(
-    std::string_view text);                         // --outage START+LENGTH[:STATUS|reset|hang]
+    std::string_view text);  // --outage START+LENGTH[:STATUS|reset|hang|pause]
 fault parse_slow_body_flag(std::string_view text);  // --slow-body SIZE@SPEED: "16KiB@4KiB/s"
 
 // A schedule file (TOML), each entry one fault and when it is on:

@@ -44,4 +44,31 @@ TEST(SystemAgreement, RetryFailureRate) {
   }
 }
 
+// Seed 004 as a system (a concurrency curve with a tick, a pause, users who think first): the
+// fixed retry keeps the server down in both, exponential backoff recovers in both, within 25 %
+// of the same time. Also with a shorter pause, through the dedicated model's keys as knobs.
+TEST(SystemAgreement, OutageRecovery) {
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{},
+        std::vector<std::string>{"outage.duration=\"4s\"", "workload.clients=800"}}) {
+    expect_agreement("outage-recovery", "system-outage-recovery", sets);
+    const auto a = by_name(run_builtin("outage-recovery", sets));
+    const auto b = by_name(run_builtin("system-outage-recovery", sets));
+    for (const auto& [name, d] : a) {
+      const report::strategy_summary& s = b.at(name);
+      ASSERT_EQ(s.recovery_s.has_value(), d.recovery_s.has_value()) << name;
+      if (d.recovery_s) {
+        EXPECT_NEAR(*s.recovery_s, *d.recovery_s, 0.25 * *d.recovery_s) << name;
+      }
+      EXPECT_NEAR(static_cast<double>(s.peak_load), static_cast<double>(d.peak_load),
+                  0.1 * static_cast<double>(d.peak_load))
+          << name;
+    }
+  }
+  // At the defaults, what the article shows: fixed never comes back, exponential does.
+  const auto b = by_name(run_builtin("system-outage-recovery"));
+  EXPECT_FALSE(b.at("fixed").recovery_s.has_value());
+  EXPECT_TRUE(b.at("exponential").recovery_s.has_value());
+}
+
 }  // namespace system_agreement_test

@@ -18,6 +18,7 @@
 #include "sim/models/system/distribution.hpp"
 #include "sim/run/runner.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "system_scenario.hpp"
 
 namespace system_model_test {
 
@@ -66,39 +67,10 @@ name = "budgeted"
 edge.front.budget = "token-bucket(max=10, ratio=0.1)"
 )toml";
 
-report::scenario_result system_run(const std::string& text,
-                                   const std::vector<std::string>& sets = {},
-                                   const std::string& path = "mine.toml") {
-  sim::scenario sc = sim::scenario::load({path, text}, sets);
-  return sim::run_scenario(sc, {});
-}
-
-std::string system_error(const std::string& text, const std::vector<std::string>& sets = {}) {
-  try {
-    system_run(text, sets);
-  } catch (const sim::scenario_error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-double system_field(const report::strategy_summary& s, const std::string& name) {
-  for (const auto& f : s.fields) {
-    if (f.name == name) {
-      EXPECT_TRUE(f.value.has_value()) << name;
-      return f.value.value_or(std::nan(""));
-    }
-  }
-  ADD_FAILURE() << s.name << ": no field " << name;
-  return std::nan("");
-}
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  const auto at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
+using backoff::test::replaced;
+using backoff::test::system_error;
+using backoff::test::system_field;
+using backoff::test::system_run;
 
 TEST(SystemModel, TheMinimalFileRunsAsWritten) {
   const auto r = system_run(minimal_system, {"run.duration=\"10s\""});

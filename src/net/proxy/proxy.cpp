@@ -332,6 +332,12 @@ class connection {
         co_return co_await upstream_failure(kind, answer_failure_text(kind), version,
                                             client_keep_alive);
       }
+      // A pause (outage(action=pause)) stops the proxy as SIGSTOP would: the answer's header
+      // leaves when it ends.
+      if (const auto until = faults::paused_until(
+              o_.faults, std::chrono::duration_cast<duration>(steady::now() - s_.started))) {
+        if (!co_await wait_for_fault(saturating_add(s_.started, *until))) co_return step::gone;
+      }
       co_return co_await relay_answer(*answer_parser, version, client_keep_alive, slow);
     }
   }

@@ -466,6 +466,7 @@ struct worker final : connection_owner {
         if (const auto left = propagated_timeout(req)) deadline = clamped_deadline(*left);
         const service_end end = co_await serve_api(stream, deadline);
         if (end == service_end::gone) break;  // the client left or the server stops: no answer
+        if (!co_await wait_out_pause(stream, entry)) break;
         if (end == service_end::expired) {
           res = make_response(http::status::gateway_timeout, "deadline exceeded\n", version,
                               keep_alive);
@@ -528,6 +529,16 @@ struct worker final : connection_owner {
     auto until = saturating_add(steady::now(), fault.delay);
     if (fault.hold_until) until = std::max(until, saturating_add(started, *fault.hold_until));
     co_return co_await wait_for_fault(stream, until);
+  }
+
+  // A pause (outage(action=pause)) stops the server as SIGSTOP would: an answer ready during one
+  // leaves when it ends. False when the client left or the server stops meanwhile.
+  task<bool> wait_out_pause(socket_type& stream, connection_entry& entry) {
+    if (options.faults.empty()) co_return true;
+    const auto until = faults::paused_until(options.faults, steady::now() - started);
+    if (!until) co_return true;
+    entry.enter_busy();
+    co_return co_await wait_for_fault(stream, saturating_add(started, *until));
   }
 
   // An injected status; 204 and 304 have no body (RFC 9110 sections 15.3.5 and 15.4.5).

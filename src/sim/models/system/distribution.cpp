@@ -27,7 +27,7 @@ time_ns to_time(double ns) {
 struct kind_keys {
   std::string_view name;
   distribution_kind kind;
-  std::array<std::string_view, 4> keys;  // the keys it takes (all required but the curve's)
+  std::array<std::string_view, 5> keys;  // the keys it takes (all required but the curve's)
 };
 
 constexpr std::array<kind_keys, 8> kinds{{
@@ -38,7 +38,7 @@ constexpr std::array<kind_keys, 8> kinds{{
     {"pareto", distribution_kind::pareto, {"scale", "shape"}},
     {"uniform", distribution_kind::uniform, {"low", "high"}},
     {"empirical", distribution_kind::empirical, {"file"}},
-    {"concurrency", distribution_kind::concurrency, {"base", "limit", "factor", "k"}},
+    {"concurrency", distribution_kind::concurrency, {"base", "limit", "factor", "k", "tick"}},
 }};
 
 [[noreturn]] void bad(std::string_view spec, const std::string& why) {
@@ -247,6 +247,10 @@ distribution parse_distribution(std::string_view text, const std::filesystem::pa
       }
       if (const auto* factor = get("factor")) d.curve.factor = bounded(text, *factor, 0, 1e3, true);
       if (const auto* k = get("k")) d.curve.k = bounded(text, *k, 0, 1e9, true);
+      if (const auto* tick = get("tick")) {
+        d.tick = static_cast<time_ns>(duration_ns(text, *tick));
+        if (d.tick == 0) bad(text, "tick must be above 0s (leave it out to read N once)");
+      }
       break;
   }
   return d;

@@ -16,7 +16,12 @@
 //   concurrency(base=50ms, limit=30, factor=1.05, k=15)
 //                                       smira's curve (2016): base while at most `limit` requests
 //                                       are in service at the replica, base * factor^((N - limit)
-//                                       / k) beyond (seed_models/service_time.hpp)
+//                                       / k) beyond (seed_models/service_time.hpp), N read once,
+//                                       when the work starts
+//   concurrency(..., tick=50ms)         the same, re-read every tick of the work with the N of
+//                                       that moment, as seed 004's server does: a request in
+//                                       service slows when others arrive (sim::concurrency_server
+//                                       runs it; sample() then gives only the time at N)
 //
 //   const distribution d = parse_distribution("lognormal(median=4ms, sigma=0.5)", folder);
 //   time_ns t = d.sample(rng, in_service);     // in_service: only the curve reads it
@@ -60,9 +65,10 @@ struct empirical_table {
 
 struct distribution {
   distribution_kind kind = distribution_kind::constant;
-  double a = 0;  // ns: value, mean, median, scale, low, base
-  double b = 0;  // ns or a number: high (ns), sigma, shape
-  int k = 1;     // erlang
+  double a = 0;      // ns: value, mean, median, scale, low, base
+  double b = 0;      // ns or a number: high (ns), sigma, shape
+  int k = 1;         // erlang
+  time_ns tick = 0;  // concurrency: N re-read every tick of the work (0: read once, at its start)
   seed_models::service_curve curve;
   std::shared_ptr<const empirical_table> table;
   std::string text;  // as written, for messages and the report

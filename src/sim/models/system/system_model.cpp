@@ -85,6 +85,16 @@ void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
       for (const call_spec& c : s.calls) slot_edge_.push_back(c.edge);
       replica_state& st = replicas_.emplace_back();
       if (s.adaptive) st.adaptive = std::make_unique<concurrency_limiter>(*s.adaptive);
+      if (s.service_time.kind == distribution_kind::concurrency && s.service_time.tick > 0) {
+        const distribution& d = s.service_time;
+        st.curve = std::make_unique<concurrency_server>(
+            concurrency_server::params{.limit = d.curve.limit,
+                                       .factor = d.curve.factor,
+                                       .k = d.curve.k,
+                                       .base_delay = static_cast<time_ns>(d.a),
+                                       .tick = d.tick},
+            static_cast<concurrency_server::listener&>(*this));
+      }
     }
   }
   lives_.clear();
@@ -115,6 +125,15 @@ run_info system_runner::run(const client_strategy& strategy, std::uint64_t seed,
                             report::recorder& out, const progress_fn& progress) {
   reset(strategy, seed, out);
   self_ = e.add(*this);
+  for (replica_state& r : replicas_) {
+    if (r.curve) r.curve->attach(e);
+  }
+  for (std::uint32_t s = 0; s < spec_.services.size(); ++s) {
+    for (const faults::fault_window& w : spec_.services[s].pauses) {
+      e.schedule_at(w.start.count(), self_, pause_begins, s);
+      if (w.end != duration::max()) e.schedule_at(w.end.count(), self_, pause_ends, s);
+    }
+  }
   for (std::uint32_t g = 0; g < spec_.clients.size(); ++g) {
     const client_group& group = spec_.clients[g];
     if (group.arrivals == arrival_kind::closed) {
@@ -122,7 +141,13 @@ run_info system_runner::run(const client_strategy& strategy, std::uint64_t seed,
       const std::uint64_t users = group.operations > 0
                                       ? std::min<std::uint64_t>(group.users, group.operations)
                                       : group.users;
-      for (std::uint64_t u = 0; u < users; ++u) start_operation(e, g);
+      for (std::uint64_t u = 0; u < users; ++u) {
+        if (group.think_first) {
+          user_thinks(e, g);
+        } else {
+          start_operation(e, g, 0);
+        }
+      }
     } else {
       e.schedule_at(0, self_, group_arrival, g);
     }
@@ -152,7 +177,12 @@ void system_runner::handle(engine& e, const event& ev) {
     case group_arrival:
       return on_group_arrival(e, index);
     case user_wakes:
-      return start_operation(e, index);
+      if (e.now() >= spec_.duration) return;  // arrivals have stopped
+      return start_operation(e, static_cast<std::uint32_t>(ev.payload & 0xffff),
+                             static_cast<time_ns>(ev.payload >> 16));
+    case pause_begins:
+    case pause_ends:
+      return pause_service(e, index, ev.kind == pause_begins);
     case send_now:
       return attempt(e, index, true);
     case retry_wake:
@@ -221,7 +251,7 @@ void system_runner::on_group_arrival(engine& e, std::uint32_t g) {
       group.arrivals != arrival_kind::ramp ||
       uniform01(arrivals_rng_) * std::max(group.rate, group.rate_to) < rate_at(e.now());
   if (accepted && (e.now() > 0 || group.arrivals != arrival_kind::ramp || group.rate > 0)) {
-    start_operation(e, g);
+    start_operation(e, g, 0);
   }
   const double top =
       group.arrivals == arrival_kind::ramp ? std::max(group.rate, group.rate_to) : group.rate;
@@ -232,7 +262,15 @@ void system_runner::on_group_arrival(engine& e, std::uint32_t g) {
   e.schedule_after(std::max<time_ns>(1, static_cast<time_ns>(gap + 0.5)), self_, group_arrival, g);
 }
 
-void system_runner::start_operation(engine& e, std::uint32_t g) {
+// A closed group's user thinks, then starts an operation; the think time travels with the
+// event (the group in its low 16 bits), for backoff_from_think.
+void system_runner::user_thinks(engine& e, std::uint32_t g) {
+  const time_ns think = spec_.clients[g].think.sample(arrivals_rng_, 0);
+  if (think == 0) return start_operation(e, g, 0);
+  e.schedule_after(think, self_, user_wakes, static_cast<std::uint64_t>(think) << 16 | g);
+}
+
+void system_runner::start_operation(engine& e, std::uint32_t g, time_ns thought) {
   const client_group& group = spec_.clients[g];
   ++group_started_[g];
   const std::uint32_t instance =
@@ -245,6 +283,7 @@ void system_runner::start_operation(engine& e, std::uint32_t g) {
   rec.group = g;
   rec.operation = operations_++;
   rec.root = c;
+  if (group.backoff_from_think) rec.control->continue_from(duration{thought});
   out_->operation_started(e.now());
   attempt(e, c, false);
 }
@@ -386,10 +425,7 @@ void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
   const client_group& group = spec_.clients[g];
   if (group.arrivals == arrival_kind::closed && e.now() < spec_.duration &&
       (group.operations == 0 || group_started_[g] < group.operations)) {
-    // The user thinks, then starts the next operation.
-    const time_ns think = group.think.sample(arrivals_rng_, 0);
-    if (think == 0) return start_operation(e, g);
-    e.schedule_after(think, self_, user_wakes, g);
+    user_thinks(e, g);  // then starts the next operation
   }
 }
 

@@ -25,6 +25,7 @@
 #include "report/hdr_histogram.hpp"
 #include "report/result.hpp"
 #include "sim/engine/engine_types.hpp"
+#include "sim/models/concurrency_server.hpp"
 
 namespace backoff::sim::system_model {
 
@@ -73,6 +74,8 @@ struct replica_state {
   std::uint32_t times_ejected = 0;
   time_ns ejected_until = 0;
   std::unique_ptr<concurrency_limiter> adaptive;
+  // A concurrency curve with a tick: seed 004's server, which re-reads N while it works.
+  std::unique_ptr<concurrency_server> curve;
 };
 
 // One bucket of a service's time series: the report layer's (services.csv, its charts).

@@ -26,14 +26,18 @@ enum kind : std::uint32_t {
   answer_failed,
   answer_refused,
   attempt_timeout,
-  user_wakes,  // payload: a closed group whose user has thought
+  user_wakes,    // payload: a closed group | the think time it waited << 16
+  pause_begins,  // payload: service
+  pause_ends,
 };
 
 inline std::uint64_t pack(std::uint32_t index, std::uint32_t generation) {
   return static_cast<std::uint64_t>(index) | static_cast<std::uint64_t>(generation) << 32;
 }
 
-class system_runner final : public model_runner, public model {
+class system_runner final : public model_runner,
+                            public model,
+                            private concurrency_server::listener {
  public:
   explicit system_runner(config_reader& keys) : spec_(read_system(keys)) {}
 
@@ -56,7 +60,8 @@ class system_runner final : public model_runner, public model {
   void reset(const client_strategy& strategy, std::uint64_t seed, report::recorder& out);
   // Callers.
   void on_group_arrival(engine& e, std::uint32_t group);
-  void start_operation(engine& e, std::uint32_t group);
+  void start_operation(engine& e, std::uint32_t group, time_ns thought);
+  void user_thinks(engine& e, std::uint32_t group);
   std::uint32_t open_call(engine& e, std::uint32_t edge, std::uint32_t service, std::uint32_t slot);
   void attempt(engine& e, std::uint32_t c, bool paced);
   std::uint32_t choose_replica(const call_record& c, time_ns now_ns);
@@ -70,6 +75,10 @@ class system_runner final : public model_runner, public model {
   void on_arrive(engine& e, std::uint32_t r);
   void admit(engine& e, std::uint32_t r);
   void start_work(engine& e, std::uint32_t r);
+  time_ns after_pauses(std::uint32_t service, time_ns from, time_ns work) const;
+  void work_until(engine& e, std::uint32_t r, time_ns at);
+  void served(engine& e, std::uint64_t r) override;  // a curve with a tick finished it
+  void pause_service(engine& e, std::uint32_t service, bool begins);
   void on_work_done(engine& e, std::uint32_t r);
   void next_downstream(engine& e, std::uint32_t r);
   void downstream_over(engine& e, std::uint32_t r, bool ok);

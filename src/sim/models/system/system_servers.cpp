@@ -112,13 +112,56 @@ void system_runner::start_work(engine& e, std::uint32_t r) {
   // A latency fault makes the service slow: its delay is part of the work, on the worker
   // (a brownout fills the pool), not a wait after it.
   const time_ns slower = req.delay;
-  req.delay = 0;
   if (req.deadline > 0 && e.now() >= req.deadline) {
+    req.delay = 0;
     req.failed = true;
-    return e.schedule_after(s.expired_cost, self_, work_done, r);
+    return work_until(e, r, after_pauses(req.service, e.now(), s.expired_cost));
   }
-  const auto in_service = static_cast<std::int64_t>(replica(req.service, req.replica).busy);
-  e.schedule_after(s.service_time.sample(server_rng_, in_service) + slower, self_, work_done, r);
+  replica_state& rep = replica(req.service, req.replica);
+  if (rep.curve) return rep.curve->arrive(e, r);  // its slowdown follows N; served() is next
+  req.delay = 0;
+  const auto in_service = static_cast<std::int64_t>(rep.busy);
+  const time_ns work = s.service_time.sample(server_rng_, in_service) + slower;
+  work_until(e, r, after_pauses(req.service, e.now(), work));
+}
+
+void system_runner::work_until(engine& e, std::uint32_t r, time_ns at) {
+  if (at != time_max) e.schedule_at(at, self_, work_done, r);  // else paused for good: held
+}
+
+// When work of this length started at `from` ends: a pause stops it, and it goes on after.
+time_ns system_runner::after_pauses(std::uint32_t service, time_ns from, time_ns work) const {
+  time_ns at = from;
+  for (const faults::fault_window& w : spec_.services[service].pauses) {  // in start order
+    const time_ns start = w.start.count(), end = w.end.count();
+    if (end <= at) continue;
+    if (start >= at + work) break;
+    work -= std::max<time_ns>(0, start - at);
+    if (w.end == duration::max()) return time_max;
+    at = end;
+  }
+  return at + work;
+}
+
+// The curve let the request go; a latency fault's delay is its work's tail, on the worker.
+void system_runner::served(engine& e, std::uint64_t tag) {
+  const auto r = static_cast<std::uint32_t>(tag);
+  const time_ns slower = requests_[r].delay;
+  requests_[r].delay = 0;
+  if (slower > 0) return e.schedule_after(slower, self_, work_done, r);
+  on_work_done(e, r);
+}
+
+void system_runner::pause_service(engine& e, std::uint32_t service, bool begins) {
+  for (std::uint32_t i = 0; i < spec_.services[service].replicas; ++i) {
+    concurrency_server* curve = replica(service, i).curve.get();
+    if (curve == nullptr) continue;  // its work's end already counts the pause (after_pauses)
+    if (begins) {
+      curve->pause(e);
+    } else {
+      curve->resume(e);
+    }
+  }
 }
 
 void system_runner::on_work_done(engine& e, std::uint32_t r) {

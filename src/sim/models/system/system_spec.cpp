@@ -19,6 +19,7 @@ namespace {
 
 constexpr std::int64_t most_replicas = 10'000;
 constexpr std::int64_t most_capacity = 100'000'000;
+constexpr std::size_t most_groups = 65'535;  // a group's index travels in 16 bits of an event
 
 std::filesystem::path folder_of(const config_reader& keys) {
   const std::filesystem::path p(keys.path());
@@ -218,10 +219,18 @@ void read_faults(config_reader& keys, const std::string& prefix, service_spec& s
         !s.outage) {
       s.outage = f.when;
     }
+    if (f.what.kind == faults::fault_kind::outage &&
+        f.what.action == faults::outage_action::pause) {
+      s.pauses.push_back(f.when);
+    }
     if (f.what.kind == faults::fault_kind::slow_body) {
       keys.fail(key, "slow_body shapes an HTTP body, which the simulator does not send");
     }
   }
+  std::sort(s.pauses.begin(), s.pauses.end(),
+            [](const faults::fault_window& a, const faults::fault_window& b) {
+              return a.start < b.start;
+            });
 }
 
 service_spec read_service(config_reader& keys, const std::string& name) {
@@ -380,6 +389,7 @@ void read_arrivals(config_reader& keys, const std::string& key, client_group& g)
 void read_client_groups(config_reader& keys, system_spec& spec) {
   const std::size_t n = keys.array_size("clients");
   if (n == 0) keys.fail("clients", "a system needs at least one [[clients]] group");
+  if (n > most_groups) keys.fail("clients", "more than 65535 [[clients]] groups");
   for (std::size_t i = 0; i < n; ++i) {
     const std::string p = "clients." + std::to_string(i);
     client_group g;
@@ -410,6 +420,12 @@ void read_client_groups(config_reader& keys, system_spec& spec) {
     g.instances = static_cast<std::uint32_t>(keys.integer(p + ".instances", 1, 1, 1'000'000));
     g.operations = static_cast<std::uint64_t>(
         keys.integer(p + ".operations", 0, 0, std::numeric_limits<std::int64_t>::max()));
+    g.think_first = keys.boolean(p + ".think_first", false);
+    g.backoff_from_think = keys.boolean(p + ".backoff_from_think", false);
+    if ((g.think_first || g.backoff_from_think) && g.arrivals != arrival_kind::closed) {
+      keys.fail(p + (g.think_first ? ".think_first" : ".backoff_from_think"),
+                "applies to closed arrivals only (users who think)");
+    }
     spec.clients.push_back(std::move(g));
   }
 }

@@ -69,6 +69,7 @@ struct service_spec {
   std::optional<limit_config> adaptive;        // admission adaptive(...)
   faults::fault_plan faults;                   // errors and the fault schedule
   std::optional<faults::fault_window> outage;  // the first outage, for recovery_s
+  std::vector<faults::fault_window> pauses;    // outage(action=pause): the replicas stop
   time_ns expired_cost = 0;
   ejection_spec ejection;
   std::vector<call_spec> calls;
@@ -92,6 +93,10 @@ struct client_group {
   // Client processes in the group, each with its own guards (budget, breaker, limiter); each
   // operation belongs to one drawn at random (so each is a Poisson process of rate / instances).
   std::uint32_t instances = 1;
+  bool think_first = false;  // closed: each user thinks before its first operation too
+  // Closed: an operation's first backoff grows from the think time before it, as seed 004's Go
+  // client's does (its lastDelay is the think time when the first error comes).
+  bool backoff_from_think = false;
 };
 
 struct edge_spec {
