@@ -28,7 +28,7 @@ void add_fault_flags(CLI::App* sub, fault_flag_values& values) {
                   "'path=/api/users/42', with status=503 (default) and rate=; repeatable")
       ->group(group);
   sub->add_option("--outage", values.outage,
-                  "An outage window from the start: START+LENGTH[:STATUS|reset|hang], such as "
+                  "An outage window from the start: START+LENGTH[:STATUS|reset|hang|pause], such as "
                   "10s+5s (503), 10s+5s:reset (connections reset), 10s+5s:hang (held until it "
                   "ends); repeatable")
       ->group(group);

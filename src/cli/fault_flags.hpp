@@ -8,8 +8,8 @@
 //   if (!plan) return exit_usage;
 //
 // --errors 5%:503, --latency 100ms | exponential(mean=50ms), --partial-outage 'header=x-shard,
-// value=3', --outage 10s+5s[:503|reset|hang], --slow-body 16KiB@4KiB/s, --fault SPEC (any kind),
-// each repeatable; --faults FILE (a TOML schedule); --envoy-fault-headers; --fault-seed N.
+// value=3', --outage 10s+5s[:503|reset|hang|pause], --slow-body 16KiB@4KiB/s, --fault SPEC (any
+// kind), each repeatable; --faults FILE (a TOML schedule); --envoy-fault-headers; --fault-seed N.
 #pragma once
 
 #include <CLI/CLI.hpp>

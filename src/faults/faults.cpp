@@ -210,7 +210,7 @@ constexpr spec_key<fault> fault_keys[] = {
      }},
     {"action", kinds({fault_kind::outage}), "`status`, `reset`, `hang` or `pause`", "`status`",
      "answer `status`, reset the connection (RST), hold the request until the window ends, or "
-     "stop the whole server (SIGSTOP): new requests wait and no answer leaves until it ends",
+     "pause the whole server (SIGSTOP): work under way and new requests wait until it ends",
      [](fault& f, const spec_value& v) {
        if (v.text() == "status") {
          f.action = outage_action::status;

@@ -25,8 +25,9 @@
 //   outage(action=reset) | outage(action=hang)         reset: the connection is reset (RST);
 //                                                      hang: held until the window ends
 //   outage(action=pause)                             the server is stopped (seed 004's SIGSTOP):
-//                                                      new requests are held as by hang, and an
-//                                                      answer ready meanwhile waits for its end
+//                                                      new requests are held as by hang; serve
+//                                                      also stops work under way (its pause gate),
+//                                                      proxy holds answers until the end
 //   slow_body(size=16KiB, speed=4KiB/s)              the body padded to size, sent at speed
 // Every kind takes rate= (default 100%): the share of the requests it applies to that it hits.
 // A window says when a fault is on, from the start of the server (or proxy, or experiment).

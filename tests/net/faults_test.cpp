@@ -101,7 +101,9 @@ TEST(FaultSpec, MistakesAreOneLineNamingTheBadPart) {
   EXPECT_NE(parse_message("partial(path=api)").find("start with '/'"), std::string::npos);
   EXPECT_NE(parse_message("outage(action=reset, status=503)").find("action=status only"),
             std::string::npos);
-  EXPECT_NE(parse_message("outage(action=explode)").find("status, reset or hang"),
+  EXPECT_NE(parse_message("outage(action=explode)").find("status, reset, hang or pause"),
+            std::string::npos);
+  EXPECT_NE(parse_message("outage(action=pause, rate=50%)").find("stops the whole server"),
             std::string::npos);
   EXPECT_NE(parse_message("slow_body(size=0, speed=1KiB/s)").find("'size'"), std::string::npos);
   EXPECT_NE(parse_message("slow_body(size=2GiB, speed=1KiB/s)").find("'size'"), std::string::npos);
@@ -131,6 +133,7 @@ TEST(FaultFlags, ShorthandsMeanTheirSpecs) {
   EXPECT_EQ(o.what.action, outage_action::reset);
   EXPECT_EQ(parse_outage_flag("1m+30s").what.status, 503);
   EXPECT_EQ(parse_outage_flag("0s+1s:hang").what.action, outage_action::hang);
+  EXPECT_EQ(parse_outage_flag("0s+1s:pause").what.action, outage_action::pause);
   EXPECT_EQ(parse_outage_flag("0s+1s:500").what.status, 500);
   EXPECT_THROW(parse_outage_flag("10s"), parse_error);
   EXPECT_THROW(parse_outage_flag("10s+0s"), parse_error);
@@ -209,6 +212,15 @@ TEST(FaultDecision, AnOutageResetsHangsOrAnswersAtOnceWithoutAddedLatency) {
       decide(with_latency(parse_outage_flag("5s+10s:hang")), 6s, r.view(), rng);
   EXPECT_EQ(hang.hold_until, 15s);
   EXPECT_FALSE(hang.abort_status);
+  // A pause holds what arrives as a hang does, and answers ready meanwhile until it ends.
+  const fault_plan pause = with_latency(parse_outage_flag("5s+10s:pause"));
+  const fault_decision paused = decide(pause, 6s, r.view(), rng);
+  EXPECT_EQ(paused.hold_until, 15s);
+  EXPECT_FALSE(paused.abort_status);
+  EXPECT_EQ(paused_until(pause, 5s), 15s);
+  EXPECT_EQ(paused_until(pause, 15s), std::nullopt);
+  EXPECT_EQ(paused_until(pause, 4s), std::nullopt);
+  EXPECT_EQ(paused_until(with_latency(parse_outage_flag("5s+10s:hang")), 6s), std::nullopt);
   const fault_decision down = decide(with_latency(parse_outage_flag("0s+1m")), 1s, r.view(), rng);
   EXPECT_EQ(down.abort_status, 503);
   EXPECT_EQ(down.delay, 0ns);

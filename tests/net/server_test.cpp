@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "faults/faults.hpp"
 #include "net/server/handler.hpp"
 #include "net/server/metrics.hpp"
 #include "net/server/service_model.hpp"
@@ -395,6 +396,25 @@ TEST(Server, ATimedPauseResumesByItself) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);
   EXPECT_GE(std::chrono::steady_clock::now() - start, 150ms);
+}
+
+TEST(Server, APauseFaultStopsTheServerForItsWindowThroughTheSamePauseGate) {
+  // outage(action=pause) from 0 s for 300 ms: the gate /admin/pause uses closes at once and
+  // opens by itself; /metrics answers meanwhile.
+  server_options o = fast_options();
+  o.faults.faults.push_back(backoff::faults::parse_outage_flag("0s+300ms:pause"));
+  server s(o);
+  const auto started = std::chrono::steady_clock::now();
+  s.start();
+  ASSERT_TRUE(eventually([&] { return s.metrics().snapshot().paused; }));
+  client admin(s.port());
+  const auto metrics = admin.request(http::verb::get, "/metrics");
+  EXPECT_NE(metrics.body().find("backoff_paused 1\n"), std::string::npos);
+  client c(s.port());
+  EXPECT_EQ(c.request(http::verb::get, "/api").result_int(), 200u);  // held to the window's end
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 300ms);
+  EXPECT_FALSE(s.metrics().snapshot().paused);
+  EXPECT_EQ(s.metrics().snapshot().pauses, 1u);
 }
 
 TEST(Server, AnAbandonedRequestKeepsCountingAsInTheSeed) {

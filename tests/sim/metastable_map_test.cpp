@@ -122,6 +122,39 @@ TEST(MetastableMapSearch, BracketsTheBoundaryAndIgnoresTheThreadCount) {
   EXPECT_EQ(csv_a.str().rfind("model,load,trigger,trigger_lo,trigger_hi,replications,", 0), 0u);
 }
 
+TEST(MetastableMapSearch, ASystemScenarioIsMappedAsItsDedicatedModelIs) {
+  // Seed 004 as a system (its pause an outage(action=pause)) against the dedicated model, with
+  // the knobs of the dedicated model's keys: the same boundary, since the two runs agree.
+  std::string text = R"(scenario = "system-map"
+seed = 1
+)";
+  for (const char* mapped : {"outage-recovery", "system-outage-recovery"}) {
+    text += std::string(R"([[map]]
+scenario = ")") + mapped + R"("
+strategy = "fixed"
+set = ["server.limit=6", "server.k=3", "outage.start="35s"", "run.duration="160s""]
+load = { key = "workload.clients", values = [150, 300] }
+trigger = { key = "outage.duration", low = "1s", high = "25s", resolution = "2s" }
+replications = 1
+max_probes = 6
+)";
+  }
+  sim::scenario sc = sim::scenario::load({"system-map.toml", text});
+  const report::scenario_result r = sim::run_map(sc, sim::builtin_scenarios(), {});
+  ASSERT_EQ(r.boundary.size(), 4u);
+  EXPECT_EQ(r.maps.at(1).model, "system");
+  for (std::size_t load = 0; load < 2; ++load) {
+    const report::boundary_point& dedicated = r.boundary[load];
+    const report::boundary_point& system = r.boundary[2 + load];
+    EXPECT_EQ(system.trigger_lo, dedicated.trigger_lo) << load;
+    EXPECT_EQ(system.trigger_hi, dedicated.trigger_hi) << load;
+    EXPECT_EQ(system.always_down, dedicated.always_down) << load;
+    EXPECT_EQ(system.never_down, dedicated.never_down) << load;
+  }
+  // The fixed retry survives a shorter pause at the higher load: a boundary, not a constant.
+  EXPECT_LT(r.boundary[3].trigger, r.boundary[2].trigger);
+}
+
 // A series of 1 s buckets: `good` successes everywhere except the down seconds.
 report::strategy_summary felt_series(std::size_t seconds, const std::vector<std::size_t>& down) {
   report::strategy_summary s;

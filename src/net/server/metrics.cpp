@@ -148,7 +148,7 @@ std::string prometheus_text(const metrics_snapshot& s) {
   out.sample("backoff_expired_requests_total", {{"stage", "before_service"}},
              s.expired_before_service);
   out.sample("backoff_expired_requests_total", {{"stage", "in_service"}}, s.expired_in_service);
-  out.counter("backoff_pauses_total", "Pauses through POST /admin/pause.", s.pauses);
+  out.counter("backoff_pauses_total", "Pauses: POST /admin/pause, or a pause fault.", s.pauses);
   out.gauge("backoff_concurrency", "Requests to /api being served, abandoned ones included.",
             static_cast<double>(s.concurrency));
   out.gauge("backoff_connections", "Open client connections.", static_cast<double>(s.connections));

@@ -466,7 +466,6 @@ struct worker final : connection_owner {
         if (const auto left = propagated_timeout(req)) deadline = clamped_deadline(*left);
         const service_end end = co_await serve_api(stream, deadline);
         if (end == service_end::gone) break;  // the client left or the server stops: no answer
-        if (!co_await wait_out_pause(stream, entry)) break;
         if (end == service_end::expired) {
           res = make_response(http::status::gateway_timeout, "deadline exceeded\n", version,
                               keep_alive);
@@ -531,16 +530,6 @@ struct worker final : connection_owner {
     co_return co_await wait_for_fault(stream, until);
   }
 
-  // A pause (outage(action=pause)) stops the server as SIGSTOP would: an answer ready during one
-  // leaves when it ends. False when the client left or the server stops meanwhile.
-  task<bool> wait_out_pause(socket_type& stream, connection_entry& entry) {
-    if (options.faults.empty()) co_return true;
-    const auto until = faults::paused_until(options.faults, steady::now() - started);
-    if (!until) co_return true;
-    entry.enter_busy();
-    co_return co_await wait_for_fault(stream, saturating_add(started, *until));
-  }
-
   // An injected status; 204 and 304 have no body (RFC 9110 sections 15.3.5 and 15.4.5).
   static response injected_answer(int status, unsigned version, bool keep_alive) {
     return make_response(static_cast<http::status>(status),
@@ -583,6 +572,21 @@ task<> log_each_second(timer_type& timer, const worker& w, const server_metrics&
   }
 }
 
+// Pause faults (outage(action=pause)) stop the server through the gate /admin/pause uses, when
+// their windows say: work under way waits and new requests are held, as under SIGSTOP.
+task<> pause_on_schedule(timer_type& timer, const worker& w, server& s,
+                         std::vector<faults::fault_window> windows) {
+  std::sort(windows.begin(), windows.end(),
+            [](const auto& a, const auto& b) { return a.start < b.start; });
+  for (const faults::fault_window& window : windows) {
+    timer.expires_at(saturating_add(w.started, window.start));
+    const auto [ec] = co_await timer.async_wait(on_loop);
+    if (ec || w.stopping) co_return;
+    s.pause(window.end == duration::max() ? std::nullopt
+                                          : std::optional<duration>(window.end - window.start));
+  }
+}
+
 }  // namespace
 
 struct server::impl {
@@ -596,6 +600,7 @@ struct server::impl {
   bool stopped = false;
   std::unique_ptr<asio::steady_timer> auto_resume;  // on worker 0
   std::unique_ptr<timer_type> ticker;               // the per-second line, on worker 0
+  std::unique_ptr<timer_type> pause_faults;         // the next pause fault, on worker 0
   admin_access admin;                               // who may use /admin/*
 
   void for_each_worker(auto f) {
@@ -671,6 +676,7 @@ server::server(const server_options& options) : impl_(std::make_unique<impl>()) 
   }
   impl_->auto_resume = std::make_unique<asio::steady_timer>(impl_->workers[0]->context);
   impl_->ticker = std::make_unique<timer_type>(impl_->workers[0]->context.get_executor());
+  impl_->pause_faults = std::make_unique<timer_type>(impl_->workers[0]->context.get_executor());
 }
 
 server::~server() {
@@ -697,6 +703,19 @@ void server::start() {
   if (impl_->options.log_every_second) {
     asio::co_spawn(impl_->workers[0]->context,
                    log_each_second(*impl_->ticker, *impl_->workers[0], impl_->metrics),
+                   asio::detached);
+  }
+  std::vector<faults::fault_window> pauses;
+  for (const faults::scheduled_fault& f : impl_->options.faults.faults) {
+    if (f.what.kind == faults::fault_kind::outage &&
+        f.what.action == faults::outage_action::pause) {
+      pauses.push_back(f.when);
+    }
+  }
+  if (!pauses.empty()) {
+    asio::co_spawn(impl_->workers[0]->context,
+                   pause_on_schedule(*impl_->pause_faults, *impl_->workers[0], *this,
+                                     std::move(pauses)),
                    asio::detached);
   }
   for (auto& w : impl_->workers) {
@@ -741,6 +760,7 @@ void server::stop() {
   asio::post(impl_->workers[0]->context, [this] {
     impl_->auto_resume->cancel();
     impl_->ticker->cancel();
+    impl_->pause_faults->cancel();
   });
   impl_->for_each_worker([](worker& w) { w.shut_down(); });
 }
