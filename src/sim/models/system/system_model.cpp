@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // model = "system": the user's own system (docs/SYSTEMS.md). Services with replicas, workers,
 // queues, accept and admission limits, faults and downstream calls; client groups open or
-// closed; each edge's guards a backoff::strategy, run through the library's retry controller as
-// a real client runs them. system_model.hpp has the life of one attempt; system_spec.hpp what
-// the file says.
+// closed; each edge's guards a backoff::strategy, run through the library's retry controller (or,
+// on an edge that hedges, its hedge controller) as a real client runs them. system_model.hpp has
+// the life of one attempt; system_spec.hpp what the file says.
 #include <algorithm>
 #include <cmath>
 #include <string>
