@@ -533,6 +533,49 @@ edge.e.budget = "token-bucket(max=10, ratio=0.1)"
   EXPECT_EQ(system_field(r.strategies.at(1), "services.one.arrivals"), 50.0);
 }
 
+TEST(SystemHedging, AServiceHedgesItsCallsDownstreamUntilTheirDeadline) {
+  const std::string text = R"toml(scenario = "downstream"
+model = "system"
+[run]
+duration = "10s"
+[service.front]
+workers = 0
+calls = [{ to = "back", edge = "inner", latency = "1ms" }]
+[service.back]
+replicas = 2
+workers = 0
+service_time = "constant(value=50ms)"
+[[clients]]
+to = "front"
+arrivals = "constant(rate=10)"
+edge = "outer"
+[edge.outer]
+max_attempts = 1
+[edge.inner]
+hedge = "hedge(max_attempts=2, delay=10ms)"
+deadline = "deadline(total=30ms)"
+[[strategy]]
+name = "cut"
+[[strategy]]
+name = "in-time"
+edge.inner.deadline = "deadline(total=1s)"
+)toml";
+  const auto r = system_run(text);
+  const auto& cut = r.strategies.at(0);
+  const auto& in_time = r.strategies.at(1);
+  const auto ops = static_cast<double>(cut.operations);
+  // Both copies go (10 ms apart), whatever the deadline; at 30 ms the call ends, and the front's
+  // request fails with it.
+  EXPECT_EQ(cut.completed, 0u);
+  EXPECT_EQ(system_field(cut, "services.back.arrivals"), ops);
+  EXPECT_EQ(system_field(cut, "services.back.attempts"), 2 * ops);
+  EXPECT_EQ(in_time.completed, in_time.operations);
+  EXPECT_EQ(system_field(in_time, "services.back.attempts"),
+            2 * static_cast<double>(in_time.operations));
+  ASSERT_TRUE(in_time.latency_s);
+  EXPECT_NEAR(in_time.latency_s->p50, 0.052, 0.001);  // the first copy's 50 ms and two hops
+}
+
 TEST(SystemHedging, BadHedgeInputIsOneLine) {
   const std::map<std::string, std::pair<std::string, std::string>> cases{
       {"too many copies", {"max_attempts=3, delay=10ms", "max_attempts=9, delay=10ms"}},

@@ -418,6 +418,7 @@ void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
 // to the end and their answers are ignored, as an attempt cut at its timeout is (docs/SYSTEMS.md).
 
 void system_runner::start_hedged(engine& e, std::uint32_t c) {
+  if (hedges_.size() < calls_.size()) hedges_.resize(calls_.size());
   call_record& rec = calls_[c];
   const time_ns now = e.now();
   if (rec.deadline > 0 && now >= rec.deadline) return call_over(e, c, outcome::deadline_exceeded);
@@ -428,7 +429,6 @@ void system_runner::start_hedged(engine& e, std::uint32_t c) {
     const duration left{rec.deadline - now};
     limit = limit.count() > 0 ? std::min(limit, left) : left;
   }
-  if (hedges_.size() < calls_.size()) hedges_.resize(calls_.size());
   hedge_state& h = hedges_[c];
   h.control.emplace(*(*guards_now_)[rec.edge].hedge, lives_[rec.slot].gates(), limit);
   h.timer_at = -1;
