@@ -411,4 +411,220 @@ TEST(SystemModel, ARampNamesBothEnds) {
   EXPECT_NE(message.find("ramp needs from=, to= and over="), std::string::npos) << message;
 }
 
+// ---- hedging on an edge (gRPC A6, through the library's hedge controller) -------------------
+
+// One user calling a service of three replicas whose every request takes 100 ms; the edge hedges
+// every 10 ms, so each call sends all three copies.
+const std::string hedged = R"toml(scenario = "hedged"
+model = "system"
+[run]
+duration = "60s"
+[service.one]
+replicas = 3
+balance = "random"
+workers = 0
+service_time = "constant(value=100ms)"
+[[clients]]
+to = "one"
+arrivals = "closed(users=1)"
+think = "1s"
+operations = 50
+latency = "1ms"
+edge = "e"
+[edge.e]
+hedge = "hedge(max_attempts=3, delay=10ms)"
+[[strategy]]
+name = "hedge"
+)toml";
+
+TEST(SystemHedging, EachCopyGoesToAReplicaHoldingNoneOfItsCall) {
+  // Each replica takes one connection: a copy sent where another copy of its call is held would
+  // be refused (the random balancer alone would do so in 7 calls of 9).
+  const auto r = system_run(replaced(hedged, "workers = 0", "workers = 0\nmax_connections = 1"));
+  const auto& s = r.strategies.at(0);
+  EXPECT_EQ(s.operations, 50u);
+  EXPECT_EQ(s.completed, 50u);
+  EXPECT_EQ(s.attempts_per_operation, 3.0);
+  EXPECT_EQ(system_field(s, "services.one.rejected"), 0.0);
+  EXPECT_EQ(system_field(s, "services.one.arrivals"), 50.0);  // first copies only
+  EXPECT_EQ(system_field(s, "services.one.attempts"), 150.0);
+}
+
+TEST(SystemHedging, TheFirstSuccessWinsAndALateAnswerIsIgnored) {
+  // No think time: the next call starts at once, in the slot of the one that just ended, while
+  // its losers are still served (no cancellation). Their answers come 10 and 20 ms into the next
+  // call: taken for its own, they would end it in 10 ms instead of 102.
+  const auto r = system_run(replaced(hedged, "think = \"1s\"", "think = \"0s\""));
+  const auto& s = r.strategies.at(0);
+  EXPECT_EQ(s.completed, 50u);
+  EXPECT_EQ(s.attempts_per_operation, 3.0);
+  ASSERT_TRUE(s.latency_s);
+  EXPECT_NEAR(s.latency_s->p50, 0.102, 0.001);  // the first copy's 100 ms and two 1 ms hops
+  EXPECT_GE(s.latency_s->max, 0.1);
+  // Every copy was served to the end, each counted once.
+  EXPECT_EQ(system_field(s, "services.one.completed"), 150.0);
+}
+
+// A service that fails each request with 503 at `rate`, at once.
+std::string failing_hedged(const std::string& rate, const std::string& hedge_spec) {
+  return replaced(
+      replaced(replaced(hedged, "service_time = \"constant(value=100ms)\"",
+                        "service_time = \"0s\"\nerrors = { rate = " + rate + ", status = 503 }"),
+               "think = \"1s\"", "think = \"0s\""),
+      "hedge = \"hedge(max_attempts=3, delay=10ms)\"", hedge_spec);
+}
+
+TEST(SystemHedging, ANonFatalStatusSendsTheNextCopyAtOnceAndAFatalOneEndsTheCall) {
+  // delay 1 s, but a copy that fails (half of them, non-fatally) answers after two 1 ms hops and
+  // the next goes at once: a call succeeds in 2, 4 or 6 ms, never after a second.
+  const auto r = system_run(
+      failing_hedged("0.5", "hedge = \"hedge(max_attempts=3, delay=1s, non_fatal=[503])\""));
+  const auto& s = r.strategies.at(0);
+  EXPECT_GT(s.attempts_per_operation, 1.3);
+  ASSERT_TRUE(s.latency_s);
+  EXPECT_LT(s.latency_s->max, 0.0065);
+  EXPECT_GT(s.latency_s->max, 0.0035);
+  // 503 not among non_fatal: the first answer is fatal and the call ends with one copy.
+  const auto fatal =
+      system_run(failing_hedged("0.5", "hedge = \"hedge(max_attempts=3, delay=1s)\""));
+  EXPECT_EQ(fatal.strategies.at(0).attempts_per_operation, 1.0);
+  EXPECT_LT(fatal.strategies.at(0).success_rate(), 0.9);
+}
+
+TEST(SystemHedging, ABudgetStopsTheCopies) {
+  // A6's throttle: each failed copy costs a token, and copies go only while more than half of
+  // the 10 are left; without it every call sends its three.
+  const std::string spec = "hedge = \"hedge(max_attempts=3, delay=1s, non_fatal=[503])\"";
+  const std::string text = failing_hedged("1.0", spec) + R"toml([[strategy]]
+name = "throttled"
+edge.e.budget = "token-bucket(max=10, ratio=0.1)"
+)toml";
+  const auto r = system_run(text);
+  EXPECT_EQ(r.strategies.at(0).attempts_per_operation, 3.0);
+  EXPECT_LT(r.strategies.at(1).attempts_per_operation, 1.1);
+  EXPECT_EQ(system_field(r.strategies.at(1), "services.one.arrivals"), 50.0);
+}
+
+TEST(SystemHedging, AServiceHedgesItsCallsDownstreamUntilTheirDeadline) {
+  const std::string text = R"toml(scenario = "downstream"
+model = "system"
+[run]
+duration = "10s"
+[service.front]
+workers = 0
+calls = [{ to = "back", edge = "inner", latency = "1ms" }]
+[service.back]
+replicas = 2
+workers = 0
+service_time = "constant(value=50ms)"
+[[clients]]
+to = "front"
+arrivals = "constant(rate=10)"
+edge = "outer"
+[edge.outer]
+max_attempts = 1
+[edge.inner]
+hedge = "hedge(max_attempts=2, delay=10ms)"
+deadline = "deadline(total=30ms)"
+[[strategy]]
+name = "cut"
+[[strategy]]
+name = "in-time"
+edge.inner.deadline = "deadline(total=1s)"
+)toml";
+  const auto r = system_run(text);
+  const auto& cut = r.strategies.at(0);
+  const auto& in_time = r.strategies.at(1);
+  const auto ops = static_cast<double>(cut.operations);
+  // Both copies go (10 ms apart), whatever the deadline; at 30 ms the call ends, and the front's
+  // request fails with it.
+  EXPECT_EQ(cut.completed, 0u);
+  EXPECT_EQ(system_field(cut, "services.back.arrivals"), ops);
+  EXPECT_EQ(system_field(cut, "services.back.attempts"), 2 * ops);
+  EXPECT_EQ(in_time.completed, in_time.operations);
+  EXPECT_EQ(system_field(in_time, "services.back.attempts"),
+            2 * static_cast<double>(in_time.operations));
+  ASSERT_TRUE(in_time.latency_s);
+  EXPECT_NEAR(in_time.latency_s->p50, 0.052, 0.001);  // the first copy's 50 ms and two hops
+}
+
+TEST(SystemHedging, BadHedgeInputIsOneLine) {
+  const std::map<std::string, std::pair<std::string, std::string>> cases{
+      {"too many copies", {"max_attempts=3, delay=10ms", "max_attempts=9, delay=10ms"}},
+      {"beside max_attempts", {"[[strategy]]", "max_attempts = 2\n[[strategy]]"}},
+      {"beside a limiter", {"[[strategy]]", "limiter = \"bulkhead(max=4)\"\n[[strategy]]"}},
+  };
+  const std::map<std::string, std::string> expected{
+      {"too many copies", "hedge.toml:18:9: edge.e.hedge: bad hedge"},
+      {"beside max_attempts", "max_attempts"},
+      {"beside a limiter", "limiter"},
+  };
+  for (const auto& [what, edit] : cases) {
+    std::string message;
+    try {
+      sim::scenario sc =
+          sim::scenario::load({"hedge.toml", replaced(hedged, edit.first, edit.second)});
+      sim::run_scenario(sc, {});
+      message = "(no error)";
+    } catch (const sim::scenario_error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(expected.at(what)), std::string::npos) << what << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << what;
+  }
+}
+
+// ---- the tail distribution ------------------------------------------------------------------
+
+TEST(SystemModel, ATailDrawsItsStepsAsQuantilesOverItsBase) {
+  const std::string text =
+      replaced(replaced(minimal_system, "workers = 4", "workers = 0"),
+               "service_time = \"exponential(mean=2ms)\"",
+               "service_time = { kind = \"tail\", base = \"constant\", value = \"1ms\", "
+               "at1 = \"90%\", time1 = \"20ms\", at2 = 0.98, time2 = \"50ms\" }");
+  const auto r = system_run(text, {"run.duration=\"10s\""});
+  const auto& s = r.strategies.at(0);
+  EXPECT_NEAR(system_field(s, "services.db.latency_s.p50"), 0.001, 0.00005);
+  EXPECT_NEAR(system_field(s, "services.db.latency_s.p95"), 0.020, 0.0005);
+  EXPECT_NEAR(system_field(s, "services.db.latency_s.p99"), 0.050, 0.002);
+  // Each number is a key of the table: --set reaches it.
+  const auto moved = system_run(text, {"run.duration=\"10s\"", "service.db.service_time.at1=0.96"});
+  EXPECT_NEAR(system_field(moved.strategies.at(0), "services.db.latency_s.p95"), 0.001, 0.00005);
+}
+
+TEST(SystemModel, BadTailInputIsOneLineWithItsPlace) {
+  const std::string tail = "tail(base=0s, at1=90%, time1=2s, at2=95%, time2=5s)";
+  const std::map<std::string, std::pair<std::string, std::string>> cases{
+      {"not ascending", {"at2=95%", "at2=85%"}},
+      {"above 100 %", {"at2=95%", "at2=105%"}},
+      {"at 100 %", {"at2=95%", "at2=100%"}},
+      {"a time alone", {", at2=95%", ""}},
+      {"a gap", {"at2=95%, time2=5s", "at3=95%, time3=5s"}},
+      {"no base", {"base=0s, ", ""}},
+      {"base keys beside a duration", {"base=0s", "base=0s, sigma=2"}},
+      {"a base kind's bad key", {"base=0s", "base=lognormal, median=4ms, sigm=2"}},
+      {"no steps", {", at1=90%, time1=2s, at2=95%, time2=5s", ""}},
+  };
+  const std::map<std::string, std::string> expected{
+      {"not ascending", "at2=85% must be above at1=90% (the quantiles ascend)"},
+      {"above 100 %", "at2=105% must be between 0% and 100%"},
+      {"at 100 %", "at2 must be above 0% and below 100%"},
+      {"a time alone", "at2 and time2 go together"},
+      {"a gap", "steps are numbered from 1 without a gap: at3 without at2"},
+      {"no base", "tail needs base="},
+      {"base keys beside a duration", "base=0s is a duration, so tail takes no sigma=2"},
+      {"a base kind's bad key", "lognormal takes no 'sigm' (did you mean 'sigma'?)"},
+      {"no steps", "tail needs at least one step"},
+  };
+  const std::string with_tail =
+      replaced(minimal_system, "\"exponential(mean=2ms)\"", "\"" + tail + "\"");
+  for (const auto& [what, edit] : cases) {
+    const std::string message = system_error(replaced(with_tail, edit.first, edit.second));
+    EXPECT_NE(message.find("mine.toml:18:16: service.db.service_time: "), std::string::npos)
+        << what << ": " << message;
+    EXPECT_NE(message.find(expected.at(what)), std::string::npos) << what << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << what;
+  }
+}
+
 }  // namespace system_model_test

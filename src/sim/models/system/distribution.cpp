@@ -128,6 +128,66 @@ std::shared_ptr<const empirical_table> read_csv_seconds(std::istream& in, const 
   return table_of(h, 1.0, file);
 }
 
+// tail(base=KIND, KIND's keys..., at1=F, time1=D, ...): the steps, and the base read as a spec
+// of its own from the keys the steps do not take.
+std::shared_ptr<const tail_steps> read_tail(std::string_view text, const spec_call& call,
+                                            const std::filesystem::path& folder) {
+  auto t = std::make_shared<tail_steps>();
+  std::vector<const spec_argument*> at(tail_steps::most + 1, nullptr);
+  std::vector<const spec_argument*> time(tail_steps::most + 1, nullptr);
+  const spec_argument* base = nullptr;
+  std::string base_keys;
+  for (const spec_argument& arg : call.arguments) {
+    const auto numbered = [&](std::string_view prefix) -> std::size_t {
+      if (arg.key.size() != prefix.size() + 1 || arg.key.rfind(prefix, 0) != 0) return 0;
+      const char digit = arg.key.back();
+      return digit >= '1' && digit <= '8' ? static_cast<std::size_t>(digit - '0') : 0;
+    };
+    if (arg.key == "base") {
+      base = &arg;
+    } else if (const std::size_t i = numbered("at"); i > 0) {
+      at[i] = &arg;
+    } else if (const std::size_t j = numbered("time"); j > 0) {
+      time[j] = &arg;
+    } else {
+      base_keys += (base_keys.empty() ? "" : ", ") + arg.key + "=" + arg.value;
+    }
+  }
+  if (base == nullptr) bad(text, "tail needs base= (a kind, its keys beside it, or a duration)");
+  const bool base_is_kind = std::any_of(kinds.begin(), kinds.end(),
+                                        [&](const kind_keys& k) { return k.name == base->value; });
+  try {
+    t->base = parse_distribution(base_is_kind ? base->value + "(" + base_keys + ")" : base->value,
+                                 folder);
+  } catch (const parse_error& e) {
+    bad(text, std::string("base: ") + e.what());
+  }
+  if (!base_is_kind && !base_keys.empty()) {
+    bad(text, "base=" + base->value + " is a duration, so tail takes no " + base_keys +
+                  " (its keys other than base, atN and timeN are the base kind's)");
+  }
+  for (std::size_t i = 1; i <= tail_steps::most; ++i) {
+    if ((at[i] == nullptr) != (time[i] == nullptr)) {
+      bad(text, "at" + std::to_string(i) + " and time" + std::to_string(i) + " go together");
+    }
+    if (at[i] == nullptr) continue;
+    if (t->at.size() != i - 1) {
+      bad(text, "steps are numbered from 1 without a gap: at" + std::to_string(i) + " without at" +
+                    std::to_string(i - 1));
+    }
+    const double q = spec_fraction(text, *at[i], "distribution");
+    if (!(q > 0 && q < 1)) bad(text, at[i]->key + " must be above 0% and below 100%");
+    if (!t->at.empty() && q <= t->at.back()) {
+      bad(text, at[i]->key + "=" + at[i]->value + " must be above at" + std::to_string(i - 1) +
+                    "=" + at[i - 1]->value + " (the quantiles ascend)");
+    }
+    t->at.push_back(q);
+    t->time.push_back(to_time(duration_ns(text, *time[i])));
+  }
+  if (t->at.empty()) bad(text, "tail needs at least one step: at1= and time1=");
+  return t;
+}
+
 }  // namespace
 
 std::shared_ptr<const empirical_table> read_empirical(const std::filesystem::path& file) {
@@ -176,6 +236,11 @@ distribution parse_distribution(std::string_view text, const std::filesystem::pa
     }
   }
   const spec_call call = parse_spec_call(text, "distribution");
+  if (call.name == "tail") {
+    d.kind = distribution_kind::tail;
+    d.steps = read_tail(text, call, folder);
+    return d;
+  }
   const auto* kind = std::find_if(kinds.begin(), kinds.end(),
                                   [&](const kind_keys& k) { return k.name == call.name; });
   if (kind == kinds.end()) {
@@ -183,7 +248,7 @@ distribution parse_distribution(std::string_view text, const std::filesystem::pa
     for (const auto& k : kinds) names.push_back(k.name);
     bad(text, "unknown kind '" + call.name + "'" + did_you_mean(call.name, names) +
                   " (known: constant, exponential, lognormal, erlang, pareto, uniform, "
-                  "empirical, concurrency)");
+                  "empirical, concurrency, tail)");
   }
   d.kind = kind->kind;
   for (const spec_argument& arg : call.arguments) {
@@ -252,6 +317,8 @@ distribution parse_distribution(std::string_view text, const std::filesystem::pa
         if (d.tick == 0) bad(text, "tick must be above 0s (leave it out to read N once)");
       }
       break;
+    case distribution_kind::tail:
+      break;  // read above
   }
   return d;
 }
@@ -283,6 +350,15 @@ time_ns distribution::sample(random_generator& g, std::int64_t in_service) const
     }
     case distribution_kind::concurrency:
       return to_time(seed_models::service_time(curve, a, in_service));
+    case distribution_kind::tail: {
+      // One draw picks the step (HedgingHelloWorldServer's `random < 1, < 5, < 10`, as quantiles
+      // from the top); the base draws its own only below the first.
+      const double u = uniform01(g);
+      for (std::size_t i = steps->at.size(); i-- > 0;) {
+        if (u >= steps->at[i]) return steps->time[i];
+      }
+      return steps->base.sample(g, in_service);
+    }
   }
   return 0;
 }
@@ -302,6 +378,14 @@ double distribution::mean_ns() const {
       return (a + b) / 2.0;
     case distribution_kind::empirical:
       return table->mean_ns;
+    case distribution_kind::tail: {
+      double mean = steps->at.front() * steps->base.mean_ns();
+      for (std::size_t i = 0; i < steps->at.size(); ++i) {
+        const double next = i + 1 < steps->at.size() ? steps->at[i + 1] : 1.0;
+        mean += (next - steps->at[i]) * static_cast<double>(steps->time[i]);
+      }
+      return mean;
+    }
   }
   return a;
 }

@@ -22,6 +22,12 @@
 //                                       that moment, as seed 004's server does: a request in
 //                                       service slows when others arrive (sim::concurrency_server
 //                                       runs it; sample() then gives only the time at N)
+//   tail(base=lognormal, median=4ms, sigma=0.5, at1=90%, time1=2s, at2=99%, time2=10s)
+//                                       a measured tail over a base: one draw u in [0, 1); from
+//                                       quantile at1 on (u >= at1) the time is time1, from at2
+//                                       on time2, ...; below at1 the base's own draw. The base
+//                                       is a kind whose keys sit beside it, or a duration
+//                                       (base=0s); up to 8 steps, at ascending
 //
 //   const distribution d = parse_distribution("lognormal(median=4ms, sigma=0.5)", folder);
 //   time_ns t = d.sample(rng, in_service);     // in_service: only the curve reads it
@@ -52,7 +58,8 @@ enum class distribution_kind : std::uint8_t {
   pareto,
   uniform,
   empirical,
-  concurrency
+  concurrency,
+  tail
 };
 
 // A measured distribution: values (ns) at cumulative fractions, for inverse-CDF draws.
@@ -63,6 +70,8 @@ struct empirical_table {
   double mean_ns = 0;
 };
 
+struct tail_steps;
+
 struct distribution {
   distribution_kind kind = distribution_kind::constant;
   double a = 0;      // ns: value, mean, median, scale, low, base
@@ -71,13 +80,22 @@ struct distribution {
   time_ns tick = 0;  // concurrency: N re-read every tick of the work (0: read once, at its start)
   seed_models::service_curve curve;
   std::shared_ptr<const empirical_table> table;
-  std::string text;  // as written, for messages and the report
+  std::shared_ptr<const tail_steps> steps;  // tail
+  std::string text;                         // as written, for messages and the report
 
   // One draw, in ns (at least 0, at most a day). `in_service`: requests in service at the
   // replica, this one included (the concurrency curve's N).
   time_ns sample(random_generator& g, std::int64_t in_service) const;
   // The mean at low load, in ns (for estimates: memory, the report's capacity line).
   double mean_ns() const;
+};
+
+// A tail's steps over its base: from quantile at[i] on, the time is time[i].
+struct tail_steps {
+  static constexpr std::size_t most = 8;
+  distribution base;
+  std::vector<double> at;     // ascending, in (0, 1)
+  std::vector<time_ns> time;  // one per step
 };
 
 // Reads a spec; throws parse_error with one line quoting it. `folder`: where an empirical file's

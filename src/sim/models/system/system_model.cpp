@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // model = "system": the user's own system (docs/SYSTEMS.md). Services with replicas, workers,
 // queues, accept and admission limits, faults and downstream calls; client groups open or
-// closed; each edge's guards a backoff::strategy, run through the library's retry controller as
-// a real client runs them. system_model.hpp has the life of one attempt; system_spec.hpp what
-// the file says.
+// closed; each edge's guards a backoff::strategy, run through the library's retry controller (or,
+// on an edge that hedges, its hedge controller) as a real client runs them. system_model.hpp has
+// the life of one attempt; system_spec.hpp what the file says.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -38,7 +38,7 @@ void system_runner::check_all(const std::vector<client_strategy>& all) const {
   self.spec_.resolve(all);
   self.strategy_names_.clear();
   for (const client_strategy& s : all) self.strategy_names_.push_back(s.name());
-  const guard_support can{.breaker = true, .deadline = true};
+  const guard_support can = guards();
   for (std::size_t s = 0; s < all.size(); ++s) {
     for (std::size_t e = 0; e < spec_.edges.size(); ++e) {
       const backoff::strategy& g = spec_.edge_guards[s][e];
@@ -58,6 +58,7 @@ void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
                           report::recorder& out) {
   out_ = &out;
   calls_.clear();  // before the lives their controllers point into
+  hedges_.clear();
   free_calls_.clear();
   requests_.clear();
   free_requests_.clear();
@@ -168,6 +169,7 @@ run_info system_runner::run(const client_strategy& strategy, std::uint64_t seed,
   }
   report_fields(out);
   calls_.clear();  // before the lives: a controller with an attempt in flight holds a permit
+  hedges_.clear();
   return {end, e.events_processed()};
 }
 
@@ -197,7 +199,12 @@ void system_runner::handle(engine& e, const event& ev) {
     case answer_failed:
     case answer_refused:
     case attempt_timeout:
+    case answer_fatal:
       return on_answer(e, ev.payload, ev.kind);
+    case hedge_send:
+      return on_hedge_send(e, ev.payload);
+    case hedge_timer:
+      return on_hedge_timer(e, ev.payload);
     default:
       return;
   }
@@ -296,12 +303,17 @@ std::uint32_t system_runner::open_call(engine& e, std::uint32_t edge, std::uint3
   rec.service = service;
   rec.slot = slot;
   rec.started = e.now();
-  rec.control.emplace(policies_[edge], duration{e.now()}, lives_[slot].gates());
+  if ((*guards_now_)[edge].hedge) {
+    rec.hedged = true;  // its controller starts with the first copy (start_hedged)
+  } else {
+    rec.control.emplace(policies_[edge], duration{e.now()}, lives_[slot].gates());
+  }
   return c;
 }
 
 void system_runner::attempt(engine& e, std::uint32_t c, bool paced) {
   call_record& rec = calls_[c];
+  if (rec.hedged) return start_hedged(e, c);
   if (rec.deadline > 0 && e.now() >= rec.deadline)
     return call_over(e, c, outcome::deadline_exceeded);
   if (!paced) {
@@ -351,12 +363,17 @@ void system_runner::attempt(engine& e, std::uint32_t c, bool paced) {
 }
 
 // The edge's balancer over the replicas not ejected; a retry avoids the replica of the attempt
-// before when there is another.
-std::uint32_t system_runner::choose_replica(const call_record& c, time_ns now_ns) {
+// before when there is another, and a hedged copy every replica its call has sent a copy to.
+std::uint32_t system_runner::choose_replica(const call_record& c, time_ns now_ns,
+                                            const hedge_state* copies, std::uint32_t sent) {
   const service_spec& s = spec_.services[c.service];
   const std::uint32_t n = s.replicas;
   if (n == 1) return 0;
   const auto usable = [&](std::uint32_t r) {
+    if (copies != nullptr && std::find(copies->replicas.begin(), copies->replicas.begin() + sent,
+                                       r) != copies->replicas.begin() + sent) {
+      return false;
+    }
     return (c.attempts <= 1 || r != c.last_replica) &&
            replica(c.service, r).ejected_until <= now_ns;
   };
@@ -388,6 +405,7 @@ void system_runner::on_answer(engine& e, std::uint64_t payload, std::uint32_t ho
   const auto c = static_cast<std::uint32_t>(payload);
   const auto generation = static_cast<std::uint32_t>(payload >> 32);
   call_record& rec = calls_[c];
+  if (rec.in_use && rec.hedged) return on_hedged_answer(e, c, generation, how);
   if (!rec.in_use || !rec.waiting || rec.generation != generation) return;  // stale
   rec.waiting = false;
   verdict v = verdict::success();
@@ -412,6 +430,7 @@ void system_runner::on_answer(engine& e, std::uint64_t payload, std::uint32_t ho
 void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
   call_record& rec = calls_[c];
   rec.control.reset();
+  if (rec.hedged) hedges_[c].control.reset();  // its breaker permits are back
   rec.in_use = false;
   rec.waiting = false;
   free_calls_.push_back(c);
@@ -427,6 +446,130 @@ void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
       (group.operations == 0 || group_started_[g] < group.operations)) {
     user_thinks(e, g);  // then starts the next operation
   }
+}
+
+// ---- hedged callers (gRPC A6) ---------------------------------------------------------------
+// The library's hedge_controller decides every copy (as the dedicated hedging model drives it);
+// these only carry its steps out. The losers are not cancelled at the server: their requests run
+// to the end and their answers are ignored, as an attempt cut at its timeout is (docs/SYSTEMS.md).
+
+void system_runner::start_hedged(engine& e, std::uint32_t c) {
+  if (hedges_.size() < calls_.size()) hedges_.resize(calls_.size());
+  call_record& rec = calls_[c];
+  const time_ns now = e.now();
+  if (rec.deadline > 0 && now >= rec.deadline) return call_over(e, c, outcome::deadline_exceeded);
+  // The call ends at its own total (the edge's deadline) or at the deadline it received,
+  // whichever comes first, whatever is in flight then.
+  duration limit = policies_[rec.edge].max_elapsed;
+  if (rec.deadline > 0) {
+    const duration left{rec.deadline - now};
+    limit = limit.count() > 0 ? std::min(limit, left) : left;
+  }
+  hedge_state& h = hedges_[c];
+  h.control.emplace(*(*guards_now_)[rec.edge].hedge, lives_[rec.slot].gates(), limit);
+  h.timer_at = -1;
+  rec.first_generation = rec.generation + 1;
+  carry_out(e, c, h.control->start(duration{now}, client_rng_));
+}
+
+// Does what the controller says until it waits for an answer or for its timer.
+void system_runner::carry_out(engine& e, std::uint32_t c, hedge_controller::step s) {
+  const duration now{e.now()};
+  for (;;) {
+    switch (s.what) {
+      case hedge_controller::action::done:
+        return call_over(e, c, s.why);
+      case hedge_controller::action::send: {
+        const std::uint32_t generation = calls_[c].first_generation + s.attempt - 1;
+        calls_[c].generation = generation;  // the newest copy's: copies come in order
+        if (s.wait.count() > 0) {
+          e.schedule_after(s.wait.count(), self_, hedge_send, pack(c, generation));
+        } else {
+          send_copy(e, c, s.attempt);
+        }
+        break;
+      }
+      case hedge_controller::action::none:
+        break;
+    }
+    if (!hedges_[c].control->timer_due(now)) break;
+    s = hedges_[c].control->on_timer(now, client_rng_);
+  }
+  hedge_state& h = hedges_[c];
+  const duration wake = h.control->wake_at();
+  if (wake != duration::max() && wake.count() != h.timer_at) {
+    h.timer_at = wake.count();
+    e.schedule_at(wake.count(), self_, hedge_timer, pack(c, calls_[c].first_generation));
+  }
+}
+
+// Copy `copy` (from 1) leaves: a request to a replica that holds none of this call's copies.
+void system_runner::send_copy(engine& e, std::uint32_t c, std::uint32_t copy) {
+  call_record& rec = calls_[c];
+  hedge_state& h = hedges_[c];
+  ++rec.attempts;
+  if (rec.parent == no_index) out_->attempt(e.now());
+  const std::uint32_t replica_index = choose_replica(rec, e.now(), &h, copy - 1);
+  h.replicas[copy - 1] = replica_index;
+  rec.last_replica = replica_index;
+  // A copy has no timeout of its own (strategy::validate); with propagate it carries the call's
+  // deadline.
+  const backoff::strategy& guards = (*guards_now_)[rec.edge];
+  time_ns carried = rec.deadline;
+  if (guards.deadline && guards.deadline->propagate && h.control->deadline() != duration::max()) {
+    const time_ns own = h.control->deadline().count();
+    carried = carried > 0 ? std::min(carried, own) : own;
+  }
+  const std::uint32_t r = take_request();
+  request_record& req = requests_[r];
+  req.call = c;
+  req.generation = rec.first_generation + copy - 1;
+  req.service = rec.service;
+  req.replica = replica_index;
+  req.deadline = carried;
+  req.depth = rec.parent == no_index ? 1 : requests_[rec.parent].depth + 1;
+  req.first = copy == 1;
+  e.schedule_after(hop(rec).sample(network_rng_, 0), self_, arrive, r);
+}
+
+void system_runner::on_hedge_send(engine& e, std::uint64_t payload) {
+  const auto c = static_cast<std::uint32_t>(payload);
+  const auto generation = static_cast<std::uint32_t>(payload >> 32);
+  const call_record& rec = calls_[c];
+  // Paced past the call's end (or its slot's reuse): not sent.
+  if (!rec.in_use || !rec.hedged ||
+      generation - rec.first_generation > rec.generation - rec.first_generation) {
+    return;
+  }
+  send_copy(e, c, generation - rec.first_generation + 1);
+}
+
+void system_runner::on_hedge_timer(engine& e, std::uint64_t payload) {
+  const auto c = static_cast<std::uint32_t>(payload);
+  const call_record& rec = calls_[c];
+  if (!rec.in_use || !rec.hedged ||
+      rec.first_generation != static_cast<std::uint32_t>(payload >> 32))
+    return;
+  hedge_state& h = hedges_[c];
+  if (h.timer_at != e.now()) return;  // a timer since replaced
+  h.timer_at = -1;
+  carry_out(e, c, h.control->on_timer(duration{e.now()}, client_rng_));
+}
+
+void system_runner::on_hedged_answer(engine& e, std::uint32_t c, std::uint32_t generation,
+                                     std::uint32_t how) {
+  const call_record& rec = calls_[c];
+  const std::uint32_t copy = generation - rec.first_generation + 1;
+  if (copy == 0 || copy > hedges_[c].control->sent()) return;  // an earlier use of the slot
+  verdict v = verdict::success();
+  if (how == answer_fatal) {
+    v = verdict::permanent();
+  } else if (how != answer_ok) {
+    v = verdict::retryable();
+    v.not_sent = how == answer_refused;
+  }
+  if (rec.parent == no_index && how != answer_ok) out_->error(e.now());
+  carry_out(e, c, hedges_[c].control->on_answer(copy, v, duration{e.now()}, client_rng_));
 }
 
 namespace {

@@ -12,8 +12,14 @@
 // service time, then its own calls downstream, in order or fanned out, holding the worker. Its
 // answer comes back after the hop's latency; an attempt cut at its timeout leaves the request
 // running, its answer ignored when it comes (the generation it carries is stale).
+//
+// A call on an edge whose strategy hedges (gRPC A6) sends copies instead: its hedge_state holds
+// the library's hedge controller, and copy n carries generation first_generation + n - 1, so
+// that several requests of one call are awaited at once and an answer after the call's end (or
+// from an earlier use of its slot) is still stale.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "backoff/concurrency_limit.hpp"
+#include "backoff/hedge.hpp"
 #include "backoff/retry.hpp"
 #include "report/hdr_histogram.hpp"
 #include "report/result.hpp"
@@ -47,8 +54,18 @@ struct call_record {
   std::uint64_t operation = 0;    // a client's operation: its id
   std::uint32_t deepest = 0;      // a client's operation: attempts that reached the deepest tier
   std::uint32_t root = no_index;  // the client operation's call this one serves
-  bool waiting = false;           // an attempt's answer is awaited
+  std::uint32_t first_generation = 0;  // hedged: copy 1's; copy n's is this + n - 1
+  bool waiting = false;                // an attempt's answer is awaited (not hedged)
+  bool hedged = false;                 // its edge hedges: copies, not retries (hedges_)
   bool in_use = false;
+};
+
+// A hedged call's copies: the library's controller, the time of its pending timer event, and the
+// replica each copy went to. Indexed like the calls, and sized only when an edge hedges.
+struct hedge_state {
+  std::optional<hedge_controller> control;
+  time_ns timer_at = -1;
+  std::array<std::uint32_t, hedge_policy::max_attempts_limit> replicas{};
 };
 
 struct request_record {
@@ -62,6 +79,7 @@ struct request_record {
   limit_permit permit;
   bool worker = false, admitted = false, failed = false, in_use = false;
   bool first = false;  // its call's first attempt (an arrival, not a retry)
+  int status = 0;      // a fault's status when it failed at one (else 0: taken for a 503)
 };
 
 struct replica_state {

@@ -29,6 +29,9 @@ enum kind : std::uint32_t {
   user_wakes,    // payload: a closed group | the think time it waited << 16
   pause_begins,  // payload: service
   pause_ends,
+  answer_fatal,  // as answer_failed, with a status the caller's hedge takes as fatal
+  hedge_send,    // call | the copy's generation << 32: the throttle's pacing is over
+  hedge_timer,   // call | first_generation << 32: the next copy's time or the deadline
 };
 
 inline std::uint64_t pack(std::uint32_t index, std::uint32_t generation) {
@@ -42,7 +45,9 @@ class system_runner final : public model_runner,
   explicit system_runner(config_reader& keys) : spec_(read_system(keys)) {}
 
   bool takes_edge_settings() const override { return true; }
-  guard_support guards() const override { return {.breaker = true, .deadline = true}; }
+  guard_support guards() const override {
+    return {.breaker = true, .hedge = true, .deadline = true};
+  }
   time_ns bucket() const override { return spec_.bucket; }
   std::optional<report::outage_window> outage() const override {
     const auto& o = spec_.services[spec_.clients.front().to].outage;
@@ -64,9 +69,33 @@ class system_runner final : public model_runner,
   void user_thinks(engine& e, std::uint32_t group);
   std::uint32_t open_call(engine& e, std::uint32_t edge, std::uint32_t service, std::uint32_t slot);
   void attempt(engine& e, std::uint32_t c, bool paced);
-  std::uint32_t choose_replica(const call_record& c, time_ns now_ns);
+  std::uint32_t choose_replica(const call_record& c, time_ns now_ns,
+                               const hedge_state* copies = nullptr, std::uint32_t sent = 0);
   void on_answer(engine& e, std::uint64_t payload, std::uint32_t how);
   void call_over(engine& e, std::uint32_t c, outcome why);
+  // Hedged calls (gRPC A6, through the library's hedge_controller).
+  void start_hedged(engine& e, std::uint32_t c);
+  void carry_out(engine& e, std::uint32_t c, hedge_controller::step s);
+  void send_copy(engine& e, std::uint32_t c, std::uint32_t copy);
+  void on_hedge_send(engine& e, std::uint64_t payload);
+  void on_hedge_timer(engine& e, std::uint64_t payload);
+  void on_hedged_answer(engine& e, std::uint32_t c, std::uint32_t generation, std::uint32_t how);
+  // Whether the request's caller still awaits its answer: the attempt in flight, or one of a
+  // hedged call's copies (the controller ignores a copy that answered already).
+  bool awaits(const request_record& req) const {
+    const call_record& c = calls_[req.call];
+    if (!c.in_use) return false;
+    if (c.hedged) return req.generation - c.first_generation <= c.generation - c.first_generation;
+    return c.waiting && c.generation == req.generation;
+  }
+  // The event a failed answer comes back as: answer_fatal when the caller hedges and the
+  // request's status (a fault's, else 503) is not among its hedge's non_fatal.
+  std::uint32_t answer_kind(const request_record& req, std::uint32_t how) const {
+    const call_record& c = calls_[req.call];
+    if (how == answer_ok || !c.hedged) return how;
+    const int status = req.status != 0 ? req.status : 503;
+    return (*guards_now_)[c.edge].hedge->is_non_fatal(status) ? how : answer_fatal;
+  }
   const distribution& hop(const call_record& c) const {
     return c.parent == no_index ? spec_.clients[c.group].latency
                                 : spec_.services[requests_[c.parent].service].calls[c.call].latency;
@@ -111,6 +140,7 @@ class system_runner final : public model_runner,
   std::vector<std::uint32_t> group_base_;  // per client group: its instances' first slot
   std::vector<call_record> calls_;
   std::vector<std::uint32_t> free_calls_;
+  std::vector<hedge_state> hedges_;  // per call, sized when a hedged call opens
   std::vector<request_record> requests_;
   std::vector<std::uint32_t> free_requests_;
   std::vector<replica_state> replicas_;

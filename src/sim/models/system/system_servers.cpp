@@ -70,6 +70,7 @@ void system_runner::on_arrive(engine& e, std::uint32_t r) {
     req.delay = d.delay.count();
     if (d.abort_status) {
       req.failed = true;
+      req.status = *d.abort_status;
       return finish(e, r, false);
     }
     if (d.hold_until && d.hold_until->count() > e.now()) {
@@ -288,8 +289,8 @@ void system_runner::answer(engine& e, std::uint32_t r, std::uint32_t how) {
   request_record& req = requests_[r];
   const call_record& caller = calls_[req.call];
   // A caller that gave up on this attempt (timed out, or over) ignores the answer: not sent.
-  if (caller.in_use && caller.waiting && caller.generation == req.generation) {
-    e.schedule_after(req.delay + hop(caller).sample(network_rng_, 0), self_, how,
+  if (awaits(req)) {
+    e.schedule_after(req.delay + hop(caller).sample(network_rng_, 0), self_, answer_kind(req, how),
                      pack(req.call, req.generation));
   }
   req.in_use = false;
