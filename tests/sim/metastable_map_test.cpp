@@ -130,9 +130,10 @@ seed = 1
 )";
   for (const char* mapped : {"outage-recovery", "system-outage-recovery"}) {
     text += std::string(R"([[map]]
-scenario = ")") + mapped + R"("
+scenario = ")") +
+            mapped + R"("
 strategy = "fixed"
-set = ["server.limit=6", "server.k=3", "outage.start="35s"", "run.duration="160s""]
+set = ["server.limit=6", "server.k=3", "outage.start=\"35s\"", "run.duration=\"160s\""]
 load = { key = "workload.clients", values = [150, 300] }
 trigger = { key = "outage.duration", low = "1s", high = "25s", resolution = "2s" }
 replications = 1

@@ -43,8 +43,12 @@ void system_runner::check_all(const std::vector<client_strategy>& all) const {
     for (std::size_t e = 0; e < spec_.edges.size(); ++e) {
       const backoff::strategy& g = spec_.edge_guards[s][e];
       std::optional<guard_refusal> refused = g.refusal(can);
-      if (!refused && g.window)
-        refused = guard_refusal{"window", "an edge's calls are not paced by a window"};
+      if (!refused && g.window && !g.retries_at_once()) {
+        // The window, not a timer, decides when a failed call goes again.
+        refused = guard_refusal{"window",
+                                "a window resends from its queue: give the edge "
+                                "policy = \"none\""};
+      }
       if (refused) {
         throw scenario_error(all[s].where() + ": strategy " + all[s].name() + ": edge " +
                              spec_.edges[e].name + ": the system model cannot honour " +
@@ -101,6 +105,8 @@ void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
   lives_.clear();
   lives_.reserve(slot_edge_.size());
   for (const std::uint32_t edge : slot_edge_) lives_.push_back(guards[edge].instantiate());
+  window_calls_.assign(slot_edge_.size(), {});
+  tickets_.clear();
   round_robin_.assign(spec_.services.size(), 0);
   counts_.assign(spec_.services.size(), {});
   latency_.assign(
@@ -316,6 +322,7 @@ void system_runner::attempt(engine& e, std::uint32_t c, bool paced) {
   if (rec.hedged) return start_hedged(e, c);
   if (rec.deadline > 0 && e.now() >= rec.deadline)
     return call_over(e, c, outcome::deadline_exceeded);
+  if (!paced && lives_[rec.slot].window) return enqueue_in_window(e, c);
   if (!paced) {
     const auto g = rec.control->before_attempt(duration{e.now()}, client_rng_);
     if (!g.send) return call_over(e, c, g.stop);
@@ -422,6 +429,7 @@ void system_runner::on_answer(engine& e, std::uint64_t payload, std::uint32_t ho
     }
   }
   const auto d = rec.control->after(v, duration{e.now()}, client_rng_);
+  if (lives_[rec.slot].window) return window_answer(e, c, v.kind == verdict_kind::success, d);
   if (v.kind == verdict_kind::success) return call_over(e, c, outcome::succeeded);
   if (!d.retry) return call_over(e, c, d.stop);
   e.schedule_after(d.delay.count(), self_, retry_wake, c);
@@ -429,6 +437,7 @@ void system_runner::on_answer(engine& e, std::uint64_t payload, std::uint32_t ho
 
 void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
   call_record& rec = calls_[c];
+  leave_window(c);
   rec.control.reset();
   if (rec.hedged) hedges_[c].control.reset();  // its breaker permits are back
   rec.in_use = false;

@@ -73,6 +73,11 @@ class system_runner final : public model_runner,
                                const hedge_state* copies = nullptr, std::uint32_t sent = 0);
   void on_answer(engine& e, std::uint64_t payload, std::uint32_t how);
   void call_over(engine& e, std::uint32_t c, outcome why);
+  // An edge's AIMD window (system_windows.cpp).
+  void enqueue_in_window(engine& e, std::uint32_t c);
+  void pump_window(engine& e, std::uint32_t slot);
+  void window_answer(engine& e, std::uint32_t c, bool ok, const retry_controller::decision& d);
+  void leave_window(std::uint32_t c);
   // Hedged calls (gRPC A6, through the library's hedge_controller).
   void start_hedged(engine& e, std::uint32_t c);
   void carry_out(engine& e, std::uint32_t c, hedge_controller::step s);
@@ -139,6 +144,8 @@ class system_runner final : public model_runner,
   std::vector<std::uint32_t> slot_base_;   // per service: its replicas' first slot
   std::vector<std::uint32_t> group_base_;  // per client group: its instances' first slot
   std::vector<call_record> calls_;
+  std::vector<std::vector<std::uint32_t>> window_calls_;  // per slot: its calls by window id
+  std::vector<std::optional<send_ticket>> tickets_;       // per call: its window's ticket
   std::vector<std::uint32_t> free_calls_;
   std::vector<hedge_state> hedges_;  // per call, sized when a hedged call opens
   std::vector<request_record> requests_;
