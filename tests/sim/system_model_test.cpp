@@ -439,4 +439,136 @@ TEST(SystemModel, ARampNamesBothEnds) {
   EXPECT_NE(message.find("ramp needs from=, to= and over="), std::string::npos) << message;
 }
 
+// One service, every request failed by `fault`, clients at a constant 500/s for 2 s.
+std::string failing_system(const std::string& service_keys, const std::string& fault,
+                           const std::string& front = "max_attempts = 1") {
+  return R"toml(scenario = "failing"
+model = "system"
+seed = 1
+
+[run]
+duration = "2s"
+
+[service.api]
+)toml" + service_keys +
+         R"toml(
+faults = [{ at = "0s", fault = ")toml" +
+         fault + R"toml(" }]
+
+[[clients]]
+to = "api"
+arrivals = "constant(rate=500)"
+edge = "front"
+
+[edge.front]
+policy = "none"
+)toml" + front +
+         R"toml(
+
+[[strategy]]
+name = "as-is"
+)toml";
+}
+
+TEST(SystemModel, AFailureDecidedAfterTheWorkCostsTheWork) {
+  // 10 ms of work at 500/s with no worker limit: five requests held at a time (Little's law)
+  // when the failure comes at the end of the work; none held when it comes on arrival.
+  const std::string keys =
+      "workers = 0\nservice_time = \"constant(value=10ms)\"\nfaults_decided = \"after-work\"";
+  const auto after = system_run(failing_system(keys, "outage()")).strategies.at(0);
+  EXPECT_EQ(after.completed, 0u);
+  EXPECT_EQ(system_field(after, "services.api.failed"), static_cast<double>(after.operations));
+  EXPECT_GE(system_field(after, "services.api.peak_in_flight"), 5.0);
+  const auto on_arrival =
+      system_run(failing_system(replaced(keys, "after-work", "on-arrival"), "outage()"))
+          .strategies.at(0);
+  EXPECT_EQ(on_arrival.completed, 0u);
+  EXPECT_LE(system_field(on_arrival, "services.api.peak_in_flight"), 1.0);
+}
+
+TEST(SystemModel, APerKeyOutageFailsTheSameOperationsOnEveryRetry) {
+  // 30 % of the keys down: an operation's retries carry its key, so four attempts save none of
+  // them (success 0.7, 1 + 0.3 * 3 attempts); by call, four attempts fail together 0.3^4 of the
+  // time. 1000 operations: 0.7 +- 0.03 is over 2 sigma (sigma ~ 0.0145).
+  const std::string keys = "workers = 0";
+  const auto by_key =
+      system_run(failing_system(keys, "outage(keys=30%)", "max_attempts = 4")).strategies.at(0);
+  EXPECT_NEAR(by_key.success_rate(), 0.7, 0.03);
+  EXPECT_NEAR(by_key.attempts_per_operation, 1.9, 0.1);
+  const auto by_call =
+      system_run(failing_system(keys, "outage(rate=30%)", "max_attempts = 4")).strategies.at(0);
+  EXPECT_GT(by_call.success_rate(), 0.98);
+}
+
+TEST(SystemModel, SpareCapacitySizesTheWorkersFromTheOfferedLoad) {
+  // An arrival every 2 ms, 9 ms of work: 4.5 workers' worth. spare_capacity 0.5 gives
+  // int(2.25) = 2 workers, which with no queue serve two arrivals in five; spare 1.2 gives
+  // int(5.4) = 5, which serve them all.
+  const auto served = [](const std::string& spare) {
+    return system_run(failing_system("spare_capacity = " + spare +
+                                         "\nqueue = 0\nservice_time = \"constant(value=9ms)\"",
+                                     "errors(rate=0%)"))
+        .strategies.at(0)
+        .success_rate();
+  };
+  EXPECT_NEAR(served("0.5"), 0.4, 0.01);
+  EXPECT_EQ(served("1.2"), 1.0);
+}
+
+TEST(SystemModel, WorkWhoseDeadlinePassesInServiceStopsAtItsCheckpoint) {
+  // A propagated 4 ms deadline and 10 ms of work, an arrival every 7.1 ms, one worker: with
+  // check_cost 0.2 each request stops at 4 + 2 ms and fails, so none waits; without it, each
+  // runs its 10 ms (and answers a success nobody waits for), so the next one waits.
+  const std::string keys =
+      "workers = 1\nservice_time = \"constant(value=10ms)\"\nexpired_cost = \"5%\"";
+  const std::string front =
+      "max_attempts = 1\ndeadline = \"deadline(per_attempt=4ms, propagate=true)\"";
+  const auto run = [&](const std::string& extra) {
+    std::string text = failing_system(keys + extra, "errors(rate=0%)", front);
+    text = replaced(text, "constant(rate=500)", "constant(rate=140)");
+    return system_run(text).strategies.at(0);
+  };
+  const auto checked = run("\ncheck_cost = 0.2");
+  EXPECT_EQ(system_field(checked, "services.api.completed"), 0.0);
+  EXPECT_EQ(system_field(checked, "services.api.failed"), static_cast<double>(checked.operations));
+  EXPECT_LE(system_field(checked, "services.api.peak_in_flight"), 1.0);
+  const auto unchecked = run("");
+  EXPECT_GT(system_field(unchecked, "services.api.completed"), 0.0);
+  EXPECT_GE(system_field(unchecked, "services.api.peak_in_flight"), 2.0);
+}
+
+TEST(SystemModel, TheNewServiceKeysRefuseBadInputInOneLine) {
+  const std::map<std::string, std::pair<std::string, std::string>> cases{
+      {"decided", {"workers = 0", "workers = 0\nfaults_decided = \"after-wrok\""}},
+      {"both", {"workers = 0", "workers = 0\nspare_capacity = 2"}},
+      {"share", {"workers = 0", "workers = 0\nexpired_cost = \"120%\""}},
+      {"check", {"workers = 0", "workers = 0\ncheck_cost = 2"}},
+      {"closed", {"constant(rate=500)", "closed(users=5)"}},
+  };
+  const std::map<std::string, std::string> expected{
+      {"decided",
+       "failing.toml:10:18: service.api.faults_decided: 'after-wrok' is none of on-arrival, "
+       "after-work (did you mean 'after-work'?)"},
+      {"both", "failing.toml:10:18: service.api.spare_capacity: give workers or spare_capacity"},
+      {"share",
+       "failing.toml:10:16: service.api.expired_cost: a share of the work is a percentage"},
+      {"check", "failing.toml:10:14: service.api.check_cost: 2 is out of range"},
+      {"closed", "service.api.spare_capacity: sizes from the rate of the open groups"},
+  };
+  for (const auto& [what, edit] : cases) {
+    std::string text = failing_system("workers = 0", "outage()");
+    if (what == "closed") text = replaced(text, "workers = 0", "spare_capacity = 2");
+    std::string message;
+    try {
+      sim::scenario sc =
+          sim::scenario::load({"failing.toml", replaced(text, edit.first, edit.second)}, {});
+      sim::run_scenario(sc, {});
+    } catch (const sim::scenario_error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(expected.at(what)), std::string::npos) << what << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << what;
+  }
+}
+
 }  // namespace system_model_test
