@@ -89,12 +89,14 @@ std::map<std::string, outage_figures> outage_means(const std::string& scenario,
 // Both forms over the same seeds (their random streams differ, so the gaps are sampling noise;
 // the means of 6 runs of 7500 calls keep it well inside the bounds). Success rates within 0.03;
 // load, the tails and load_amplification within 10 %; success_by_phase within 0.03; recovery_s
-// in as many runs, its mean within 25 % or 50 ms: recovery_s moves in whole buckets and one low
-// bucket (a 20 ms bucket holds ~100 calls, +-10 %) restarts its hold, so a mean near 0 carries
-// a bucket or two of noise. client-breaker is compared on success and recovery only: the
-// source's breaker is asked before first tries only, the library's before retries too
+// in as many runs and, with `recovery`, its mean within 25 % or one 50 ms bucket. At the
+// source's 20 ms buckets recovery_s is mostly noise: a bucket holds ~100 calls (+-10 %), and one
+// below 90 % of the baseline restarts the 100 ms hold, so plain no-retries reads 0 in one seed
+// and 0.12 s in the next (nonzero in 7 of seeds 11-40 dedicated, 12 as a system); with 50 ms
+// buckets (hold: 2 of them) it settles. client-breaker is compared on success and recovery
+// only: the source's breaker is asked before first tries only, the library's before retries too
 // (docs/models/outage-amplification.md, "As a system").
-void expect_outage_agreement(const std::vector<std::string>& sets) {
+void expect_outage_agreement(const std::vector<std::string>& sets, bool recovery, bool rest) {
   constexpr int seeds = 6;
   const auto a = outage_means("outage-amplification", sets, seeds);
   const auto b = outage_means("system-outage-amplification", sets, seeds);
@@ -109,10 +111,10 @@ void expect_outage_agreement(const std::vector<std::string>& sets) {
     };
     for (const char* f : {"success_rate", "success_by_phase.after"}) near(f, 0.03);
     ASSERT_EQ(s.recovered, d.recovered) << where << " runs that recovered";
-    if (d.recovered > 0) {
+    if (recovery && d.recovered > 0) {
       near("recovery_s", std::max(0.25 * d.mean.at("recovery_s"), 0.05));
     }
-    if (name == "client-breaker") continue;
+    if (!rest || name == "client-breaker") continue;
     if (d.mean.contains("success_by_phase.outage")) near("success_by_phase.outage", 0.03);
     for (const char* f : {"load", "p95", "p99", "load_amplification.pre", "load_amplification.peak",
                           "load_amplification.outage_mean", "load_amplification.after"}) {
@@ -122,8 +124,9 @@ void expect_outage_agreement(const std::vector<std::string>& sets) {
 }
 
 TEST(SystemAgreement, OutageAmplification) {
-  expect_outage_agreement({});
-  expect_outage_agreement({"outage.fraction=0.5", "run.bucket=\"50ms\""});
+  expect_outage_agreement({}, false, true);
+  expect_outage_agreement({"run.bucket=\"50ms\""}, true, false);
+  expect_outage_agreement({"outage.fraction=0.5", "run.bucket=\"50ms\""}, true, true);
 }
 
 }  // namespace system_agreement_test
