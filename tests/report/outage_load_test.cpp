@@ -13,6 +13,13 @@ namespace {
 
 namespace report = backoff::report;
 
+report::recorder_options options_of(report::time_units bucket, double seconds_per_unit) {
+  report::recorder_options o;
+  o.bucket = bucket;
+  o.seconds_per_unit = seconds_per_unit;
+  return o;
+}
+
 std::optional<double> field(const report::strategy_summary& s, const std::string& name) {
   for (const auto& f : s.fields) {
     if (f.name == name) return f.value;
@@ -41,7 +48,7 @@ TEST(OutageLoad, EachPhaseIsItsWorkOverTheBaseLoadAndThePeakIsAWholeBucket) {
   tally.ended(270, false);
   tally.ended(350, true);
   tally.ended(500, false);  // past the end
-  report::recorder rec({.strategy = "s", .bucket = 40, .seconds_per_unit = 1e-3}, nullptr);
+  report::recorder rec(options_of(40, 1e-3), nullptr);
   tally.report(rec);
   const report::strategy_summary s = rec.finish(500, 0);
   EXPECT_DOUBLE_EQ(*field(s, "load_amplification.pre"), 1.0);
@@ -58,7 +65,7 @@ TEST(OutageLoad, APhaseWithNothingInItIsNull) {
   report::outage_load tally(
       {.warmup = 0, .outage = {100, 200}, .end = 200, .bucket = 50, .base_per_s = 10});
   tally.work(50);
-  report::recorder rec({.strategy = "s", .bucket = 50}, nullptr);
+  report::recorder rec(options_of(50, 1e-9), nullptr);
   tally.report(rec);
   const report::strategy_summary s = rec.finish(200, 0);
   EXPECT_FALSE(field(s, "load_amplification.after").has_value());  // no time after the outage
