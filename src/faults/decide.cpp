@@ -59,6 +59,22 @@ std::optional<std::uint64_t> whole_number(std::string_view text) {
   return n;
 }
 
+// A keyed outage: whether the request's key is among the keys that are down (no draw, so that
+// the same key fails every retry).
+bool key_down(const fault& f, const request_view& request) {
+  if (f.keys >= 1.0) return true;
+  const std::string_view value = request.header ? request.header(f.key_header) : "";
+  if (value.empty()) return false;
+  std::uint64_t key = 0;
+  if (const auto n = whole_number(value)) {
+    key = *n;
+  } else {
+    key = 14695981039346656037ULL;  // FNV-1a
+    for (const char c : value) key = (key ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  }
+  return static_cast<double>(key % 1000) < f.keys * 1000.0;
+}
+
 // Envoy's percentage header: a whole number of hundredths, at most 100 % (Envoy caps a header
 // at the configured percentage, here 100 %); absent or malformed: 100 %.
 double envoy_share(const request_view& request, std::string_view name) {
@@ -88,7 +104,7 @@ fault_decision decide(const fault_plan& plan, duration since_start, const reques
     if (!sf.when.contains(since_start)) continue;
     const fault& f = sf.what;
     if (f.kind == fault_kind::outage) {
-      if (!hits(f.rate, rng)) continue;
+      if (!key_down(f, request) || !hits(f.rate, rng)) continue;
       d.fired |= 1u << counter_outage;
       switch (f.action) {
         case outage_action::reset:

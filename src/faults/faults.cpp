@@ -62,15 +62,18 @@ std::optional<double> parse_speed(std::string_view text) {
 }
 
 // A header name as HTTP allows it (RFC 9110 token), kept in lower case.
-std::string header_name(std::string_view spec, std::string_view text) {
+std::string header_name(std::string_view spec, std::string_view text,
+                        std::string_view key = "header") {
   std::string out;
   for (const char c : text) {
     const bool token = std::isalnum(static_cast<unsigned char>(c)) ||
                        std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-    if (!token) fail(spec, "'header' must be a header name, got " + quote_for_message(text));
+    if (!token) {
+      fail(spec, quoted_key(key) + " must be a header name, got " + quote_for_message(text));
+    }
     out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  if (out.empty()) fail(spec, "'header' is empty");
+  if (out.empty()) fail(spec, quoted_key(key) + " is empty");
   return out;
 }
 
@@ -237,6 +240,23 @@ constexpr spec_key<fault> fault_keys[] = {
            break;
        }
        return std::nullopt;
+     }},
+    {"keys", kinds({fault_kind::outage}), "a percentage (`50%`) or a fraction (`0.5`)", "100%",
+     "the share of keys that are down: a request fails when its key (`key_header`'s value, a "
+     "number mod 1000, other text hashed to 0..999) is below keys * 1000; one without it is spared",
+     [](fault& f, const spec_value& v) { f.keys = v.fraction(); },
+     [](const fault& f) -> std::optional<std::string> {
+       if (f.keys >= 1.0) return std::nullopt;
+       return format_fraction(f.keys);
+     }},
+    {"key_header", kinds({fault_kind::outage}), "a header name", "`x-backoff-key`",
+     "the header holding a request's key (with `keys`)",
+     [](fault& f, const spec_value& v) {
+       f.key_header = header_name(v.spec, v.text(), "key_header");
+     },
+     [](const fault& f) -> std::optional<std::string> {
+       if (f.keys >= 1.0 || f.key_header == "x-backoff-key") return std::nullopt;
+       return f.key_header;
      }},
     {"size", kinds({fault_kind::slow_body}), "a size from 1B to 1GiB (`16KiB`)", "required",
      "the body's size, padded",
@@ -456,6 +476,7 @@ fault parse_fault(std::string_view spec) {
       if (f.action == outage_action::pause && f.rate < 1) {
         fail(spec, "a pause stops the whole server: 'rate' must be 100%");
       }
+      if (!given.contains("keys")) refuse("key_header", "applies with 'keys' only");
       break;
     case fault_kind::slow_body:
       require("size", "(the body's size)");
@@ -473,89 +494,6 @@ std::string fault_keys_markdown() {
   }
   const std::vector<std::string_view> names(storage.begin(), storage.end());
   return key_table_markdown(fault_keys, spec_variants{names, fault_groups});
-}
-
-fault parse_errors_flag(std::string_view text) {
-  const auto colon = text.find(':');
-  const std::string_view rate = text.substr(0, colon);
-  const std::string_view status =
-      colon == text.npos ? std::string_view("503") : text.substr(colon + 1);
-  const std::string spec =
-      "errors(rate=" + std::string(rate) + ", status=" + std::string(status) + ")";
-  try {
-    return parse_fault(spec);
-  } catch (const parse_error& e) {
-    throw parse_error(quote_for_message(text) + ": expected RATE[:STATUS] such as 5%:503 (" +
-                      e.what() + ")");
-  }
-}
-
-fault parse_latency_flag(std::string_view text) {
-  // A bare duration is a fixed latency; otherwise DIST(ARGS).
-  try {
-    const duration d = parse_duration(text);
-    return parse_fault("latency(delay=" + format_duration(d) + ")");
-  } catch (const parse_error&) {
-  }
-  const auto open = text.find('(');
-  if (open == text.npos || !text.ends_with(")")) {
-    throw parse_error(
-        quote_for_message(text) +
-        ": expected a duration (100ms) or a distribution such as exponential(mean=50ms)");
-  }
-  const std::string_view name = text.substr(0, open);
-  const std::string_view args = text.substr(open + 1, text.size() - open - 2);
-  const bool blank = args.find_first_not_of(" \t") == args.npos;
-  return parse_fault("latency(distribution=" + std::string(name) + (blank ? "" : ", ") +
-                     std::string(args) + ")");
-}
-
-fault parse_partial_flag(std::string_view text) {
-  return parse_fault("partial(" + std::string(text) + ")");
-}
-
-scheduled_fault parse_outage_flag(std::string_view text) {
-  const auto bad = [&](const std::string& why) -> scheduled_fault {
-    throw parse_error(quote_for_message(text) + ": " + why +
-                      " (expected START+LENGTH[:STATUS|reset|hang|pause], such as 10s+5s:503)");
-  };
-  const auto plus = text.find('+');
-  if (plus == text.npos) return bad("no '+'");
-  const auto colon = text.find(':', plus);
-  scheduled_fault out;
-  try {
-    out.when.start = parse_duration(text.substr(0, plus));
-    const duration length =
-        parse_duration(text.substr(plus + 1, colon == text.npos ? text.npos : colon - plus - 1));
-    if (length.count() == 0) return bad("the length is 0");
-    out.when.end = saturating_add(out.when.start, length);
-  } catch (const parse_error& e) {
-    return bad(e.what());
-  }
-  std::string spec = "outage()";
-  if (colon != text.npos) {
-    const std::string_view what = text.substr(colon + 1);
-    if (what == "reset" || what == "hang" || what == "pause") {
-      spec = "outage(action=" + std::string(what) + ")";
-    } else {
-      spec = "outage(status=" + std::string(what) + ")";
-    }
-  }
-  try {
-    out.what = parse_fault(spec);
-  } catch (const parse_error& e) {
-    return bad(e.what());
-  }
-  return out;
-}
-
-fault parse_slow_body_flag(std::string_view text) {
-  const auto at = text.find('@');
-  if (at == text.npos) {
-    throw parse_error(quote_for_message(text) + ": expected SIZE@SPEED such as 16KiB@4KiB/s");
-  }
-  return parse_fault("slow_body(size=" + std::string(text.substr(0, at)) +
-                     ", speed=" + std::string(text.substr(at + 1)) + ")");
 }
 
 fault_plan parse_fault_schedule(std::string_view text, const std::string& where) {

@@ -28,6 +28,9 @@
 //                                                      new requests are held as by hang; serve
 //                                                      also stops work under way (its pause gate),
 //                                                      proxy holds answers until the end
+//   outage(keys=50%, key_header=x-user)              only requests whose key is among the
+//                                                      first half of 1000 (header x-backoff-key
+//                                                      by default): a per-user outage
 //   slow_body(size=16KiB, speed=4KiB/s)              the body padded to size, sent at speed
 // Every kind takes rate= (default 100%): the share of the requests it applies to that it hits.
 // A window says when a fault is on, from the start of the server (or proxy, or experiment).
@@ -84,9 +87,15 @@ struct fault {
   std::vector<std::string> values;
   std::string path_prefix;
   outage_action action = outage_action::status;  // outage
-  std::uint64_t body_size = 0;                   // slow_body: bytes
-  double bytes_per_s = 0;                        // slow_body: speed
-  std::string spec;                              // the canonical text, for messages and metrics
+  // outage: the share of keys that are down (1: every request). A request's key is its
+  // key_header's value: a number taken mod 1000, other text hashed to 0..999; it fails when its
+  // key is below keys * 1000 (Isaev's per-user failure: the same keys fail every retry). A
+  // request without the header is spared.
+  double keys = 1.0;
+  std::string key_header = "x-backoff-key";
+  std::uint64_t body_size = 0;  // slow_body: bytes
+  double bytes_per_s = 0;       // slow_body: speed
+  std::string spec;             // the canonical text, for messages and metrics
 };
 
 // When a fault is on: [start, end) from the start of the run; end = duration::max(): to the end.

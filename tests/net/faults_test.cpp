@@ -250,6 +250,54 @@ TEST(FaultDecision, APartialOutageFailsOnlyItsKey) {
   EXPECT_FALSE(decide(plan, 0s, r.view(), rng).any());
 }
 
+TEST(FaultSpec, AKeyedOutageNamesItsShareAndHeader) {
+  EXPECT_EQ(parse_fault("outage(keys=30%)").spec, "outage(status=503, keys=30%, rate=100%)");
+  EXPECT_EQ(parse_fault("outage(keys=0.3, key_header=X-User)").spec,
+            "outage(status=503, keys=30%, key_header=x-user, rate=100%)");
+  EXPECT_NE(
+      parse_message("outage(key_header=x-user)").find("'key_header' applies with 'keys' only"),
+      std::string::npos);
+  EXPECT_NE(
+      parse_message("outage(keys=30%, key_header=x user)").find("'key_header' must be a header"),
+      std::string::npos);
+  EXPECT_NE(parse_message("errors(keys=30%)").find("'keys' does not apply to errors"),
+            std::string::npos);
+}
+
+TEST(FaultDecision, AKeyedOutageFailsTheSameKeysEveryTimeAndSparesTheRest) {
+  const fault_plan plan = plan_of({always("outage(keys=30%, key_header=x-user)")});
+  random_generator rng{1};
+  fake_request r;
+  EXPECT_FALSE(decide(plan, 0s, r.view(), rng).any());  // no key: spared
+  const auto fails = [&](const std::string& key) {
+    r.headers["x-user"] = key;
+    return decide(plan, 0s, r.view(), rng).abort_status.has_value();
+  };
+  // A number mod 1000 below 300 fails, whatever the draws: no random number is used.
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(fails("0"));
+    EXPECT_TRUE(fails("299"));
+    EXPECT_TRUE(fails("1299"));
+    EXPECT_FALSE(fails("300"));
+    EXPECT_FALSE(fails("999"));
+  }
+  // Other text is hashed: each key always the same way, and about 30 % of them down.
+  int down = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string key = "user-" + std::to_string(i);
+    const bool first = fails(key);
+    EXPECT_EQ(fails(key), first) << key;
+    down += first;
+  }
+  EXPECT_NEAR(down / 2000.0, 0.3, 0.04);  // binomial sigma ~ 0.01
+  // rate= thins the keys that are down, per request.
+  const fault_plan thinned = plan_of({always("outage(keys=100%, rate=50%)")});
+  r.headers["x-backoff-key"] = "5";
+  int hit = 0;
+  for (int i = 0; i < 2000; ++i) hit += decide(thinned, 0s, r.view(), rng).any();
+  EXPECT_NEAR(hit / 2000.0, 0.5, 0.04);
+}
+
 TEST(FaultDecision, LatencyDistributionsHaveTheirMeansAndBounds) {
   const fake_request r;
   const auto mean_ms = [&](const std::string& spec, double& lo, double& hi) {

@@ -133,6 +133,20 @@ TEST(ServerFaults, APartialOutageFailsOneKeyAndServesTheOthers) {
   EXPECT_EQ(c.request(fault_http::verb::get, "/api").result_int(), 200u);
 }
 
+TEST(ServerFaults, AKeyedOutageFailsTheKeysInItsShareFromTheirHeader) {
+  backoff::net::server s(options_with_faults({"outage(keys=30%, key_header=x-user)"}));
+  s.start();
+  http_client c(s.port());
+  const auto status = [&](const std::string& user) {
+    return c.request(fault_http::verb::get, "/api", {{"Host", "127.0.0.1"}, {"X-User", user}})
+        .result_int();
+  };
+  EXPECT_EQ(status("1042"), 503u);  // 42 < 300
+  EXPECT_EQ(status("1042"), 503u);  // the same user, the same answer
+  EXPECT_EQ(status("1342"), 200u);
+  EXPECT_EQ(c.request(fault_http::verb::get, "/api").result_int(), 200u);  // no key: spared
+}
+
 TEST(ServerFaults, ASlowBodyArrivesWholeAtItsSpeed) {
   backoff::net::server s(options_with_faults({"slow_body(size=3000B, speed=10KB/s)"}));
   s.start();

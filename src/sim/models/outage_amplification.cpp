@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "report/outage_load.hpp"
 
 namespace backoff::sim::isaev_model {
 namespace {
@@ -243,9 +244,11 @@ class outage_amplification final : public model_runner, public model {
     head_ = 0;
     busy_ = 0;
     finished_ = 0;
-    handled_.assign(static_cast<std::size_t>((duration_ + bucket_ - 1) / bucket_), 0);
-    handled_pre_ = handled_outage_ = handled_after_ = 0;
-    for (auto& p : phase_) p = {};
+    tally_.emplace(report::outage_phases{.warmup = warmup_,
+                                         .outage = {outage_start_, outage_start_ + outage_length_},
+                                         .end = duration_,
+                                         .bucket = bucket_,
+                                         .base_per_s = rate_});
   }
 
   // --- clients -------------------------------------------------------------------------------
@@ -356,11 +359,7 @@ class outage_amplification final : public model_runner, public model {
     ++finished_;
     out_->operation_done({i, o.first, e.now(), o.sent, report::status_of(why), why});
     // client.py: a call's result counts at the time it ends (the client uptime panel).
-    const int p = phase_of(e.now());
-    if (p > 0) {
-      ++phase_[p].ended;
-      if (why == outcome::succeeded) ++phase_[p].succeeded;
-    }
+    tally_->ended(e.now(), why == outcome::succeeded);
     calls_[i].control.reset();
   }
 
@@ -435,58 +434,15 @@ class outage_amplification final : public model_runner, public model {
 
   // --- what the run reports ------------------------------------------------------------------
 
-  // 0: before the outage (or warm-up), 1: pre, 2: outage, 3: after, -1: past run.duration.
-  int phase_of(time_ns t) const {
-    if (t >= duration_) return -1;
-    if (t >= outage_start_ + outage_length_) return 3;
-    if (t >= outage_start_) return 2;
-    return t >= warmup_ ? 1 : 0;
-  }
-
   void count_work(time_ns t) {
     out_->work(t, 1.0 / rate_);
-    switch (phase_of(t)) {
-      case 1:
-        ++handled_pre_;
-        break;
-      case 2:
-        ++handled_outage_;
-        break;
-      case 3:
-        ++handled_after_;
-        break;
-      default:
-        break;
-    }
-    if (t < duration_) ++handled_[static_cast<std::size_t>(t / bucket_)];
+    tally_->work(t);
   }
 
   void report_fields(report::recorder& out) const {
-    const auto per_base = [&](std::uint64_t n, time_ns from, time_ns to) -> std::optional<double> {
-      if (to <= from) return std::nullopt;
-      return static_cast<double>(n) / (static_cast<double>(to - from) * 1e-9 * rate_);
-    };
-    const time_ns end = outage_start_ + outage_length_;
-    out.field("load_amplification.pre", per_base(handled_pre_, warmup_, outage_start_));
-    double peak = 0;
-    for (std::size_t b = 0; b < handled_.size(); ++b) {
-      const time_ns from = static_cast<time_ns>(b) * bucket_;
-      const time_ns to = std::min(from + bucket_, duration_);
-      if (to - from < bucket_) break;  // a partial last bucket would read low
-      peak = std::max(
-          peak, static_cast<double>(handled_[b]) / (static_cast<double>(bucket_) * 1e-9 * rate_));
-    }
-    out.field("load_amplification.peak", peak);
+    tally_->report(out);
     // The real spare is server_workers / (rate * mean service): int() makes it depend on the rate.
     out.field("server_workers", static_cast<double>(workers_));
-    out.field("load_amplification.outage_mean", per_base(handled_outage_, outage_start_, end));
-    out.field("load_amplification.after", per_base(handled_after_, end, duration_));
-    const auto ratio = [](const phase_count& p) -> std::optional<double> {
-      if (p.ended == 0) return std::nullopt;
-      return static_cast<double>(p.succeeded) / static_cast<double>(p.ended);
-    };
-    out.field("success_by_phase.outage", ratio(phase_[2]));
-    out.field("success_by_phase.after", ratio(phase_[3]));
   }
 
   // Scenario keys.
@@ -521,12 +477,7 @@ class outage_amplification final : public model_runner, public model {
   std::size_t head_ = 0;
   std::int64_t busy_ = 0;
   std::uint64_t finished_ = 0;
-  std::vector<std::uint64_t> handled_;  // requests the server finished, per bucket
-  std::uint64_t handled_pre_ = 0, handled_outage_ = 0, handled_after_ = 0;
-  struct phase_count {
-    std::uint64_t ended = 0, succeeded = 0;
-  };
-  phase_count phase_[4];
+  std::optional<report::outage_load> tally_;  // load_amplification, success_by_phase
   handler_id self_ = 0;
   std::vector<lane_id> lanes_;
   lane_id per_attempt_lane_ = 0;

@@ -124,6 +124,7 @@ void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
   network_rng_ = random_generator{stream_seed(seed, stream::network)};
   fault_rng_ = random_generator{stream_seed(seed, stream::outage)};
   operations_ = finished_ = 0;
+  start_outage_tally();
   total_in_flight_ = total_queued_ = 0;
   out.work_label("requests served (every service)");
 }
@@ -217,6 +218,20 @@ void system_runner::handle(engine& e, const event& ev) {
 }
 
 // ---- callers --------------------------------------------------------------------------------
+
+namespace {
+
+// An operation's key (a user id, for a per-key outage, taken mod 1000): its id mixed
+// (splitmix64), so that keys spread as random ids do, without a draw that would move every other
+// random number.
+std::uint64_t operation_key(std::uint64_t operation) {
+  std::uint64_t z = operation + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
 
 std::uint32_t system_runner::take_call() {
   std::uint32_t c;
@@ -365,6 +380,8 @@ void system_runner::attempt(engine& e, std::uint32_t c, bool paced) {
   req.deadline = carried;
   req.depth = rec.parent == no_index ? 1 : requests_[rec.parent].depth + 1;
   req.first = rec.attempts == 1;
+  req.key =
+      rec.parent == no_index ? operation_key(rec.operation) % 1000 : requests_[rec.parent].key;
   if (limit > 0) e.schedule_after(limit, self_, attempt_timeout, pack(c, generation));
   e.schedule_after(hop(rec).sample(network_rng_, 0), self_, arrive, r);
 }
@@ -449,6 +466,7 @@ void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
   out_->operation_done(
       {rec.operation, rec.started, e.now(), rec.attempts, report::status_of(why), why});
   if (ok) out_->success(e.now());
+  if (tally_) tally_->ended(e.now(), ok);
   ++finished_;
   const client_group& group = spec_.clients[g];
   if (group.arrivals == arrival_kind::closed && e.now() < spec_.duration &&

@@ -76,6 +76,7 @@ struct request_record {
   std::uint32_t next_call = 0;  // the next call in order
   std::uint32_t depth = 1;      // 1 at a client's service
   time_ns arrived = 0, queued_at = 0, deadline = 0, delay = 0;
+  std::uint64_t key = 0;  // its client operation's key, 0..999: fixed across retries
   limit_permit permit;
   bool worker = false, admitted = false, failed = false, in_use = false;
   bool first = false;  // its call's first attempt (an arrival, not a retry)

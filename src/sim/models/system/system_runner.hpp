@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "report/outage_load.hpp"
 #include "sim/models/model.hpp"
 #include "system_model.hpp"
 #include "system_spec.hpp"
@@ -49,6 +50,7 @@ class system_runner final : public model_runner,
     return {.breaker = true, .hedge = true, .deadline = true};
   }
   time_ns bucket() const override { return spec_.bucket; }
+  time_ns recovery_hold() const override { return spec_.recovery_hold; }
   std::optional<report::outage_window> outage() const override {
     const auto& o = spec_.services[spec_.clients.front().to].outage;
     if (!o) return std::nullopt;
@@ -132,6 +134,10 @@ class system_runner final : public model_runner,
     return replicas_[replica_base_[service] + r];
   }
   void report_fields(report::recorder& out);
+  // The outage's load and success by phase (SPEC 7.3), when the clients' service has an outage
+  // and only open groups call it (their rate is the base load).
+  void start_outage_tally();
+  faults::fault_decision decide_faults(engine& e, std::uint32_t r);
 
   system_spec spec_;
   std::vector<std::string> strategy_names_;  // check_all's, in the order of edge_guards
@@ -157,6 +163,8 @@ class system_runner final : public model_runner,
   std::vector<report::hdr_histogram> latency_;  // per service, ns, completed requests
   std::vector<std::vector<service_bucket>> series_;
   std::vector<std::uint64_t> group_started_;
+  std::optional<report::outage_load> tally_;
+  std::string key_text_;       // the request's key as the faults layer reads it (a header's value)
   std::uint32_t deepest_ = 0;  // the service with the largest depth
   report::recorder* out_ = nullptr;
   random_generator arrivals_rng_, server_rng_, client_rng_, network_rng_, fault_rng_;

@@ -62,10 +62,8 @@ void system_runner::on_arrive(engine& e, std::uint32_t r) {
   ++rep.connections;
   ++n.in_flight;
   ++total_in_flight_;
-  if (!s.faults.empty()) {
-    const faults::fault_decision d =
-        faults::decide(s.faults, duration{e.now()},
-                       {"/", [](std::string_view) { return std::string_view{}; }}, fault_rng_);
+  if (!s.faults.empty() && !s.faults_after_work) {
+    const faults::fault_decision d = decide_faults(e, r);
     if (d.reset) return finish(e, r, false);
     req.delay = d.delay.count();
     if (d.abort_status) {
@@ -113,7 +111,7 @@ void system_runner::start_work(engine& e, std::uint32_t r) {
   // A latency fault makes the service slow: its delay is part of the work, on the worker
   // (a brownout fills the pool), not a wait after it.
   const time_ns slower = req.delay;
-  if (req.deadline > 0 && e.now() >= req.deadline) {
+  if (req.deadline > 0 && e.now() >= req.deadline && !s.expired_share) {
     req.delay = 0;
     req.failed = true;
     return work_until(e, r, after_pauses(req.service, e.now(), s.expired_cost));
@@ -122,7 +120,22 @@ void system_runner::start_work(engine& e, std::uint32_t r) {
   if (rep.curve) return rep.curve->arrive(e, r);  // its slowdown follows N; served() is next
   req.delay = 0;
   const auto in_service = static_cast<std::int64_t>(rep.busy);
-  const time_ns work = s.service_time.sample(server_rng_, in_service) + slower;
+  time_ns work = s.service_time.sample(server_rng_, in_service) + slower;
+  if (req.deadline > 0 && (s.expired_share || s.check_cost)) {
+    // server.py _base_handle: an expired request is dropped after a share of its work; one that
+    // expires during it stops at the deadline plus check_cost of it (its checkpoints). Both fail.
+    const time_ns rest = req.deadline - e.now();
+    const auto share = [&](double f) {
+      return static_cast<time_ns>(static_cast<double>(work) * f);
+    };
+    if (rest <= 0 && s.expired_share) {
+      work = share(*s.expired_share);
+      req.failed = true;
+    } else if (rest < work && s.check_cost) {
+      work = std::min(std::max<time_ns>(rest, 0) + share(*s.check_cost), work);
+      req.failed = true;
+    }
+  }
   work_until(e, r, after_pauses(req.service, e.now(), work));
 }
 
@@ -168,8 +181,18 @@ void system_runner::pause_service(engine& e, std::uint32_t service, bool begins)
 void system_runner::on_work_done(engine& e, std::uint32_t r) {
   request_record& req = requests_[r];
   out_->work(e.now(), 1.0);
+  if (tally_ && req.service == spec_.clients.front().to) tally_->work(e.now());
   if (req.failed) return finish(e, r, false);
   const service_spec& s = spec_.services[req.service];
+  if (s.faults_after_work && !s.faults.empty()) {
+    // Decided when the work ends (server.py): a failure has cost the whole work.
+    const faults::fault_decision d = decide_faults(e, r);
+    req.delay = d.delay.count();
+    if (d.reset || d.abort_status) {
+      req.failed = true;
+      return finish(e, r, false);
+    }
+  }
   if (s.calls.empty()) return finish(e, r, true);
   if (!s.fan_out) return next_downstream(e, r);
   // Fanned out: every call at once; the request answers when the last is over.
@@ -290,7 +313,10 @@ void system_runner::answer(engine& e, std::uint32_t r, std::uint32_t how) {
   const call_record& caller = calls_[req.call];
   // A caller that gave up on this attempt (timed out, or over) ignores the answer: not sent.
   if (awaits(req)) {
-    e.schedule_after(req.delay + hop(caller).sample(network_rng_, 0), self_, answer_kind(req, how),
+    const std::optional<distribution>* back =
+        caller.parent == no_index ? &spec_.clients[caller.group].latency_back : nullptr;
+    const distribution& way = back != nullptr && *back ? **back : hop(caller);
+    e.schedule_after(req.delay + way.sample(network_rng_, 0), self_, answer_kind(req, how),
                      pack(req.call, req.generation));
   }
   req.in_use = false;
@@ -333,6 +359,32 @@ void system_runner::serve_next(engine& e, std::uint32_t service, std::uint32_t r
   if (rep.queue.empty()) rep.last_empty = e.now();
 }
 
+// A simulated request has one header, its key: whatever header a per-key fault reads gets it.
+faults::fault_decision system_runner::decide_faults(engine& e, std::uint32_t r) {
+  key_text_ = std::to_string(requests_[r].key);
+  return faults::decide(spec_.services[requests_[r].service].faults, duration{e.now()},
+                        {"/", [this](std::string_view) { return std::string_view{key_text_}; }},
+                        fault_rng_);
+}
+
+void system_runner::start_outage_tally() {
+  tally_.reset();
+  const auto window = outage();
+  if (!window) return;
+  double rate = 0;
+  for (const client_group& g : spec_.clients) {
+    if (g.to != spec_.clients.front().to) continue;
+    if (g.arrivals != arrival_kind::poisson && g.arrivals != arrival_kind::constant) return;
+    rate += g.rate;
+  }
+  if (rate <= 0 || spec_.warmup > window->start) return;
+  tally_.emplace(report::outage_phases{.warmup = spec_.warmup,
+                                       .outage = *window,
+                                       .end = spec_.duration,
+                                       .bucket = spec_.bucket,
+                                       .base_per_s = rate});
+}
+
 std::uint32_t system_runner::root_of(std::uint32_t c) const {
   return calls_[c].root;
 }
@@ -345,6 +397,7 @@ void system_runner::report_fields(report::recorder& out) {
     return static_cast<double>(n) / ops;
   };
   out.field("deepest_calls_per_request", per_op(counts_[deepest_].attempts));
+  if (tally_) tally_->report(out);
   for (std::uint32_t i = 0; i < spec_.services.size(); ++i) {
     const service_counts& n = counts_[i];
     const std::string p = "services." + spec_.services[i].name + ".";

@@ -5,6 +5,9 @@
 #include "system_spec.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -24,6 +27,16 @@ constexpr std::size_t most_groups = 65'535;  // a group's index travels in 16 bi
 std::filesystem::path folder_of(const config_reader& keys) {
   const std::filesystem::path p(keys.path());
   return p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+}
+
+// A TOML basic string holding `text`.
+std::string toml_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
 }
 
 // One of `names` (the enum's order), or fail with the list and a did-you-mean.
@@ -200,7 +213,11 @@ void read_faults(config_reader& keys, const std::string& prefix, service_spec& s
         const std::string entry = key + "." + std::to_string(i);
         text += "[[fault]]\n";
         for (const std::string& f : keys.table_keys(entry)) {
-          text += f + " = " + keys.scalar_toml(entry + "." + f) + "\n";
+          text += f + " = " +
+                  (f == "fault" && keys.is_table(entry + ".fault")
+                       ? toml_string(spec_text(keys, entry + ".fault", ""))
+                       : keys.scalar_toml(entry + "." + f)) +
+                  "\n";
         }
       }
       const faults::fault_plan plan = faults::parse_fault_schedule(text, keys.where(key));
@@ -233,6 +250,77 @@ void read_faults(config_reader& keys, const std::string& prefix, service_spec& s
             });
 }
 
+// The keys after Isaev's server (server.py): faults decided when the work ends, and what work a
+// deadline that passed (or passes during the work) still costs.
+void read_isaev_keys(config_reader& keys, const std::string& p, service_spec& s) {
+  s.faults_after_work =
+      choose<int>(keys, p + ".faults_decided", "on-arrival",
+                  std::array<std::string_view, 2>{"on-arrival", "after-work"}) == 1;
+  if (s.faults_after_work) {
+    for (const auto& f : s.faults.faults) {
+      if (f.what.kind == faults::fault_kind::outage &&
+          f.what.action == faults::outage_action::hang) {
+        keys.fail(p + ".faults_decided",
+                  "after-work cannot hold a request before its work (outage action=hang); use "
+                  "on-arrival or another action");
+      }
+    }
+  }
+  const std::string expired = p + ".expired_cost";
+  if (keys.has(expired) && keys.scalar_text(expired).ends_with('%')) {
+    const std::string text = keys.scalar_text(expired);
+    char* end = nullptr;
+    const double share = std::strtod(text.c_str(), &end) / 100.0;
+    if (end != text.c_str() + text.size() - 1 || !(share >= 0 && share <= 1)) {
+      keys.fail(expired,
+                "a share of the work is a percentage from 0% to 100%, not \"" + text + "\"");
+    }
+    s.expired_share = share;
+  } else {
+    s.expired_cost = keys.duration_value(expired, duration{0}).count();
+  }
+  if (keys.has(p + ".check_cost")) s.check_cost = keys.number(p + ".check_cost", 0.0, 0.0, 1.0);
+}
+
+// workers, or spare_capacity: workers sized from the offered load once the clients are known.
+void read_capacity(config_reader& keys, const std::string& p, service_spec& s) {
+  if (keys.has(p + ".spare_capacity")) {
+    if (keys.has(p + ".workers")) {
+      keys.fail(p + ".spare_capacity", "give workers or spare_capacity, not both");
+    }
+    s.spare_capacity = keys.number(p + ".spare_capacity", 1.0, 1e-6, 1e6);
+    return;
+  }
+  s.workers = static_cast<std::uint32_t>(keys.integer(p + ".workers", 8, 0, most_capacity));
+}
+
+// Isaev's build_input: cpu_count = int(spare * rate * mean service), in doubles left to right.
+void size_from_load(config_reader& keys, system_spec& spec) {
+  for (std::uint32_t i = 0; i < spec.services.size(); ++i) {
+    service_spec& s = spec.services[i];
+    if (!s.spare_capacity) continue;
+    double rate = 0;
+    for (const client_group& g : spec.clients) {
+      if (g.to != i) continue;
+      if (g.arrivals != arrival_kind::poisson && g.arrivals != arrival_kind::constant) {
+        keys.fail("service." + s.name + ".spare_capacity",
+                  "sizes from the rate of the open groups calling it; clients " + g.name +
+                      " are not poisson or constant");
+      }
+      rate += g.rate;
+    }
+    if (rate <= 0) {
+      keys.fail("service." + s.name + ".spare_capacity",
+                "no client group offers it a rate (services called downstream need workers)");
+    }
+    const double n = *s.spare_capacity * rate * s.service_time.mean_ns() / 1e9;
+    if (!(n < static_cast<double>(most_capacity))) {
+      keys.fail("service." + s.name + ".spare_capacity", "gives more than 10^8 workers");
+    }
+    s.workers = static_cast<std::uint32_t>(std::max(1.0, std::floor(n)));
+  }
+}
+
 service_spec read_service(config_reader& keys, const std::string& name) {
   const std::string p = "service." + name;
   service_spec s;
@@ -246,7 +334,7 @@ service_spec read_service(config_reader& keys, const std::string& name) {
   s.balance = choose<balance_kind>(
       keys, p + ".balance", "round-robin",
       std::array<std::string_view, 3>{"round-robin", "random", "least-request"});
-  s.workers = static_cast<std::uint32_t>(keys.integer(p + ".workers", 8, 0, most_capacity));
+  read_capacity(keys, p, s);
   s.queue = static_cast<std::uint32_t>(keys.integer(p + ".queue", 1000, 0, most_capacity));
   s.max_connections =
       static_cast<std::uint32_t>(keys.integer(p + ".max_connections", 0, 0, most_capacity));
@@ -254,7 +342,7 @@ service_spec read_service(config_reader& keys, const std::string& name) {
   s.service_time = read_distribution(keys, p + ".service_time", "0s");
   read_admission(keys, p + ".limit", s);
   read_faults(keys, p, s);
-  s.expired_cost = keys.duration_value(p + ".expired_cost", duration{0}).count();
+  read_isaev_keys(keys, p, s);
   read_ejection(keys, p + ".outlier_ejection", s);
   s.fan_out = keys.boolean(p + ".fan_out", false);
   return s;
@@ -417,6 +505,8 @@ void read_client_groups(config_reader& keys, system_spec& spec) {
     read_arrivals(keys, p + ".arrivals", g);
     g.think = read_distribution(keys, p + ".think", "0s");
     g.latency = read_distribution(keys, p + ".latency", "0s");
+    if (keys.has(p + ".latency_back"))
+      g.latency_back = read_distribution(keys, p + ".latency_back", "0s");
     g.instances = static_cast<std::uint32_t>(keys.integer(p + ".instances", 1, 1, 1'000'000));
     g.operations = static_cast<std::uint64_t>(
         keys.integer(p + ".operations", 0, 0, std::numeric_limits<std::int64_t>::max()));
@@ -515,6 +605,10 @@ system_spec read_system(config_reader& keys) {
   read_calls(keys, spec);
   check_cycles(keys, spec);
   read_client_groups(keys, spec);
+  size_from_load(keys, spec);
+  spec.recovery_hold = positive_time(keys, "recovery.hold", std::chrono::seconds{5});
+  spec.warmup = keys.duration_value("phase.warmup", duration{0}).count();
+  if (spec.warmup > spec.duration) keys.fail("phase.warmup", "is after run.duration");
   // Depth: the longest chain of calls from a client (1 for a client's service); a loop that
   // run.max_depth allows stops growing there.
   const auto bound =

@@ -71,6 +71,18 @@ struct service_spec {
   std::optional<faults::fault_window> outage;  // the first outage, for recovery_s
   std::vector<faults::fault_window> pauses;    // outage(action=pause): the replicas stop
   time_ns expired_cost = 0;
+  // Deadlines and faults as Isaev's server (server.py _base_handle) treats them, each unset by
+  // default: an expired request costs this share of the work it would have taken (instead of
+  // expired_cost); one whose deadline passes during its work stops at the deadline plus
+  // check_cost of its work, and fails.
+  std::optional<double> expired_share;
+  std::optional<double> check_cost;
+  // faults_decided = "after-work": the faults are decided when the request's own work ends (it
+  // fails having cost its whole work), not when it arrives.
+  bool faults_after_work = false;
+  // spare_capacity: workers = int(spare * offered rate * mean service time), the offered rate
+  // being that of the open client groups calling it (read_system sizes `workers`).
+  std::optional<double> spare_capacity;
   ejection_spec ejection;
   std::vector<call_spec> calls;
   bool fan_out = false;
@@ -90,6 +102,8 @@ struct client_group {
   distribution think;            // closed: between an operation's end and the next
   distribution latency;          // one way, to the service and back
   std::uint64_t operations = 0;  // 0: until run.duration
+  // latency_back: the way back, when it differs from latency.
+  std::optional<distribution> latency_back;
   // Client processes in the group, each with its own guards (budget, breaker, limiter); each
   // operation belongs to one drawn at random (so each is a Poisson process of rate / instances).
   std::uint32_t instances = 1;
@@ -112,6 +126,10 @@ struct system_spec {
   time_ns drain = 30'000'000'000;     // then operations in flight may finish
   time_ns bucket = 1'000'000'000;
   std::uint32_t max_depth = 0;  // 0: calls must not form a cycle
+  // recovery.hold: how long goodput must hold for recovery_s; phase.warmup: where
+  // load_amplification.pre starts (outage_load).
+  time_ns recovery_hold = 5'000'000'000;
+  time_ns warmup = 0;
   // resolve(): per strategy (scenario order), per edge, the guards that strategy runs with.
   std::vector<std::vector<backoff::strategy>> edge_guards;
 
