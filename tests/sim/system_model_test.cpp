@@ -566,10 +566,71 @@ TEST(SystemHedging, BadHedgeInputIsOneLine) {
           sim::scenario::load({"hedge.toml", replaced(hedged, edit.first, edit.second)});
       sim::run_scenario(sc, {});
       message = "(no error)";
-      // One service, every request failed by `fault`, clients at a constant 500/s for 2 s.
-      std::string failing_system(const std::string& service_keys, const std::string& fault,
-                                 const std::string& front = "max_attempts = 1") {
-        return R"toml(scenario = "failing"
+    } catch (const sim::scenario_error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(expected.at(what)), std::string::npos) << what << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << what;
+  }
+}
+
+// ---- the tail distribution ------------------------------------------------------------------
+
+TEST(SystemModel, ATailDrawsItsStepsAsQuantilesOverItsBase) {
+  const std::string text =
+      replaced(replaced(minimal_system, "workers = 4", "workers = 0"),
+               "service_time = \"exponential(mean=2ms)\"",
+               "service_time = { kind = \"tail\", base = \"constant\", value = \"1ms\", "
+               "at1 = \"90%\", time1 = \"20ms\", at2 = 0.98, time2 = \"50ms\" }");
+  const auto r = system_run(text, {"run.duration=\"10s\""});
+  const auto& s = r.strategies.at(0);
+  EXPECT_NEAR(system_field(s, "services.db.latency_s.p50"), 0.001, 0.00005);
+  EXPECT_NEAR(system_field(s, "services.db.latency_s.p95"), 0.020, 0.0005);
+  EXPECT_NEAR(system_field(s, "services.db.latency_s.p99"), 0.050, 0.002);
+  // Each number is a key of the table: --set reaches it.
+  const auto moved = system_run(text, {"run.duration=\"10s\"", "service.db.service_time.at1=0.96"});
+  EXPECT_NEAR(system_field(moved.strategies.at(0), "services.db.latency_s.p95"), 0.001, 0.00005);
+}
+
+TEST(SystemModel, BadTailInputIsOneLineWithItsPlace) {
+  const std::string tail = "tail(base=0s, at1=90%, time1=2s, at2=95%, time2=5s)";
+  const std::map<std::string, std::pair<std::string, std::string>> cases{
+      {"not ascending", {"at2=95%", "at2=85%"}},
+      {"above 100 %", {"at2=95%", "at2=105%"}},
+      {"at 100 %", {"at2=95%", "at2=100%"}},
+      {"a time alone", {", at2=95%", ""}},
+      {"a gap", {"at2=95%, time2=5s", "at3=95%, time3=5s"}},
+      {"no base", {"base=0s, ", ""}},
+      {"base keys beside a duration", {"base=0s", "base=0s, sigma=2"}},
+      {"a base kind's bad key", {"base=0s", "base=lognormal, median=4ms, sigm=2"}},
+      {"no steps", {", at1=90%, time1=2s, at2=95%, time2=5s", ""}},
+  };
+  const std::map<std::string, std::string> expected{
+      {"not ascending", "at2=85% must be above at1=90% (the quantiles ascend)"},
+      {"above 100 %", "at2=105% must be between 0% and 100%"},
+      {"at 100 %", "at2 must be above 0% and below 100%"},
+      {"a time alone", "at2 and time2 go together"},
+      {"a gap", "steps are numbered from 1 without a gap: at3 without at2"},
+      {"no base", "tail needs base="},
+      {"base keys beside a duration", "base=0s is a duration, so tail takes no sigma=2"},
+      {"a base kind's bad key", "lognormal takes no 'sigm' (did you mean 'sigma'?)"},
+      {"no steps", "tail needs at least one step"},
+  };
+  const std::string with_tail =
+      replaced(minimal_system, "\"exponential(mean=2ms)\"", "\"" + tail + "\"");
+  for (const auto& [what, edit] : cases) {
+    const std::string message = system_error(replaced(with_tail, edit.first, edit.second));
+    EXPECT_NE(message.find("mine.toml:18:16: service.db.service_time: "), std::string::npos)
+        << what << ": " << message;
+    EXPECT_NE(message.find(expected.at(what)), std::string::npos) << what << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << what;
+  }
+}
+
+// One service, every request failed by `fault`, clients at a constant 500/s for 2 s.
+std::string failing_system(const std::string& service_keys, const std::string& fault,
+                           const std::string& front = "max_attempts = 1") {
+  return R"toml(scenario = "failing"
 model = "system"
 seed = 1
 
@@ -578,9 +639,9 @@ duration = "2s"
 
 [service.api]
 )toml" + service_keys +
-               R"toml(
+         R"toml(
 faults = [{ at = "0s", fault = ")toml" +
-               fault + R"toml(" }]
+         fault + R"toml(" }]
 
 [[clients]]
 to = "api"
@@ -590,173 +651,112 @@ edge = "front"
 [edge.front]
 policy = "none"
 )toml" + front +
-               R"toml(
+         R"toml(
 
 [[strategy]]
 name = "as-is"
 )toml";
-      }
+}
 
-      TEST(SystemModel, AFailureDecidedAfterTheWorkCostsTheWork) {
-        // 10 ms of work at 500/s with no worker limit: five requests held at a time (Little's law)
-        // when the failure comes at the end of the work; none held when it comes on arrival.
-        const std::string keys =
-            "workers = 0\nservice_time = \"constant(value=10ms)\"\nfaults_decided = \"after-work\"";
-        const auto after = system_run(failing_system(keys, "outage()")).strategies.at(0);
-        EXPECT_EQ(after.completed, 0u);
-        EXPECT_EQ(system_field(after, "services.api.failed"),
-                  static_cast<double>(after.operations));
-        EXPECT_GE(system_field(after, "services.api.peak_in_flight"), 5.0);
-        const auto on_arrival =
-            system_run(failing_system(replaced(keys, "after-work", "on-arrival"), "outage()"))
-                .strategies.at(0);
-        EXPECT_EQ(on_arrival.completed, 0u);
-        EXPECT_LE(system_field(on_arrival, "services.api.peak_in_flight"), 1.0);
-      }
+TEST(SystemModel, AFailureDecidedAfterTheWorkCostsTheWork) {
+  // 10 ms of work at 500/s with no worker limit: five requests held at a time (Little's law)
+  // when the failure comes at the end of the work; none held when it comes on arrival.
+  const std::string keys =
+      "workers = 0\nservice_time = \"constant(value=10ms)\"\nfaults_decided = \"after-work\"";
+  const auto after = system_run(failing_system(keys, "outage()")).strategies.at(0);
+  EXPECT_EQ(after.completed, 0u);
+  EXPECT_EQ(system_field(after, "services.api.failed"), static_cast<double>(after.operations));
+  EXPECT_GE(system_field(after, "services.api.peak_in_flight"), 5.0);
+  const auto on_arrival =
+      system_run(failing_system(replaced(keys, "after-work", "on-arrival"), "outage()"))
+          .strategies.at(0);
+  EXPECT_EQ(on_arrival.completed, 0u);
+  EXPECT_LE(system_field(on_arrival, "services.api.peak_in_flight"), 1.0);
+}
 
-      TEST(SystemModel, APerKeyOutageFailsTheSameOperationsOnEveryRetry) {
-        // 30 % of the keys down: an operation's retries carry its key, so four attempts save none
-        // of them (success 0.7, 1 + 0.3 * 3 attempts); by call, four attempts fail together 0.3^4
-        // of the time. 1000 operations: 0.7 +- 0.03 is over 2 sigma (sigma ~ 0.0145).
-        const std::string keys = "workers = 0";
-        const auto by_key = system_run(failing_system(keys, "outage(keys=30%)", "max_attempts = 4"))
-                                .strategies.at(0);
-        EXPECT_NEAR(by_key.success_rate(), 0.7, 0.03);
-        EXPECT_NEAR(by_key.attempts_per_operation, 1.9, 0.1);
-        const auto by_call =
-            system_run(failing_system(keys, "outage(rate=30%)", "max_attempts = 4"))
-                .strategies.at(0);
-        EXPECT_GT(by_call.success_rate(), 0.98);
-      }
+TEST(SystemModel, APerKeyOutageFailsTheSameOperationsOnEveryRetry) {
+  // 30 % of the keys down: an operation's retries carry its key, so four attempts save none of
+  // them (success 0.7, 1 + 0.3 * 3 attempts); by call, four attempts fail together 0.3^4 of the
+  // time. 1000 operations: 0.7 +- 0.03 is over 2 sigma (sigma ~ 0.0145).
+  const std::string keys = "workers = 0";
+  const auto by_key =
+      system_run(failing_system(keys, "outage(keys=30%)", "max_attempts = 4")).strategies.at(0);
+  EXPECT_NEAR(by_key.success_rate(), 0.7, 0.03);
+  EXPECT_NEAR(by_key.attempts_per_operation, 1.9, 0.1);
+  const auto by_call =
+      system_run(failing_system(keys, "outage(rate=30%)", "max_attempts = 4")).strategies.at(0);
+  EXPECT_GT(by_call.success_rate(), 0.98);
+}
 
-      TEST(SystemModel, SpareCapacitySizesTheWorkersFromTheOfferedLoad) {
-        // An arrival every 2 ms, 9 ms of work: 4.5 workers' worth. spare_capacity 0.5 gives
-        // int(2.25) = 2 workers, which with no queue serve two arrivals in five; spare 1.2 gives
-        // int(5.4) = 5, which serve them all.
-        const auto served = [](const std::string& spare) {
-          return system_run(
-                     failing_system("spare_capacity = " + spare +
-                                        "\nqueue = 0\nservice_time = \"constant(value=9ms)\"",
-                                    "errors(rate=0%)"))
-              .strategies.at(0)
-              .success_rate();
-        };
-        EXPECT_NEAR(served("0.5"), 0.4, 0.01);
-        EXPECT_EQ(served("1.2"), 1.0);
-      }
+TEST(SystemModel, SpareCapacitySizesTheWorkersFromTheOfferedLoad) {
+  // An arrival every 2 ms, 9 ms of work: 4.5 workers' worth. spare_capacity 0.5 gives
+  // int(2.25) = 2 workers, which with no queue serve two arrivals in five; spare 1.2 gives
+  // int(5.4) = 5, which serve them all.
+  const auto served = [](const std::string& spare) {
+    return system_run(failing_system("spare_capacity = " + spare +
+                                         "\nqueue = 0\nservice_time = \"constant(value=9ms)\"",
+                                     "errors(rate=0%)"))
+        .strategies.at(0)
+        .success_rate();
+  };
+  EXPECT_NEAR(served("0.5"), 0.4, 0.01);
+  EXPECT_EQ(served("1.2"), 1.0);
+}
 
-      TEST(SystemModel, WorkWhoseDeadlinePassesInServiceStopsAtItsCheckpoint) {
-        // A propagated 4 ms deadline and 10 ms of work, an arrival every 7.1 ms, one worker: with
-        // check_cost 0.2 each request stops at 4 + 2 ms and fails, so none waits; without it, each
-        // runs its 10 ms (and answers a success nobody waits for), so the next one waits.
-        const std::string keys =
-            "workers = 1\nservice_time = \"constant(value=10ms)\"\nexpired_cost = \"5%\"";
-        const std::string front =
-            "max_attempts = 1\ndeadline = \"deadline(per_attempt=4ms, propagate=true)\"";
-        const auto run = [&](const std::string& extra) {
-          std::string text = failing_system(keys + extra, "errors(rate=0%)", front);
-          text = replaced(text, "constant(rate=500)", "constant(rate=140)");
-          return system_run(text).strategies.at(0);
-        };
-        const auto checked = run("\ncheck_cost = 0.2");
-        EXPECT_EQ(system_field(checked, "services.api.completed"), 0.0);
-        EXPECT_EQ(system_field(checked, "services.api.failed"),
-                  static_cast<double>(checked.operations));
-        EXPECT_LE(system_field(checked, "services.api.peak_in_flight"), 1.0);
-        const auto unchecked = run("");
-        EXPECT_GT(system_field(unchecked, "services.api.completed"), 0.0);
-        EXPECT_GE(system_field(unchecked, "services.api.peak_in_flight"), 2.0);
-      }
+TEST(SystemModel, WorkWhoseDeadlinePassesInServiceStopsAtItsCheckpoint) {
+  // A propagated 4 ms deadline and 10 ms of work, an arrival every 7.1 ms, one worker: with
+  // check_cost 0.2 each request stops at 4 + 2 ms and fails, so none waits; without it, each
+  // runs its 10 ms (and answers a success nobody waits for), so the next one waits.
+  const std::string keys =
+      "workers = 1\nservice_time = \"constant(value=10ms)\"\nexpired_cost = \"5%\"";
+  const std::string front =
+      "max_attempts = 1\ndeadline = \"deadline(per_attempt=4ms, propagate=true)\"";
+  const auto run = [&](const std::string& extra) {
+    std::string text = failing_system(keys + extra, "errors(rate=0%)", front);
+    text = replaced(text, "constant(rate=500)", "constant(rate=140)");
+    return system_run(text).strategies.at(0);
+  };
+  const auto checked = run("\ncheck_cost = 0.2");
+  EXPECT_EQ(system_field(checked, "services.api.completed"), 0.0);
+  EXPECT_EQ(system_field(checked, "services.api.failed"), static_cast<double>(checked.operations));
+  EXPECT_LE(system_field(checked, "services.api.peak_in_flight"), 1.0);
+  const auto unchecked = run("");
+  EXPECT_GT(system_field(unchecked, "services.api.completed"), 0.0);
+  EXPECT_GE(system_field(unchecked, "services.api.peak_in_flight"), 2.0);
+}
 
-      TEST(SystemModel, TheNewServiceKeysRefuseBadInputInOneLine) {
-        const std::map<std::string, std::pair<std::string, std::string>> cases{
-            {"decided", {"workers = 0", "workers = 0\nfaults_decided = \"after-wrok\""}},
-            {"both", {"workers = 0", "workers = 0\nspare_capacity = 2"}},
-            {"share", {"workers = 0", "workers = 0\nexpired_cost = \"120%\""}},
-            {"check", {"workers = 0", "workers = 0\ncheck_cost = 2"}},
-            {"closed", {"constant(rate=500)", "closed(users=5)"}},
-        };
-        const std::map<std::string, std::string> expected{
-            {"decided",
-             "failing.toml:10:18: service.api.faults_decided: 'after-wrok' is none of on-arrival, "
-             "after-work (did you mean 'after-work'?)"},
-            {"both",
-             "failing.toml:10:18: service.api.spare_capacity: give workers or spare_capacity"},
-            {"share",
-             "failing.toml:10:16: service.api.expired_cost: a share of the work is a percentage"},
-            {"check", "failing.toml:10:14: service.api.check_cost: 2 is out of range"},
-            {"closed", "service.api.spare_capacity: sizes from the rate of the open groups"},
-        };
-        for (const auto& [what, edit] : cases) {
-          std::string text = failing_system("workers = 0", "outage()");
-          if (what == "closed") text = replaced(text, "workers = 0", "spare_capacity = 2");
-          std::string message;
-          try {
-            sim::scenario sc =
-                sim::scenario::load({"failing.toml", replaced(text, edit.first, edit.second)}, {});
-            sim::run_scenario(sc, {});
-          } catch (const sim::scenario_error& e) {
-            message = e.what();
-          }
-          EXPECT_NE(message.find(expected.at(what)), std::string::npos) << what << ": " << message;
-          EXPECT_EQ(message.find('\n'), std::string::npos) << what;
-        }
-      }
+TEST(SystemModel, TheNewServiceKeysRefuseBadInputInOneLine) {
+  const std::map<std::string, std::pair<std::string, std::string>> cases{
+      {"decided", {"workers = 0", "workers = 0\nfaults_decided = \"after-wrok\""}},
+      {"both", {"workers = 0", "workers = 0\nspare_capacity = 2"}},
+      {"share", {"workers = 0", "workers = 0\nexpired_cost = \"120%\""}},
+      {"check", {"workers = 0", "workers = 0\ncheck_cost = 2"}},
+      {"closed", {"constant(rate=500)", "closed(users=5)"}},
+  };
+  const std::map<std::string, std::string> expected{
+      {"decided",
+       "failing.toml:10:18: service.api.faults_decided: 'after-wrok' is none of on-arrival, "
+       "after-work (did you mean 'after-work'?)"},
+      {"both", "failing.toml:10:18: service.api.spare_capacity: give workers or spare_capacity"},
+      {"share",
+       "failing.toml:10:16: service.api.expired_cost: a share of the work is a percentage"},
+      {"check", "failing.toml:10:14: service.api.check_cost: 2 is out of range"},
+      {"closed", "service.api.spare_capacity: sizes from the rate of the open groups"},
+  };
+  for (const auto& [what, edit] : cases) {
+    std::string text = failing_system("workers = 0", "outage()");
+    if (what == "closed") text = replaced(text, "workers = 0", "spare_capacity = 2");
+    std::string message;
+    try {
+      sim::scenario sc =
+          sim::scenario::load({"failing.toml", replaced(text, edit.first, edit.second)}, {});
+      sim::run_scenario(sc, {});
+    } catch (const sim::scenario_error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(expected.at(what)), std::string::npos) << what << ": " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << what;
+  }
+}
 
-      // ---- the tail distribution
-      // ------------------------------------------------------------------
-
-      TEST(SystemModel, ATailDrawsItsStepsAsQuantilesOverItsBase) {
-        const std::string text =
-            replaced(replaced(minimal_system, "workers = 4", "workers = 0"),
-                     "service_time = \"exponential(mean=2ms)\"",
-                     "service_time = { kind = \"tail\", base = \"constant\", value = \"1ms\", "
-                     "at1 = \"90%\", time1 = \"20ms\", at2 = 0.98, time2 = \"50ms\" }");
-        const auto r = system_run(text, {"run.duration=\"10s\""});
-        const auto& s = r.strategies.at(0);
-        EXPECT_NEAR(system_field(s, "services.db.latency_s.p50"), 0.001, 0.00005);
-        EXPECT_NEAR(system_field(s, "services.db.latency_s.p95"), 0.020, 0.0005);
-        EXPECT_NEAR(system_field(s, "services.db.latency_s.p99"), 0.050, 0.002);
-        // Each number is a key of the table: --set reaches it.
-        const auto moved =
-            system_run(text, {"run.duration=\"10s\"", "service.db.service_time.at1=0.96"});
-        EXPECT_NEAR(system_field(moved.strategies.at(0), "services.db.latency_s.p95"), 0.001,
-                    0.00005);
-      }
-
-      TEST(SystemModel, BadTailInputIsOneLineWithItsPlace) {
-        const std::string tail = "tail(base=0s, at1=90%, time1=2s, at2=95%, time2=5s)";
-        const std::map<std::string, std::pair<std::string, std::string>> cases{
-            {"not ascending", {"at2=95%", "at2=85%"}},
-            {"above 100 %", {"at2=95%", "at2=105%"}},
-            {"at 100 %", {"at2=95%", "at2=100%"}},
-            {"a time alone", {", at2=95%", ""}},
-            {"a gap", {"at2=95%, time2=5s", "at3=95%, time3=5s"}},
-            {"no base", {"base=0s, ", ""}},
-            {"base keys beside a duration", {"base=0s", "base=0s, sigma=2"}},
-            {"a base kind's bad key", {"base=0s", "base=lognormal, median=4ms, sigm=2"}},
-            {"no steps", {", at1=90%, time1=2s, at2=95%, time2=5s", ""}},
-        };
-        const std::map<std::string, std::string> expected{
-            {"not ascending", "at2=85% must be above at1=90% (the quantiles ascend)"},
-            {"above 100 %", "at2=105% must be between 0% and 100%"},
-            {"at 100 %", "at2 must be above 0% and below 100%"},
-            {"a time alone", "at2 and time2 go together"},
-            {"a gap", "steps are numbered from 1 without a gap: at3 without at2"},
-            {"no base", "tail needs base="},
-            {"base keys beside a duration", "base=0s is a duration, so tail takes no sigma=2"},
-            {"a base kind's bad key", "lognormal takes no 'sigm' (did you mean 'sigma'?)"},
-            {"no steps", "tail needs at least one step"},
-        };
-        const std::string with_tail =
-            replaced(minimal_system, "\"exponential(mean=2ms)\"", "\"" + tail + "\"");
-        for (const auto& [what, edit] : cases) {
-          const std::string message = system_error(replaced(with_tail, edit.first, edit.second));
-          EXPECT_NE(message.find("mine.toml:18:16: service.db.service_time: "), std::string::npos)
-              << what << ": " << message;
-          EXPECT_NE(message.find(expected.at(what)), std::string::npos) << what << ": " << message;
-          EXPECT_EQ(message.find('\n'), std::string::npos) << what;
-        }
-      }
-
-    }  // namespace system_model_test
+}  // namespace system_model_test
