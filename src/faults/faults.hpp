@@ -24,7 +24,7 @@
 //   outage(status=503)                               every request, while its window lasts;
 //   outage(action=reset) | outage(action=hang)         reset: the connection is reset (RST);
 //                                                      hang: held until the window ends
-//   outage(action=pause)                             the server is stopped (seed 004's SIGSTOP):
+//   outage(action=pause)                             the server is stopped (smira's SIGSTOP):
 //                                                      new requests are held as by hang; serve
 //                                                      also stops work under way (its pause gate),
 //                                                      proxy holds answers until the end

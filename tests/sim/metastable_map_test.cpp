@@ -123,7 +123,7 @@ TEST(MetastableMapSearch, BracketsTheBoundaryAndIgnoresTheThreadCount) {
 }
 
 TEST(MetastableMapSearch, ASystemScenarioIsMappedAsItsDedicatedModelIs) {
-  // Seed 004 as a system (its pause an outage(action=pause)) against the dedicated model, with
+  // smira's outage as a system (its pause an outage(action=pause)) against the dedicated model, with
   // the knobs of the dedicated model's keys: the same boundary, since the two runs agree.
   std::string text = R"(scenario = "system-map"
 seed = 1

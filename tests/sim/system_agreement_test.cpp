@@ -73,7 +73,7 @@ TEST(SystemAgreement, RetryFailureRate) {
   }
 }
 
-// Seed 004 as a system (a concurrency curve with a tick, a pause, users who think first): the
+// smira's outage as a system (a concurrency curve with a tick, a pause, users who think first): the
 // fixed retry keeps the server down in both, exponential backoff recovers in both, within 25 %
 // of the same time. Also with a shorter pause, through the dedicated model's keys as knobs.
 TEST(SystemAgreement, OutageRecovery) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Time inside a system's services and users (docs/SYSTEMS.md): a concurrency curve re-read while
-// a request works (seed 004's server), a pause that stops a service (the article's SIGSTOP),
+// a request works (smira's server (2016)), a pause that stops a service (the article's SIGSTOP),
 // users who think before their first operation, and a first backoff that grows from the think
-// time (seed 004's Go client). Each case is small enough to work out by hand.
+// time (smira's Go client). Each case is small enough to work out by hand.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -80,7 +80,7 @@ TEST(SystemTime, APauseStopsWorkUnderWayAndHoldsWhatArrives) {
   // The second waited from 500 ms to the resume, then worked 100 ms (its latency counts from
   // its arrival, as a client sees it).
   EXPECT_NEAR(system_field(plain, "services.server.latency_s.p50"), 0.650, 0.001);
-  // Seed 004's server measures wall time since a request started, so the pause counts: the
+  // smira's server measures wall time since a request started, so the pause counts: the
   // first passes its check at the resume instant.
   const auto curved = system_run(replaced(paused, "\"constant(value=100ms)\"",
                                           "\"concurrency(base=100ms, limit=10, tick=10ms)\""))

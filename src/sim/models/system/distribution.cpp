@@ -52,6 +52,13 @@ double duration_ns(std::string_view spec, const spec_argument& arg) {
   return static_cast<double>(d.count());
 }
 
+// The concurrency curve's tick: above 0 (no tick at all reads N once).
+time_ns positive_tick(std::string_view spec, const spec_argument& arg) {
+  const auto tick = static_cast<time_ns>(duration_ns(spec, arg));
+  if (tick == 0) bad(spec, "tick must be above 0s (leave it out to read N once)");
+  return tick;
+}
+
 double bounded(std::string_view spec, const spec_argument& arg, double low, double high,
                bool low_open) {
   const double v = spec_number(spec, arg, "distribution");
@@ -312,10 +319,7 @@ distribution parse_distribution(std::string_view text, const std::filesystem::pa
       }
       if (const auto* factor = get("factor")) d.curve.factor = bounded(text, *factor, 0, 1e3, true);
       if (const auto* k = get("k")) d.curve.k = bounded(text, *k, 0, 1e9, true);
-      if (const auto* tick = get("tick")) {
-        d.tick = static_cast<time_ns>(duration_ns(text, *tick));
-        if (d.tick == 0) bad(text, "tick must be above 0s (leave it out to read N once)");
-      }
+      if (const auto* tick = get("tick")) d.tick = positive_tick(text, *tick);
       break;
     case distribution_kind::tail:
       break;  // read above

@@ -19,7 +19,7 @@
 //                                       / k) beyond (seed_models/service_time.hpp), N read once,
 //                                       when the work starts
 //   concurrency(..., tick=50ms)         the same, re-read every tick of the work with the N of
-//                                       that moment, as seed 004's server does: a request in
+//                                       that moment, as smira's server (2016) does: a request in
 //                                       service slows when others arrive (sim::concurrency_server
 //                                       runs it; sample() then gives only the time at N)
 //   tail(base=lognormal, median=4ms, sigma=0.5, at1=90%, time1=2s, at2=99%, time2=10s)

@@ -93,7 +93,7 @@ struct replica_state {
   std::uint32_t times_ejected = 0;
   time_ns ejected_until = 0;
   std::unique_ptr<concurrency_limiter> adaptive;
-  // A concurrency curve with a tick: seed 004's server, which re-reads N while it works.
+  // A concurrency curve with a tick: smira's server (2016), which re-reads N while it works.
   std::unique_ptr<concurrency_server> curve;
 };
 

@@ -108,7 +108,7 @@ struct client_group {
   // operation belongs to one drawn at random (so each is a Poisson process of rate / instances).
   std::uint32_t instances = 1;
   bool think_first = false;  // closed: each user thinks before its first operation too
-  // Closed: an operation's first backoff grows from the think time before it, as seed 004's Go
+  // Closed: an operation's first backoff grows from the think time before it, as smira's Go
   // client's does (its lastDelay is the think time when the first error comes).
   bool backoff_from_think = false;
 };
