@@ -27,10 +27,11 @@ void add_fault_flags(CLI::App* sub, fault_flag_values& values) {
                   "Fail the requests of one key: 'header=x-shard, value=[3, 7]' or "
                   "'path=/api/users/42', with status=503 (default) and rate=; repeatable")
       ->group(group);
-  sub->add_option("--outage", values.outage,
-                  "An outage window from the start: START+LENGTH[:STATUS|reset|hang|pause], such as "
-                  "10s+5s (503), 10s+5s:reset (connections reset), 10s+5s:hang (held until it "
-                  "ends); repeatable")
+  sub->add_option(
+         "--outage", values.outage,
+         "An outage window from the start: START+LENGTH[:STATUS|reset|hang|pause], such as "
+         "10s+5s (503), 10s+5s:reset (connections reset), 10s+5s:hang (held until it "
+         "ends); repeatable")
       ->group(group);
   sub->add_option("--slow-body", values.slow_body,
                   "Send a body of SIZE at SPEED: SIZE@SPEED such as 16KiB@4KiB/s; repeatable")
