@@ -713,10 +713,10 @@ void server::start() {
     }
   }
   if (!pauses.empty()) {
-    asio::co_spawn(impl_->workers[0]->context,
-                   pause_on_schedule(*impl_->pause_faults, *impl_->workers[0], *this,
-                                     std::move(pauses)),
-                   asio::detached);
+    asio::co_spawn(
+        impl_->workers[0]->context,
+        pause_on_schedule(*impl_->pause_faults, *impl_->workers[0], *this, std::move(pauses)),
+        asio::detached);
   }
   for (auto& w : impl_->workers) {
     impl_->threads.emplace_back([ctx = &w->context] { ctx->run(); });
