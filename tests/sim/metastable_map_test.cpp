@@ -123,8 +123,8 @@ TEST(MetastableMapSearch, BracketsTheBoundaryAndIgnoresTheThreadCount) {
 }
 
 TEST(MetastableMapSearch, ASystemScenarioIsMappedAsItsDedicatedModelIs) {
-  // smira's outage as a system (its pause an outage(action=pause)) against the dedicated model, with
-  // the knobs of the dedicated model's keys: the same boundary, since the two runs agree.
+  // smira's outage as a system (its pause an outage(action=pause)) against the dedicated model,
+  // with the knobs of the dedicated model's keys: the same boundary, since the two runs agree.
   std::string text = R"(scenario = "system-map"
 seed = 1
 )";
