@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fuzzes the fault plans of `backoff serve` and `backoff proxy` (src/faults/faults.cpp): the
+// Fuzzes the fault plans of `backoff serve` and `backoff proxy` (src/faults): the
 // whole input as a TOML schedule (serve --faults FILE), and as one fault spec (--fault SPEC).
 // Asserts: each returns or throws its documented error type and nothing else, with a one-line
 // message (a schedule's starts "f.toml:", a spec's "bad fault \""); a spec that parses has a

@@ -152,7 +152,13 @@ TEST(SystemTime, BadTimingKeysAreOneLineWithTheirPlace) {
       system_error(replaced(thinking, "closed(users=100)", "poisson(rate=10)"));
   EXPECT_NE(open_loop.find("think_first: applies to closed arrivals only"), std::string::npos)
       << open_loop;
-  for (const std::string& message : {half_pause, no_tick, open_loop}) {
+  const std::string decided_after =
+      system_error(replaced(paused, "workers = 0", "workers = 0\nfaults_decided = \"after-work\""));
+  EXPECT_NE(decided_after.find("service.server.faults_decided: after-work cannot hold a request "
+                               "before its work (outage action=hang or pause)"),
+            std::string::npos)
+      << decided_after;
+  for (const std::string& message : {half_pause, no_tick, open_loop, decided_after}) {
     EXPECT_EQ(message.find('\n'), std::string::npos) << message;
   }
 }

@@ -259,10 +259,11 @@ void read_isaev_keys(config_reader& keys, const std::string& p, service_spec& s)
   if (s.faults_after_work) {
     for (const auto& f : s.faults.faults) {
       if (f.what.kind == faults::fault_kind::outage &&
-          f.what.action == faults::outage_action::hang) {
+          (f.what.action == faults::outage_action::hang ||
+           f.what.action == faults::outage_action::pause)) {
         keys.fail(p + ".faults_decided",
-                  "after-work cannot hold a request before its work (outage action=hang); use "
-                  "on-arrival or another action");
+                  "after-work cannot hold a request before its work (outage action=hang or "
+                  "pause); use on-arrival or another action");
       }
     }
   }
