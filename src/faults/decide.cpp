@@ -27,6 +27,21 @@ bool hits(double rate, random_generator& rng) {
   return uniform01(rng) < rate;
 }
 
+// A fading errors fault's share of its rate for this request: 1 - t / fade, t being the
+// caller's time since its first attempt (since_first_attempt_header, ms); 1 when the header is
+// absent or not a number from 0 (a first attempt).
+double faded(const fault& f, const request_view& request) {
+  if (f.fade <= duration{0} || !request.header) return 1.0;
+  const std::string_view text = request.header(since_first_attempt_header);
+  double ms = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty() || !(ms >= 0)) {
+    return 1.0;
+  }
+  const double fade_ms = static_cast<double>(f.fade.count()) * 1e-6;
+  return 1.0 - std::min(ms / fade_ms, 1.0);
+}
+
 duration clamp_wait(double ns) {
   if (!(ns > 0)) return duration{0};
   if (ns >= static_cast<double>(longest_injected_wait.count())) return longest_injected_wait;
@@ -156,7 +171,7 @@ fault_decision decide(const fault_plan& plan, duration since_start, const reques
   }
   for (const scheduled_fault& sf : plan.faults) {
     if (sf.what.kind != fault_kind::errors || !sf.when.contains(since_start)) continue;
-    if (!hits(sf.what.rate, rng)) continue;
+    if (!hits(sf.what.rate * faded(sf.what, request), rng)) continue;
     d.fired |= 1u << counter_errors;
     d.abort_status = sf.what.status;
     return d;

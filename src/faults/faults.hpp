@@ -15,6 +15,10 @@
 //
 // A fault is a spec in the library's call grammar (spec.hpp), one kind per name:
 //   errors(rate=5%, status=503)                      a share of requests answered with status
+//   errors(rate=90%, fade=2s)                        transient: a retry fails less, rate * (1 -
+//                                                      t / fade), t being the caller's time since
+//                                                      its first attempt (header
+//                                                      x-backoff-since-first-attempt, ms)
 //   latency(delay=100ms)                             added before the answer: fixed, or
 //   latency(distribution=exponential, mean=50ms)       exponential(mean), uniform(lo, hi),
 //   latency(distribution=lognormal, median=20ms, sigma=1)  lognormal(median, sigma),
@@ -65,6 +69,11 @@ namespace backoff::faults {
 // otherwise overflow the clock, and a day is past any experiment.
 inline constexpr duration longest_injected_wait = std::chrono::hours(24);
 
+// The header in which a retrying caller says how long ago its first attempt of this call was
+// sent, in milliseconds (a decimal number): what a fading errors fault reads. Absent, or not a
+// number: a first attempt.
+inline constexpr std::string_view since_first_attempt_header = "x-backoff-since-first-attempt";
+
 enum class fault_kind { errors, latency, partial, outage, slow_body };
 
 enum class latency_distribution { fixed, uniform, exponential, lognormal, pareto };
@@ -93,6 +102,9 @@ struct fault {
   // request without the header is spared.
   double keys = 1.0;
   std::string key_header = "x-backoff-key";
+  // errors: transient, fading to nothing `fade` after the caller's first attempt (0: they do
+  // not fade). The caller says how long it has been trying in since_first_attempt_header.
+  duration fade{0};
   std::uint64_t body_size = 0;  // slow_body: bytes
   double bytes_per_s = 0;       // slow_body: speed
   std::string spec;             // the canonical text, for messages and metrics

@@ -42,14 +42,19 @@ std::string strategy_value_text(std::string_view key, const toml::node& n, const
 }
 
 // `edge = { NAME = { KEY = VALUE } }` of a system scenario's strategy: each key checked against
-// strategy::keys() here; its value is checked when the model lays it over the edge's defaults.
+// strategy::keys() and the edge's own keys here; its value is checked when the model lays it
+// over the edge's defaults.
 std::vector<edge_setting> read_edge_settings(const toml::node& edges, const std::string& path) {
   const toml::table* t = edges.as_table();
   if (t == nullptr) {
     throw scenario_error(position(edges.source(), path) +
                          ": strategy.edge: expected a table of edges (edge.NAME.KEY = VALUE)");
   }
-  const auto keys = backoff::strategy::keys();
+  // An edge's own key beside a strategy's: what its caller answers upward when a call gives up
+  // (the system model's on_give_up, docs/SYSTEMS.md).
+  std::vector<std::string_view> keys(backoff::strategy::keys().begin(),
+                                     backoff::strategy::keys().end());
+  keys.push_back("on_give_up");
   std::vector<std::pair<std::pair<std::uint32_t, std::uint32_t>, edge_setting>> found;
   for (const auto& [edge, settings] : *t) {
     const toml::table* s = settings.as_table();

@@ -70,6 +70,8 @@ void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
   const std::vector<backoff::strategy>& guards =
       spec_.edge_guards[static_cast<std::size_t>(named - strategy_names_.begin())];
   guards_now_ = &guards;
+  do_not_retry_now_ =
+      &spec_.do_not_retry_on_give_up[static_cast<std::size_t>(named - strategy_names_.begin())];
   policies_.clear();
   for (const backoff::strategy& g : guards) policies_.push_back(g.retry());
   // Slots: one per client group, then one per (replica, call) of each service: each caller keeps
@@ -207,6 +209,7 @@ void system_runner::handle(engine& e, const event& ev) {
     case answer_refused:
     case attempt_timeout:
     case answer_fatal:
+    case answer_do_not_retry:
       return on_answer(e, ev.payload, ev.kind);
     case hedge_send:
       return on_hedge_send(e, ev.payload);
@@ -371,6 +374,16 @@ void system_runner::attempt(engine& e, std::uint32_t c, bool paced) {
       if (own > 0) carried = carried > 0 ? std::min(carried, own) : own;
     }
   }
+  if (limit > 0) e.schedule_after(limit, self_, attempt_timeout, pack(c, generation));
+  send_request(e, c, generation, replica_index, carried);
+}
+
+// The request of one attempt (or hedged copy) of call `c` leaves for its replica: it carries its
+// call's deadline, its operation's key and how long ago the call's first attempt left.
+void system_runner::send_request(engine& e, std::uint32_t c, std::uint32_t generation,
+                                 std::uint32_t replica_index, time_ns carried) {
+  call_record& rec = calls_[c];
+  if (rec.attempts == 1) rec.first_sent = e.now();
   const std::uint32_t r = take_request();
   request_record& req = requests_[r];
   req.call = c;
@@ -380,9 +393,9 @@ void system_runner::attempt(engine& e, std::uint32_t c, bool paced) {
   req.deadline = carried;
   req.depth = rec.parent == no_index ? 1 : requests_[rec.parent].depth + 1;
   req.first = rec.attempts == 1;
+  req.since_first = e.now() - rec.first_sent;
   req.key =
       rec.parent == no_index ? operation_key(rec.operation) % 1000 : requests_[rec.parent].key;
-  if (limit > 0) e.schedule_after(limit, self_, attempt_timeout, pack(c, generation));
   e.schedule_after(hop(rec).sample(network_rng_, 0), self_, arrive, r);
 }
 
@@ -434,7 +447,8 @@ void system_runner::on_answer(engine& e, std::uint64_t payload, std::uint32_t ho
   rec.waiting = false;
   verdict v = verdict::success();
   if (how != answer_ok) {
-    v = verdict::retryable();
+    // A service that gave up says so: the caller's controller takes it as permanent and stops.
+    v = how == answer_do_not_retry ? verdict::permanent() : verdict::retryable();
     v.timeout = how == attempt_timeout;
     v.not_sent = how == answer_refused;
     if (rec.parent == no_index) {
@@ -446,7 +460,7 @@ void system_runner::on_answer(engine& e, std::uint64_t payload, std::uint32_t ho
     }
   }
   const auto d = rec.control->after(v, duration{e.now()}, client_rng_);
-  if (lives_[rec.slot].window) return window_answer(e, c, v.kind == verdict_kind::success, d);
+  if (lives_[rec.slot].window) return window_answer(e, c, v.kind, d);
   if (v.kind == verdict_kind::success) return call_over(e, c, outcome::succeeded);
   if (!d.retry) return call_over(e, c, d.stop);
   e.schedule_after(d.delay.count(), self_, retry_wake, c);
@@ -461,7 +475,9 @@ void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
   rec.waiting = false;
   free_calls_.push_back(c);
   const bool ok = why == outcome::succeeded;
-  if (rec.parent != no_index) return downstream_over(e, rec.parent, ok);
+  if (rec.parent != no_index) {
+    return downstream_over(e, rec.parent, ok, !ok && (*do_not_retry_now_)[rec.edge]);
+  }
   const std::uint32_t g = rec.group;
   out_->operation_done(
       {rec.operation, rec.started, e.now(), rec.attempts, report::status_of(why), why});
@@ -547,16 +563,7 @@ void system_runner::send_copy(engine& e, std::uint32_t c, std::uint32_t copy) {
     const time_ns own = h.control->deadline().count();
     carried = carried > 0 ? std::min(carried, own) : own;
   }
-  const std::uint32_t r = take_request();
-  request_record& req = requests_[r];
-  req.call = c;
-  req.generation = rec.first_generation + copy - 1;
-  req.service = rec.service;
-  req.replica = replica_index;
-  req.deadline = carried;
-  req.depth = rec.parent == no_index ? 1 : requests_[rec.parent].depth + 1;
-  req.first = copy == 1;
-  e.schedule_after(hop(rec).sample(network_rng_, 0), self_, arrive, r);
+  send_request(e, c, rec.first_generation + copy - 1, replica_index, carried);
 }
 
 void system_runner::on_hedge_send(engine& e, std::uint64_t payload) {

@@ -33,6 +33,8 @@ enum kind : std::uint32_t {
   answer_fatal,  // as answer_failed, with a status the caller's hedge takes as fatal
   hedge_send,    // call | the copy's generation << 32: the throttle's pacing is over
   hedge_timer,   // call | first_generation << 32: the next copy's time or the deadline
+  answer_do_not_retry,  // as answer_failed, from a service whose call gave up on an edge that
+                        // says so (on_give_up = "do-not-retry"): its caller stops
 };
 
 inline std::uint64_t pack(std::uint32_t index, std::uint32_t generation) {
@@ -71,6 +73,8 @@ class system_runner final : public model_runner,
   void user_thinks(engine& e, std::uint32_t group);
   std::uint32_t open_call(engine& e, std::uint32_t edge, std::uint32_t service, std::uint32_t slot);
   void attempt(engine& e, std::uint32_t c, bool paced);
+  void send_request(engine& e, std::uint32_t c, std::uint32_t generation,
+                    std::uint32_t replica_index, time_ns carried);
   std::uint32_t choose_replica(const call_record& c, time_ns now_ns,
                                const hedge_state* copies = nullptr, std::uint32_t sent = 0);
   void on_answer(engine& e, std::uint64_t payload, std::uint32_t how);
@@ -78,7 +82,8 @@ class system_runner final : public model_runner,
   // An edge's AIMD window (system_windows.cpp).
   void enqueue_in_window(engine& e, std::uint32_t c);
   void pump_window(engine& e, std::uint32_t slot);
-  void window_answer(engine& e, std::uint32_t c, bool ok, const retry_controller::decision& d);
+  void window_answer(engine& e, std::uint32_t c, verdict_kind kind,
+                     const retry_controller::decision& d);
   void leave_window(std::uint32_t c);
   // Hedged calls (gRPC A6, through the library's hedge_controller).
   void start_hedged(engine& e, std::uint32_t c);
@@ -100,6 +105,7 @@ class system_runner final : public model_runner,
   std::uint32_t answer_kind(const request_record& req, std::uint32_t how) const {
     const call_record& c = calls_[req.call];
     if (how == answer_ok || !c.hedged) return how;
+    if (how == answer_do_not_retry) return answer_fatal;
     const int status = req.status != 0 ? req.status : 503;
     return (*guards_now_)[c.edge].hedge->is_non_fatal(status) ? how : answer_fatal;
   }
@@ -110,6 +116,7 @@ class system_runner final : public model_runner,
   // Servers.
   void on_arrive(engine& e, std::uint32_t r);
   void admit(engine& e, std::uint32_t r);
+  void begin_serving(engine& e, std::uint32_t r);
   void start_work(engine& e, std::uint32_t r);
   time_ns after_pauses(std::uint32_t service, time_ns from, time_ns work) const;
   void work_until(engine& e, std::uint32_t r, time_ns at);
@@ -117,7 +124,9 @@ class system_runner final : public model_runner,
   void pause_service(engine& e, std::uint32_t service, bool begins);
   void on_work_done(engine& e, std::uint32_t r);
   void next_downstream(engine& e, std::uint32_t r);
-  void downstream_over(engine& e, std::uint32_t r, bool ok);
+  void downstream_over(engine& e, std::uint32_t r, bool ok, bool do_not_retry = false);
+  void start_calls(engine& e, std::uint32_t r);
+  void calls_over(engine& e, std::uint32_t r);
   void finish(engine& e, std::uint32_t r, bool ok);
   void reject(engine& e, std::uint32_t r, bool refused);
   void answer(engine& e, std::uint32_t r, std::uint32_t how);
@@ -142,6 +151,7 @@ class system_runner final : public model_runner,
   system_spec spec_;
   std::vector<std::string> strategy_names_;  // check_all's, in the order of edge_guards
   const std::vector<backoff::strategy>* guards_now_ = nullptr;  // the running strategy's edges
+  const std::vector<bool>* do_not_retry_now_ = nullptr;  // its edges' on_give_up
 
   // One run's state. Lives and policies outlive the calls (their controllers point at both).
   std::vector<client_strategy::live> lives_;
@@ -164,7 +174,7 @@ class system_runner final : public model_runner,
   std::vector<std::vector<service_bucket>> series_;
   std::vector<std::uint64_t> group_started_;
   std::optional<report::outage_load> tally_;
-  std::string key_text_;       // the request's key as the faults layer reads it (a header's value)
+  std::string header_text_;    // a request's header as the faults layer reads it
   std::uint32_t deepest_ = 0;  // the service with the largest depth
   report::recorder* out_ = nullptr;
   random_generator arrivals_rng_, server_rng_, client_rng_, network_rng_, fault_rng_;

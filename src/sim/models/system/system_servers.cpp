@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "system_runner.hpp"
 
 namespace backoff::sim::system_model {
@@ -87,7 +89,7 @@ void system_runner::admit(engine& e, std::uint32_t r) {
     ++rep.busy;
     req.worker = true;
     note_load(e, req.service);
-    return start_work(e, r);
+    return begin_serving(e, r);
   }
   if (rep.queue.size() >= s.queue) {
     --rep.connections;
@@ -102,6 +104,16 @@ void system_runner::admit(engine& e, std::uint32_t r) {
   ++counts_[req.service].queued;
   ++total_queued_;
   note_load(e, req.service);
+}
+
+// On a worker: its work, then its calls; or, with work = "after-calls", its calls first (unless
+// its deadline has passed: then only what an expired request costs).
+void system_runner::begin_serving(engine& e, std::uint32_t r) {
+  const request_record& req = requests_[r];
+  const service_spec& s = spec_.services[req.service];
+  const bool expired = req.deadline > 0 && e.now() >= req.deadline;
+  if (s.work_after_calls && !s.calls.empty() && !expired) return start_calls(e, r);
+  start_work(e, r);
 }
 
 void system_runner::start_work(engine& e, std::uint32_t r) {
@@ -120,7 +132,11 @@ void system_runner::start_work(engine& e, std::uint32_t r) {
   if (rep.curve) return rep.curve->arrive(e, r);  // its slowdown follows N; served() is next
   req.delay = 0;
   const auto in_service = static_cast<std::int64_t>(rep.busy);
-  time_ns work = s.service_time.sample(server_rng_, in_service) + slower;
+  time_ns work = s.service_time.sample(server_rng_, in_service);
+  if (s.retry_skips_work && !req.first) {
+    work = static_cast<time_ns>(uniform01(server_rng_) * static_cast<double>(work) + 0.5);
+  }
+  work += slower;
   if (req.deadline > 0 && (s.expired_share || s.check_cost)) {
     // server.py _base_handle: an expired request is dropped after a share of its work; one that
     // expires during it stops at the deadline plus check_cost of it (its checkpoints). Both fail.
@@ -193,16 +209,31 @@ void system_runner::on_work_done(engine& e, std::uint32_t r) {
       return finish(e, r, false);
     }
   }
-  if (s.calls.empty()) return finish(e, r, true);
+  if (s.calls.empty() || req.calls_done) return finish(e, r, true);
+  start_calls(e, r);
+}
+
+// Its calls downstream: in order, or every one at once (fanned out); calls_over is next.
+void system_runner::start_calls(engine& e, std::uint32_t r) {
+  const service_spec& s = spec_.services[requests_[r].service];
   if (!s.fan_out) return next_downstream(e, r);
   // Fanned out: every call at once; the request answers when the last is over.
-  req.pending = 1;  // held until every call is made, so that one over at once does not finish it
+  requests_[r].pending = 1;  // held until every call is made, so one over at once does not end it
   for (std::uint32_t i = 0; i < s.calls.size(); ++i) {
     if (uniform01(server_rng_) >= s.calls[i].probability) continue;
     ++requests_[r].pending;
     start_downstream(e, r, i);
   }
   downstream_over(e, r, true);
+}
+
+// Its calls are over: its answer, or (work = "after-calls") its work, done whether they
+// succeeded or not, then its answer.
+void system_runner::calls_over(engine& e, std::uint32_t r) {
+  request_record& req = requests_[r];
+  if (!spec_.services[req.service].work_after_calls) return finish(e, r, !req.failed);
+  req.calls_done = true;
+  start_work(e, r);
 }
 
 // The next call made in order (those skipped by their probability passed over).
@@ -214,7 +245,7 @@ void system_runner::next_downstream(engine& e, std::uint32_t r) {
     requests_[r].pending = 1;
     return start_downstream(e, r, i);
   }
-  finish(e, r, !requests_[r].failed);
+  calls_over(e, r);
 }
 
 void system_runner::start_downstream(engine& e, std::uint32_t r, std::uint32_t i) {
@@ -236,11 +267,12 @@ void system_runner::start_downstream(engine& e, std::uint32_t r, std::uint32_t i
   attempt(e, c, false);
 }
 
-void system_runner::downstream_over(engine& e, std::uint32_t r, bool ok) {
+void system_runner::downstream_over(engine& e, std::uint32_t r, bool ok, bool do_not_retry) {
   request_record& req = requests_[r];
   if (!ok) req.failed = true;
+  if (do_not_retry) req.do_not_retry = true;
   if (--req.pending > 0) return;
-  if (spec_.services[req.service].fan_out || req.failed) return finish(e, r, !req.failed);
+  if (spec_.services[req.service].fan_out || req.failed) return calls_over(e, r);
   next_downstream(e, r);
 }
 
@@ -277,7 +309,7 @@ void system_runner::finish(engine& e, std::uint32_t r, bool ok) {
     }
   }
   const bool worker = req.worker;
-  answer(e, r, ok ? answer_ok : answer_failed);
+  answer(e, r, ok ? answer_ok : req.do_not_retry ? answer_do_not_retry : answer_failed);
   if (worker) {
     --rep.busy;
     serve_next(e, service, replica_index);
@@ -354,16 +386,25 @@ void system_runner::serve_next(engine& e, std::uint32_t service, std::uint32_t r
     }
     ++rep.busy;
     requests_[r].worker = true;
-    start_work(e, r);
+    begin_serving(e, r);
   }
   if (rep.queue.empty()) rep.last_empty = e.now();
 }
 
-// A simulated request has one header, its key: whatever header a per-key fault reads gets it.
+// A simulated request has two headers: how long ago its call's first attempt left (the one a
+// fading errors fault reads), and its key, which any other header a fault reads (a per-key
+// outage's key_header) gets. Each is written only when a fault asks for it.
 faults::fault_decision system_runner::decide_faults(engine& e, std::uint32_t r) {
-  key_text_ = std::to_string(requests_[r].key);
-  return faults::decide(spec_.services[requests_[r].service].faults, duration{e.now()},
-                        {"/", [this](std::string_view) { return std::string_view{key_text_}; }},
+  const request_record& req = requests_[r];
+  const auto header = [this, &req](std::string_view name) {
+    if (name == faults::since_first_attempt_header) {
+      header_text_ = fmt::format("{:.6f}", static_cast<double>(req.since_first) * 1e-6);
+    } else {
+      header_text_ = std::to_string(req.key);
+    }
+    return std::string_view{header_text_};
+  };
+  return faults::decide(spec_.services[req.service].faults, duration{e.now()}, {"/", header},
                         fault_rng_);
 }
 

@@ -346,6 +346,10 @@ service_spec read_service(config_reader& keys, const std::string& name) {
   read_isaev_keys(keys, p, s);
   read_ejection(keys, p + ".outlier_ejection", s);
   s.fan_out = keys.boolean(p + ".fan_out", false);
+  s.work_after_calls = choose<int>(keys, p + ".work", "before-calls",
+                                   std::array<std::string_view, 2>{"before-calls",
+                                                                   "after-calls"}) == 1;
+  s.retry_skips_work = keys.boolean(p + ".retry_skips_work", false);
   return s;
 }
 
@@ -523,8 +527,16 @@ void read_client_groups(config_reader& keys, system_spec& spec) {
 
 }  // namespace
 
+bool read_on_give_up(std::string_view text) {
+  if (text == "retryable") return false;
+  if (text == "do-not-retry") return true;
+  throw parse_error("expected \"retryable\" or \"do-not-retry\", got " +
+                    quote_for_message(text));
+}
+
 void system_spec::resolve(const std::vector<client_strategy>& strategies) {
   edge_guards.clear();
+  do_not_retry_on_give_up.clear();
   for (const client_strategy& s : strategies) {
     for (const std::string_view key : backoff::strategy::keys()) {
       if (s.guards().has(key)) {
@@ -534,7 +546,11 @@ void system_spec::resolve(const std::vector<client_strategy>& strategies) {
       }
     }
     std::vector<backoff::strategy> per_edge;
-    for (const edge_spec& e : edges) per_edge.push_back(e.defaults);
+    std::vector<bool> signals;
+    for (const edge_spec& e : edges) {
+      per_edge.push_back(e.defaults);
+      signals.push_back(e.do_not_retry_on_give_up);
+    }
     for (const edge_setting& set : s.edge_settings()) {
       const auto e = edge_index(set.edge);
       if (!e) {
@@ -544,7 +560,11 @@ void system_spec::resolve(const std::vector<client_strategy>& strategies) {
                              did_you_mean(set.edge, names));
       }
       try {
-        per_edge[*e].set(set.key, set.text);
+        if (set.key == on_give_up_key) {
+          signals[*e] = read_on_give_up(set.text);
+        } else {
+          per_edge[*e].set(set.key, set.text);
+        }
       } catch (const parse_error& err) {
         throw scenario_error(set.where + ": strategy " + s.name() + ": edge." + set.edge + "." +
                              set.key + ": " + err.what());
@@ -559,6 +579,7 @@ void system_spec::resolve(const std::vector<client_strategy>& strategies) {
       }
     }
     edge_guards.push_back(std::move(per_edge));
+    do_not_retry_on_give_up.push_back(std::move(signals));
   }
 }
 
@@ -596,6 +617,14 @@ system_spec read_system(config_reader& keys) {
       e.defaults.validate();
     } catch (const parse_error& err) {
       keys.fail(p, err.what());
+    }
+    const std::string give_up = p + "." + std::string(on_give_up_key);
+    if (keys.has(give_up)) {
+      try {
+        e.do_not_retry_on_give_up = read_on_give_up(keys.string(give_up, ""));
+      } catch (const parse_error& err) {
+        keys.fail(give_up, err.what());
+      }
     }
     spec.edges.push_back(std::move(e));
   }

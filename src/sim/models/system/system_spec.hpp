@@ -86,6 +86,12 @@ struct service_spec {
   ejection_spec ejection;
   std::vector<call_spec> calls;
   bool fan_out = false;
+  // work = "after-calls": its own work comes once its calls are over (whether they succeeded or
+  // not), before its answer; by default it comes first.
+  bool work_after_calls = false;
+  // A request sent as a retry does a uniform share of its work (ThomWright's retry-model: "assume
+  // we can skip some work sometimes because we've already done it").
+  bool retry_skips_work = false;
   std::uint32_t depth = 0;  // the longest chain of calls from a client to it (1: a client's)
 };
 
@@ -113,9 +119,19 @@ struct client_group {
   bool backoff_from_think = false;
 };
 
+// An edge's key beside the strategy's: what its caller answers upward when a call on the edge
+// gives up ("retryable", the default, or "do-not-retry": the end-to-end signal after Google's
+// SRE book, "Handling Overload", carried as gRPC's pushback that asks not to retry).
+inline constexpr std::string_view on_give_up_key = "on_give_up";
+// "retryable" or "do-not-retry"; throws parse_error.
+bool read_on_give_up(std::string_view text);
+
 struct edge_spec {
   std::string name, where;
   backoff::strategy defaults;
+  // A call on this edge that ends without success (its attempts, a budget or a breaker gave up,
+  // or the answer said not to retry) makes its service answer its own caller "do not retry".
+  bool do_not_retry_on_give_up = false;
 };
 
 struct system_spec {
@@ -132,6 +148,8 @@ struct system_spec {
   time_ns warmup = 0;
   // resolve(): per strategy (scenario order), per edge, the guards that strategy runs with.
   std::vector<std::vector<backoff::strategy>> edge_guards;
+  // resolve(): per strategy, per edge, on_give_up = "do-not-retry".
+  std::vector<std::vector<bool>> do_not_retry_on_give_up;
 
   // Lays each strategy's edge.NAME.KEY settings over the edges' defaults and validates them;
   // throws scenario_error naming the setting.

@@ -39,15 +39,17 @@ void system_runner::pump_window(engine& e, std::uint32_t slot) {
 }
 
 // The answer to a windowed call's attempt: the window learns it, and sends what it now may.
-void system_runner::window_answer(engine& e, std::uint32_t c, bool ok,
+// A permanent answer ("do not retry") is no overload signal: the server answered, as the
+// library's async window counts it.
+void system_runner::window_answer(engine& e, std::uint32_t c, verdict_kind kind,
                                   const retry_controller::decision& d) {
   const std::uint32_t slot = calls_[c].slot;
   aimd_window& window = *lives_[slot].window;
   const send_ticket ticket = *tickets_[c];
   tickets_[c].reset();
-  if (ok) {
+  if (kind != verdict_kind::retryable) {
     window.on_success(ticket);
-    call_over(e, c, outcome::succeeded);
+    call_over(e, c, kind == verdict_kind::success ? outcome::succeeded : d.stop);
   } else if (!d.retry) {
     window.on_error(ticket, aimd_window::requeue::no);  // a cut, and the call leaves the queue
     call_over(e, c, d.stop);
