@@ -298,6 +298,49 @@ TEST(FaultDecision, AKeyedOutageFailsTheSameKeysEveryTimeAndSparesTheRest) {
   EXPECT_NEAR(hit / 2000.0, 0.5, 0.04);
 }
 
+TEST(FaultSpec, AFadingErrorNamesItsFade) {
+  EXPECT_EQ(parse_fault("errors(rate=90%, fade=2s)").spec,
+            "errors(status=503, fade=2s, rate=90%)");
+  EXPECT_NE(parse_message("errors(fade=0s)").find("'fade' must be above 0s"), std::string::npos);
+  EXPECT_NE(parse_message("errors(fade=25h)").find("at most 24h"), std::string::npos);
+  EXPECT_NE(parse_message("outage(fade=1s)").find("'fade' does not apply to outage"),
+            std::string::npos);
+}
+
+TEST(FaultDecision, AFadingErrorFailsRetriesLessTheLaterTheyCome) {
+  // rate 80 % fading over 2 s: a first attempt (no header, or 0 ms) fails 80 % of the time, a
+  // retry 500 ms after it 60 %, one 1.5 s after 20 %, and from 2 s on never. Binomial with
+  // n = 20000: sd at most 0.0035; the bound is 6 sd.
+  const fault_plan plan = plan_of({always("errors(rate=80%, fade=2s)")});
+  random_generator rng{7};
+  fake_request r;
+  const auto share = [&](const char* since) {
+    if (since == nullptr) {
+      r.headers.erase(std::string(since_first_attempt_header));
+    } else {
+      r.headers[std::string(since_first_attempt_header)] = since;
+    }
+    int failed = 0;
+    for (int i = 0; i < 20000; ++i) failed += decide(plan, 0s, r.view(), rng).abort_status ? 1 : 0;
+    return failed / 20000.0;
+  };
+  EXPECT_NEAR(share(nullptr), 0.8, 0.02);
+  EXPECT_NEAR(share("0"), 0.8, 0.02);
+  EXPECT_NEAR(share("500"), 0.6, 0.02);
+  EXPECT_NEAR(share("1500.5"), 0.2, 0.02);
+  EXPECT_EQ(share("2000"), 0.0);
+  EXPECT_EQ(share("86400000"), 0.0);
+  // Not a number of milliseconds from 0: taken as a first attempt.
+  EXPECT_NEAR(share("-5"), 0.8, 0.02);
+  EXPECT_NEAR(share("soon"), 0.8, 0.02);
+  // Without fade the header changes nothing.
+  const fault_plan steady = plan_of({always("errors(rate=80%)")});
+  r.headers[std::string(since_first_attempt_header)] = "5000";
+  int failed = 0;
+  for (int i = 0; i < 20000; ++i) failed += decide(steady, 0s, r.view(), rng).abort_status ? 1 : 0;
+  EXPECT_NEAR(failed / 20000.0, 0.8, 0.02);
+}
+
 TEST(FaultDecision, LatencyDistributionsHaveTheirMeansAndBounds) {
   const fake_request r;
   const auto mean_ms = [&](const std::string& spec, double& lo, double& hi) {

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// Services in layers (docs/SYSTEMS.md): a service's work after its calls, a retry that skips
+// part of the work, errors that fade with the caller's time since its first attempt, and a
+// layer that gave up telling its caller not to retry. Each case is worked out by hand, or
+// bounded statistically with a fixed seed.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "system_scenario.hpp"
+
+namespace system_layers_test {
+
+using backoff::test::replaced;
+using backoff::test::system_error;
+using backoff::test::system_field;
+using backoff::test::system_run;
+
+// One request at 0: api works 100 ms and calls db, which is down for its first 60 ms.
+const std::string ordered = R"toml(scenario = "ordered"
+model = "system"
+[run]
+duration = "500ms"
+drain = "10s"
+[service.api]
+workers = 0
+service_time = "constant(value=100ms)"
+calls = [{ to = "db", edge = "db" }]
+[service.db]
+workers = 0
+service_time = "constant(value=50ms)"
+faults = [{ at = "0s", for = "60ms", fault = "outage()" }]
+[[clients]]
+to = "api"
+arrivals = "constant(rate=1)"
+edge = "once"
+[edge.once]
+max_attempts = 1
+[edge.db]
+max_attempts = 1
+[[strategy]]
+name = "once"
+)toml";
+
+TEST(SystemLayers, WorkAfterCallsComesOnceTheCallsAreOverWhateverTheyGave) {
+  // Work first: db is called at 100 ms, after its outage, and answers at 150 ms.
+  const auto before = system_run(ordered).strategies.at(0);
+  EXPECT_EQ(before.completed, 1u);
+  EXPECT_NEAR(system_field(before, "services.api.latency_s.p50"), 0.150, 0.0005);
+  // Calls first: db is called at 0, in its outage, and fails at once; api still does its work
+  // (100 ms), then fails.
+  const std::string calls_first = replaced(ordered, "calls = [", "work = \"after-calls\"\ncalls = [");
+  const auto after = system_run(calls_first).strategies.at(0);
+  EXPECT_EQ(after.completed, 0u);
+  EXPECT_EQ(system_field(after, "services.db.failed"), 1.0);
+  EXPECT_EQ(system_field(after, "services.api.failed"), 1.0);
+  // The client retries at once when api's failure comes back, at 100 ms (not at 0, as it would
+  // if a failed call skipped the work): db answers at 150 ms, api's work ends at 250 ms.
+  const auto retried =
+      system_run(replaced(calls_first, "[edge.once]\nmax_attempts = 1", "[edge.once]\nmax_attempts = 2"))
+          .strategies.at(0);
+  EXPECT_EQ(retried.completed, 1u);
+  ASSERT_TRUE(retried.latency_s);
+  EXPECT_NEAR(retried.latency_s->p50, 0.250, 0.0005);
+  // Calls first, no outage: db from 0 to 50 ms, then api's work to 150 ms.
+  const auto later =
+      system_run(replaced(calls_first, "at = \"0s\"", "at = \"5s\"")).strategies.at(0);
+  EXPECT_EQ(later.completed, 1u);
+  EXPECT_NEAR(system_field(later, "services.api.latency_s.p50"), 0.150, 0.0005);
+  EXPECT_NEAR(system_field(later, "services.db.latency_s.p50"), 0.050, 0.0005);
+}
+
+// 2000 operations, 10 a second; each first attempt fails after its 100 ms of work (the errors
+// are decided when the work ends), and its retry leaves 10 ms later, 110 ms after the first.
+const std::string fading = R"toml(scenario = "fading"
+model = "system"
+[run]
+duration = "200s"
+drain = "10s"
+[service.server]
+workers = 0
+service_time = "constant(value=100ms)"
+faults_decided = "after-work"
+errors = { rate = 1.0, fade = "1ms" }
+[[clients]]
+to = "server"
+arrivals = "constant(rate=10)"
+edge = "twice"
+[edge.twice]
+policy = "constant(initial=10ms)"
+max_attempts = 2
+[[strategy]]
+name = "twice"
+)toml";
+
+TEST(SystemLayers, ErrorsFadeWithTheCallersTimeSinceItsFirstAttempt) {
+  // Gone 1 ms after the first attempt: every retry succeeds, at 210 ms.
+  const auto gone = system_run(fading).strategies.at(0);
+  EXPECT_EQ(gone.operations, 2000u);
+  EXPECT_EQ(gone.completed, 2000u);
+  EXPECT_EQ(system_field(gone, "services.server.attempts"), 4000.0);
+  ASSERT_TRUE(gone.latency_s);
+  EXPECT_NEAR(gone.latency_s->p50, 0.210, 1e-6);
+  // Fading over 220 ms: a retry 110 ms on fails half the time (binomial, sd 0.011; 5 sd).
+  const auto half = system_run(replaced(fading, "fade = \"1ms\"", "fade = \"220ms\"")).strategies.at(0);
+  EXPECT_NEAR(half.success_rate(), 0.5, 0.055);
+  // Not fading: every retry fails too.
+  const auto steady = system_run(replaced(fading, ", fade = \"1ms\"", "")).strategies.at(0);
+  EXPECT_EQ(steady.completed, 0u);
+}
+
+TEST(SystemLayers, ARetryMaySkipPartOfItsWork) {
+  // A retry does U(0, 1) of its 100 ms: an operation takes 110 ms plus that, so its median is
+  // near 160 ms (the median of 2000 uniforms: sd 1.1 ms) and none takes the whole 210 ms.
+  const auto skipping =
+      system_run(replaced(fading, "faults_decided", "retry_skips_work = true\nfaults_decided"))
+          .strategies.at(0);
+  EXPECT_EQ(skipping.completed, 2000u);
+  ASSERT_TRUE(skipping.latency_s);
+  EXPECT_NEAR(skipping.latency_s->p50, 0.160, 0.006);
+  EXPECT_GT(skipping.latency_s->max, 0.190);
+  EXPECT_LT(skipping.latency_s->max, 0.2101);
+  EXPECT_GT(skipping.latency_s->p50, 0.110);
+}
+
+// a calls b calls c, which always fails; each edge tries 3 times.
+const std::string chain = R"toml(scenario = "chain"
+model = "system"
+[run]
+duration = "10s"
+drain = "10s"
+[service.a]
+workers = 0
+calls = [{ to = "b", edge = "ab" }]
+[service.b]
+workers = 0
+calls = [{ to = "c", edge = "bc" }]
+[service.c]
+workers = 0
+service_time = "constant(value=1ms)"
+errors = "100%:503"
+[[clients]]
+to = "a"
+arrivals = "constant(rate=10)"
+edge = "client"
+[edge.client]
+max_attempts = 1
+[edge.ab]
+policy = "constant(initial=1ms)"
+max_attempts = 3
+[edge.bc]
+policy = "constant(initial=1ms)"
+max_attempts = 3
+[[strategy]]
+name = "every-layer"
+[[strategy]]
+name = "told-not-to"
+edge.bc.on_give_up = "do-not-retry"
+)toml";
+
+TEST(SystemLayers, ALayerThatGaveUpTellsItsCallerNotToRetry) {
+  const auto r = system_run(chain);
+  const auto& every = r.strategies.at(0);
+  const auto& told = r.strategies.at(1);
+  ASSERT_EQ(every.operations, 100u);
+  // Every layer retrying: 3 calls to b, each making 3 to c.
+  EXPECT_EQ(system_field(every, "services.b.attempts"), 300.0);
+  EXPECT_EQ(system_field(every, "services.c.attempts"), 900.0);
+  // b gives up after its 3 calls to c and says so: a stops at its first call.
+  EXPECT_EQ(system_field(told, "services.b.attempts"), 100.0);
+  EXPECT_EQ(system_field(told, "services.c.attempts"), 300.0);
+  EXPECT_EQ(told.completed, 0u);
+  // The same from the edge's own table; the signal goes one layer up only when the edge above
+  // says so too (the client never retries, so nothing changes at the top).
+  const auto from_edge = system_run(replaced(chain, "[edge.bc]\n", "[edge.bc]\non_give_up = \"do-not-retry\"\n"));
+  EXPECT_EQ(system_field(from_edge.strategies.at(0), "services.c.attempts"), 300.0);
+  // A strategy may set it back.
+  const auto undone = system_run(replaced(replaced(chain, "[edge.bc]\n",
+                                                   "[edge.bc]\non_give_up = \"do-not-retry\"\n"),
+                                          "edge.bc.on_give_up = \"do-not-retry\"",
+                                          "edge.bc.on_give_up = \"retryable\""));
+  EXPECT_EQ(system_field(undone.strategies.at(1), "services.c.attempts"), 900.0);
+}
+
+TEST(SystemLayers, BadLayerKeysAreOneLineWithTheirPlace) {
+  const std::string work = system_error(replaced(ordered, "calls = [", "work = \"sideways\"\ncalls = ["));
+  EXPECT_NE(work.find("mine.toml:"), std::string::npos) << work;
+  EXPECT_NE(work.find("service.api.work"), std::string::npos) << work;
+  const std::string edge =
+      system_error(replaced(chain, "[edge.bc]\n", "[edge.bc]\non_give_up = \"never\"\n"));
+  EXPECT_NE(edge.find("edge.bc.on_give_up"), std::string::npos) << edge;
+  EXPECT_NE(edge.find("\"do-not-retry\""), std::string::npos) << edge;
+  const std::string strategy = system_error(
+      replaced(chain, "on_give_up = \"do-not-retry\"", "on_give_up = \"nope\""));
+  EXPECT_NE(strategy.find("strategy told-not-to"), std::string::npos) << strategy;
+  EXPECT_NE(strategy.find("edge.bc.on_give_up"), std::string::npos) << strategy;
+  const std::string fade =
+      system_error(replaced(fading, "fade = \"1ms\"", "fade = \"0s\""));
+  EXPECT_NE(fade.find("service.server.errors"), std::string::npos) << fade;
+  EXPECT_NE(fade.find("'fade' must be above 0s"), std::string::npos) << fade;
+  const std::string typo = system_error(replaced(chain, "edge.bc.on_give_up", "edge.bc.on_giveup"));
+  EXPECT_NE(typo.find("on_give_up"), std::string::npos) << typo;  // the did-you-mean
+}
+
+}  // namespace system_layers_test
