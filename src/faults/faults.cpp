@@ -211,6 +211,19 @@ constexpr spec_key<fault> fault_keys[] = {
        if (f.kind == fault_kind::outage && f.action != outage_action::status) return std::nullopt;
        return std::to_string(f.status);
      }},
+    {"fade", kinds({fault_kind::errors}), "a duration above 0 up to 24h", "none",
+     "transient errors: a retry fails with rate * (1 - t / fade), t being the caller's time since "
+     "its first attempt (header `x-backoff-since-first-attempt`, ms); gone at `fade`",
+     [](fault& f, const spec_value& v) {
+       f.fade = v.time();
+       if (f.fade <= duration{0} || f.fade > longest_injected_wait) {
+         fail(v.spec, "'fade' must be above 0s and at most 24h, got " + quote_for_message(v.text()));
+       }
+     },
+     [](const fault& f) -> std::optional<std::string> {
+       if (f.fade <= duration{0}) return std::nullopt;
+       return format_duration(f.fade);
+     }},
     {"action", kinds({fault_kind::outage}), "`status`, `reset`, `hang` or `pause`", "`status`",
      "answer `status`, reset the connection (RST), hold the request until the window ends, or "
      "pause the whole server (SIGSTOP): work under way and new requests wait until it ends",
@@ -285,19 +298,6 @@ constexpr spec_key<fault> fault_keys[] = {
      },
      [](const fault& f) -> std::optional<std::string> {
        return format_real(f.bytes_per_s) + "B/s";
-     }},
-    {"fade", kinds({fault_kind::errors}), "a duration above 0 up to 24h", "none",
-     "transient errors: a retry fails with rate * (1 - t / fade), t being the caller's time since "
-     "its first attempt (header `x-backoff-since-first-attempt`, ms); gone at `fade`",
-     [](fault& f, const spec_value& v) {
-       f.fade = v.time();
-       if (f.fade <= duration{0} || f.fade > longest_injected_wait) {
-         fail(v.spec, "'fade' must be above 0s and at most 24h, got " + quote_for_message(v.text()));
-       }
-     },
-     [](const fault& f) -> std::optional<std::string> {
-       if (f.fade <= duration{0}) return std::nullopt;
-       return format_duration(f.fade);
      }},
     {"rate", all_variants, "a percentage (`5%`) or a fraction (`0.05`)", "100%",
      "the share of the requests it applies to that it hits",

@@ -39,7 +39,7 @@ std::string toxic_error(std::string_view text) {
 TEST(SpecKeysNet, AMisspeltFaultKeyOrKindGetsTheClosestName) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"errors(stauts=503)",
-       "'stauts' does not apply to errors (its keys: status, rate); did you "
+       "'stauts' does not apply to errors (its keys: status, fade, rate); did you "
        "mean 'status'?"},
       {"latency(distribution=paretto, scale=1ms, shape=2)", "; did you mean 'pareto'?"},
       {"outage(acton=reset)", "; did you mean 'action'?"},
