@@ -88,6 +88,10 @@ std::optional<faults::fault_plan> build_fault_plan(const fault_flag_values& valu
     return std::nullopt;
   }
   plan.envoy_headers = values.envoy_headers;
+  if (const auto why = faults::network_refusal(plan)) {
+    std::cerr << "backoff " << command << ": " << *why << '\n';
+    return std::nullopt;
+  }
   return plan;
 }
 

@@ -111,6 +111,16 @@ std::optional<duration> paused_until(const fault_plan& plan, duration since_star
   return until;
 }
 
+double capacity_share(const fault_plan& plan, duration since_start) {
+  double share = 1.0;
+  for (const scheduled_fault& sf : plan.faults) {
+    if (sf.what.kind == fault_kind::capacity && sf.when.contains(since_start)) {
+      share *= sf.what.share;
+    }
+  }
+  return share;
+}
+
 fault_decision decide(const fault_plan& plan, duration since_start, const request_view& request,
                       random_generator& rng) {
   fault_decision d;
@@ -148,6 +158,15 @@ fault_decision decide(const fault_plan& plan, duration since_start, const reques
     if (!hits(sf.what.rate, rng)) continue;
     d.fired |= 1u << counter_latency;
     d.delay = std::min(d.delay + draw_latency(sf.what, rng), longest_injected_wait);
+  }
+  // A cold start slows the service's own work, which the driver multiplies: slowdowns multiply.
+  for (const scheduled_fault& sf : plan.faults) {
+    if (sf.what.kind != fault_kind::cold_start || !sf.when.contains(since_start)) continue;
+    if (!hits(sf.what.rate, rng)) continue;
+    d.fired |= 1u << counter_cold_start;
+    const double halvings = static_cast<double>((since_start - sf.when.start).count()) /
+                            static_cast<double>(sf.what.half_life.count());
+    d.slowdown *= 1.0 + (sf.what.factor - 1.0) * std::exp2(-halvings);
   }
   if (plan.envoy_headers && request.header) {
     if (const auto ms = whole_number(request.header("x-envoy-fault-delay-request"))) {

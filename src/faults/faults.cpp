@@ -78,7 +78,8 @@ std::string header_name(std::string_view spec, std::string_view text,
 }
 
 // Bit i: fault_kind i; then bit 5 + i: latency_distribution i.
-constexpr std::string_view kind_names[] = {"errors", "latency", "partial", "outage", "slow_body"};
+constexpr std::string_view kind_names[] = {"errors",   "latency",  "partial",   "outage",
+                                           "slow_body", "capacity", "cold_start"};
 constexpr std::string_view distribution_names[] = {"fixed", "uniform", "exponential", "lognormal",
                                                    "pareto"};
 
@@ -299,6 +300,32 @@ constexpr spec_key<fault> fault_keys[] = {
      [](const fault& f) -> std::optional<std::string> {
        return format_real(f.bytes_per_s) + "B/s";
      }},
+    {"share", kinds({fault_kind::capacity}), "a percentage above 0 (`50%`) or a fraction",
+     "required", "the share of the service's workers left while the window lasts",
+     [](fault& f, const spec_value& v) {
+       f.share = v.fraction();
+       if (!(f.share > 0)) fail(v.spec, "'share' must be above 0% (an outage takes it all)");
+     },
+     [](const fault& f) -> std::optional<std::string> { return format_fraction(f.share); }},
+    {"factor", kinds({fault_kind::cold_start}), "a number from 1 to 1000", "required",
+     "how many times slower the service is at the window's start",
+     [](fault& f, const spec_value& v) {
+       f.factor = v.number();
+       if (!(f.factor >= 1 && f.factor <= 1000)) {
+         fail(v.spec, "'factor' must be from 1 to 1000, got " + quote_for_message(v.text()));
+       }
+     },
+     [](const fault& f) -> std::optional<std::string> { return format_real(f.factor); }},
+    {"half_life", kinds({fault_kind::cold_start}), "a duration above 0, at most 24h", "required",
+     "the time the slowdown takes to halve: 1 + (factor - 1) * 2^(-t / half_life)",
+     [](fault& f, const spec_value& v) {
+       f.half_life = v.time();
+       if (f.half_life <= duration{0} || f.half_life > longest_injected_wait) {
+         fail(v.spec,
+              "'half_life' must be above 0s and at most 24h, got " + quote_for_message(v.text()));
+       }
+     },
+     [](const fault& f) -> std::optional<std::string> { return format_duration(f.half_life); }},
     {"rate", all_variants, "a percentage (`5%`) or a fraction (`0.05`)", "100%",
      "the share of the requests it applies to that it hits",
      [](fault& f, const spec_value& v) { f.rate = v.fraction(); },
@@ -402,6 +429,8 @@ std::string_view fault_counter_name(fault_counter c) noexcept {
       return "envoy_abort";
     case counter_envoy_delay:
       return "envoy_delay";
+    case counter_cold_start:
+      return "cold_start";
     case fault_counter_count:
       break;
   }
@@ -494,6 +523,14 @@ fault parse_fault(std::string_view spec) {
     case fault_kind::slow_body:
       require("size", "(the body's size)");
       require("speed", "(its speed)");
+      break;
+    case fault_kind::capacity:
+      require("share", "(the share of the workers left)");
+      if (f.rate < 1) fail(spec, "capacity is the whole service's: 'rate' must be 100%");
+      break;
+    case fault_kind::cold_start:
+      require("factor", "(the slowdown at the start)");
+      require("half_life", "(how fast it wears off)");
       break;
   }
   f.spec = canonical(f);
@@ -601,6 +638,17 @@ fault_plan parse_fault_schedule(std::string_view text, const std::string& where)
 
 fault_plan read_fault_schedule(const std::string& path) {
   return parse_fault_schedule(read_limited(path), path);
+}
+
+std::optional<std::string> network_refusal(const fault_plan& plan) {
+  for (const scheduled_fault& f : plan.faults) {
+    if (f.what.kind == fault_kind::capacity || f.what.kind == fault_kind::cold_start) {
+      return f.what.spec +
+             ": this fault is the simulator's (a system scenario's service); a network server "
+             "does not take its capacity away or slow its start yet";
+    }
+  }
+  return std::nullopt;
 }
 
 std::string describe(const scheduled_fault& f) {

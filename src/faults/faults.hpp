@@ -36,6 +36,14 @@
 //                                                      first half of 1000 (header x-backoff-key
 //                                                      by default): a per-user outage
 //   slow_body(size=16KiB, speed=4KiB/s)              the body padded to size, sent at speed
+//   capacity(share=50%)                              the service runs on that share of its
+//                                                      workers while the window lasts (a node
+//                                                      lost, CPU throttled); the simulator's
+//                                                      system model honours it
+//   cold_start(factor=5, half_life=10s)              a restart: the service time is multiplied
+//                                                      by 1 + (factor - 1) * 2^(-t / half_life),
+//                                                      t from the window's start (caches and
+//                                                      JITs warming); the system model's too
 // Every kind takes rate= (default 100%): the share of the requests it applies to that it hits.
 // A window says when a fault is on, from the start of the server (or proxy, or experiment).
 //
@@ -74,7 +82,7 @@ inline constexpr duration longest_injected_wait = std::chrono::hours(24);
 // number: a first attempt.
 inline constexpr std::string_view since_first_attempt_header = "x-backoff-since-first-attempt";
 
-enum class fault_kind { errors, latency, partial, outage, slow_body };
+enum class fault_kind { errors, latency, partial, outage, slow_body, capacity, cold_start };
 
 enum class latency_distribution { fixed, uniform, exponential, lognormal, pareto };
 
@@ -105,6 +113,9 @@ struct fault {
   // errors: transient, fading to nothing `fade` after the caller's first attempt (0: they do
   // not fade). The caller says how long it has been trying in since_first_attempt_header.
   duration fade{0};
+  double share = 1.0;           // capacity: the share of the workers left, in (0, 1]
+  double factor = 1.0;          // cold_start: the slowdown at the window's start, >= 1
+  duration half_life{0};        // cold_start: the time the slowdown takes to halve
   std::uint64_t body_size = 0;  // slow_body: bytes
   double bytes_per_s = 0;       // slow_body: speed
   std::string spec;             // the canonical text, for messages and metrics
@@ -149,6 +160,7 @@ enum fault_counter : unsigned {
   counter_slow_body,
   counter_envoy_abort,
   counter_envoy_delay,
+  counter_cold_start,
   fault_counter_count,
 };
 std::string_view fault_counter_name(fault_counter c) noexcept;
@@ -159,6 +171,7 @@ struct fault_decision {
   duration delay{0};                   // wait this long first
   std::optional<int> abort_status;     // answer this status instead of serving
   std::optional<slow_body_plan> slow;  // serve, then send a body of this size at this speed
+  double slowdown = 1.0;               // cold_start: multiply the request's service time
   unsigned fired = 0;                  // bit (1 << fault_counter) per kind that fired
   bool any() const noexcept { return fired != 0; }
 };
@@ -172,6 +185,14 @@ fault_decision decide(const fault_plan& plan, duration since_start, const reques
 // The end of the pause under way `since_start` (outage(action=pause)), if one is: an answer
 // ready now leaves then. A pause stops the whole server, so it takes no rate below 100 %.
 std::optional<duration> paused_until(const fault_plan& plan, duration since_start);
+
+// The share of its workers a service has `since_start` after the start: the product of the
+// capacity faults on then (1 when none is).
+double capacity_share(const fault_plan& plan, duration since_start);
+
+// Why a network driver (serve, proxy, load --experiment) cannot run this plan: it holds a fault
+// only the simulator's system model honours (capacity, cold_start); none when it can.
+std::optional<std::string> network_refusal(const fault_plan& plan);
 
 // "64KiB", "1MB", "512", "100B" as bytes (B, KiB, MiB, GiB, KB, MB, GB); throws parse_error
 // naming `text`. The sizes of slow_body and of the proxy's toxics.

@@ -539,6 +539,14 @@ std::vector<bad_input> cli_cases() {
                   "backoff serve: --slow-body: \"1KiB\": expected SIZE@SPEED"));
   c.push_back(cli("ServeFaultUnknownKind", {"serve", "--port", "0", "--fault", "crash()"}, 2,
                   "backoff serve: --fault: bad fault \"crash()\": unknown fault 'crash'"));
+  c.push_back(cli("ServeFaultCapacityIsTheSimulators",
+                  {"serve", "--port", "0", "--fault", "capacity(share=50%)"}, 2,
+                  "backoff serve: capacity(share=50%, rate=100%): this fault is the simulator's"));
+  c.push_back(with_file("LoadExperimentColdStartIsTheSimulators", "faults.toml",
+                        "[[fault]]\nfault = \"cold_start(factor=3, half_life=1s)\"\n",
+                        {"load", "--experiment", "@FILE@"}, 2,
+                        "backoff load: --experiment: cold_start(factor=3, half_life=1s, "
+                        "rate=100%): this fault is the simulator's"));
   c.push_back(cli("ServeFaultSeedNegative", {"serve", "--port", "0", "--fault-seed", "-1"}, 2,
                   "--fault-seed"));
   c.push_back(cli("ServeFaultsMissingFile",

@@ -341,6 +341,56 @@ TEST(FaultDecision, AFadingErrorFailsRetriesLessTheLaterTheyCome) {
   EXPECT_NEAR(failed / 20000.0, 0.8, 0.02);
 }
 
+TEST(FaultSpec, CapacityAndColdStartNameTheirKeys) {
+  EXPECT_EQ(parse_fault("capacity(share=0.25)").spec, "capacity(share=25%, rate=100%)");
+  EXPECT_EQ(parse_fault("cold_start(factor=4, half_life=10s, rate=30%)").spec,
+            "cold_start(factor=4, half_life=10s, rate=30%)");
+  EXPECT_NE(parse_message("capacity()").find("missing 'share'"), std::string::npos);
+  EXPECT_NE(parse_message("capacity(share=0%)").find("'share' must be above 0%"),
+            std::string::npos);
+  EXPECT_NE(parse_message("capacity(share=50%, rate=50%)").find("'rate' must be 100%"),
+            std::string::npos);
+  EXPECT_NE(parse_message("cold_start(factor=0.5, half_life=1s)").find("from 1 to 1000"),
+            std::string::npos);
+  EXPECT_NE(parse_message("cold_start(factor=2)").find("missing 'half_life'"), std::string::npos);
+  EXPECT_NE(parse_message("cold_start(factor=2, half_life=0s)").find("'half_life' must be above"),
+            std::string::npos);
+}
+
+TEST(FaultDecision, ACapacityDropHoldsItsShareOnlyInItsWindow) {
+  fault_plan plan = plan_of({});
+  plan.faults.push_back({{2s, 5s}, parse_fault("capacity(share=50%)")});
+  plan.faults.push_back({{4s, 6s}, parse_fault("capacity(share=50%)")});
+  EXPECT_EQ(capacity_share(plan, 1s), 1.0);
+  EXPECT_EQ(capacity_share(plan, 2s), 0.5);
+  EXPECT_EQ(capacity_share(plan, 4s), 0.25);  // both: the shares multiply
+  EXPECT_EQ(capacity_share(plan, 5s), 0.5);
+  EXPECT_EQ(capacity_share(plan, 6s), 1.0);
+  // No request is failed or delayed by it, and no random number is drawn.
+  random_generator rng{3}, untouched{3};
+  EXPECT_FALSE(decide(plan, 4s, fake_request{}.view(), rng).any());
+  EXPECT_EQ(rng(), untouched());
+  EXPECT_NE(network_refusal(plan).value_or("").find("capacity(share=50%"), std::string::npos);
+  EXPECT_FALSE(network_refusal(plan_of({always("errors(rate=5%)")})).has_value());
+}
+
+TEST(FaultDecision, AColdStartSlowsWorkLessAndLessAfterItsStart) {
+  fault_plan plan = plan_of({});
+  plan.faults.push_back({{10s, duration::max()}, parse_fault("cold_start(factor=5, half_life=2s)")});
+  random_generator rng{5};
+  const fake_request r;
+  EXPECT_EQ(decide(plan, 9s, r.view(), rng).slowdown, 1.0);
+  EXPECT_DOUBLE_EQ(decide(plan, 10s, r.view(), rng).slowdown, 5.0);
+  EXPECT_DOUBLE_EQ(decide(plan, 12s, r.view(), rng).slowdown, 3.0);  // 1 + 4 / 2
+  EXPECT_DOUBLE_EQ(decide(plan, 14s, r.view(), rng).slowdown, 2.0);  // 1 + 4 / 4
+  EXPECT_EQ(decide(plan, 12s, r.view(), rng).fired, 1u << counter_cold_start);
+  // rate= slows that share of the requests (the cold paths); binomial sd 0.01, bound 4 sd.
+  const fault_plan some = plan_of({always("cold_start(factor=2, half_life=1h, rate=30%)")});
+  int slowed = 0;
+  for (int i = 0; i < 2000; ++i) slowed += decide(some, 0s, r.view(), rng).slowdown > 1.5;
+  EXPECT_NEAR(slowed / 2000.0, 0.3, 0.04);
+}
+
 TEST(FaultDecision, LatencyDistributionsHaveTheirMeansAndBounds) {
   const fake_request r;
   const auto mean_ms = [&](const std::string& spec, double& lo, double& hi) {

@@ -46,7 +46,7 @@ TEST(SpecKeysNet, AMisspeltFaultKeyOrKindGetsTheClosestName) {
       {"slow_body(size=1KiB, sped=1KiB/s)", "; did you mean 'speed'?"},
       {"latncy(delay=1s)",
        "unknown fault 'latncy' (known: errors, latency, partial, outage, "
-       "slow_body); did you mean 'latency'?"},
+       "slow_body, capacity, cold_start); did you mean 'latency'?"},
   };
   for (const auto& [spec, part] : cases) {
     const std::string m = fault_error(spec);

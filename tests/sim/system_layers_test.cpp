@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Services in layers (docs/SYSTEMS.md): a service's work after its calls, a retry that skips
-// part of the work, errors that fade with the caller's time since its first attempt, and a
-// layer that gave up telling its caller not to retry. Each case is worked out by hand, or
+// part of the work, errors that fade with the caller's time since its first attempt, a layer
+// that gave up telling its caller not to retry; and faults that take capacity away (a share of
+// the workers, a cold start whose slowdown wears off). Each case is worked out by hand, or
 // bounded statistically with a fixed seed.
 #include <gtest/gtest.h>
 
@@ -182,6 +183,75 @@ TEST(SystemLayers, ALayerThatGaveUpTellsItsCallerNotToRetry) {
   EXPECT_EQ(system_field(undone.strategies.at(1), "services.c.attempts"), 900.0);
 }
 
+// Four users, each making two operations of 100 ms at a four-worker server, one after the
+// other; the server loses half its workers for its first 200 ms.
+const std::string halved = R"toml(scenario = "halved"
+model = "system"
+[run]
+duration = "10s"
+[service.server]
+workers = 4
+service_time = "constant(value=100ms)"
+faults = [{ at = "0s", for = "200ms", fault = "capacity(share=50%)" }]
+[[clients]]
+to = "server"
+arrivals = "closed(users=4)"
+operations = 8
+edge = "once"
+[edge.once]
+max_attempts = 1
+[[strategy]]
+name = "once"
+)toml";
+
+TEST(SystemLayers, ACapacityDropLeavesAShareOfTheWorkers) {
+  // Two workers: two operations from 0 to 100 ms, two queued until then (to 200 ms); the first
+  // two users' next ones queue behind them. At 200 ms all four workers are back: the last four
+  // run together, to 300 ms.
+  const auto dropped = system_run(halved).strategies.at(0);
+  EXPECT_EQ(dropped.completed, 8u);
+  EXPECT_NEAR(dropped.makespan_s, 0.300, 1e-6);
+  ASSERT_TRUE(dropped.latency_s);
+  EXPECT_NEAR(dropped.latency_s->max, 0.200, 0.0005);
+  // Whole: four at a time, to 200 ms, none waiting.
+  const auto whole = system_run(replaced(halved, "share=50%", "share=100%")).strategies.at(0);
+  EXPECT_NEAR(whole.makespan_s, 0.200, 1e-6);
+  EXPECT_NEAR(whole.latency_s->max, 0.100, 0.0005);
+  // A share below one worker leaves one: one at a time to 200 ms (two served), then four.
+  const auto one = system_run(replaced(halved, "share=50%", "share=10%")).strategies.at(0);
+  EXPECT_EQ(one.completed, 8u);
+  EXPECT_NEAR(one.makespan_s, 0.400, 1e-6);
+}
+
+// A request each second at a server that restarted at 0 and works 100 ms when warm.
+const std::string cold = R"toml(scenario = "cold"
+model = "system"
+[run]
+duration = "2500ms"
+[service.server]
+workers = 0
+service_time = "constant(value=100ms)"
+faults = [{ at = "0s", fault = "cold_start(factor=3, half_life=1s)" }]
+[[clients]]
+to = "server"
+arrivals = "constant(rate=1)"
+edge = "once"
+[edge.once]
+max_attempts = 1
+[[strategy]]
+name = "once"
+)toml";
+
+TEST(SystemLayers, AColdStartsSlowdownWearsOff) {
+  // At 0: three times the work; 1 s on, 1 + 2/2 = 2 times; 2 s on, 1.5 times.
+  const auto r = system_run(cold).strategies.at(0);
+  ASSERT_EQ(r.completed, 3u);
+  ASSERT_TRUE(r.latency_s);
+  EXPECT_NEAR(r.latency_s->max, 0.300, 0.0005);
+  EXPECT_NEAR(r.latency_s->p50, 0.200, 0.0005);
+  EXPECT_NEAR(r.makespan_s, 2.150, 1e-6);
+}
+
 TEST(SystemLayers, BadLayerKeysAreOneLineWithTheirPlace) {
   const std::string work = system_error(replaced(ordered, "calls = [", "work = \"sideways\"\ncalls = ["));
   EXPECT_NE(work.find("mine.toml:"), std::string::npos) << work;
@@ -198,6 +268,12 @@ TEST(SystemLayers, BadLayerKeysAreOneLineWithTheirPlace) {
       system_error(replaced(fading, "fade = \"1ms\"", "fade = \"0s\""));
   EXPECT_NE(fade.find("service.server.errors"), std::string::npos) << fade;
   EXPECT_NE(fade.find("'fade' must be above 0s"), std::string::npos) << fade;
+  const std::string unbounded = system_error(replaced(halved, "workers = 4", "workers = 0"));
+  EXPECT_NE(unbounded.find("service.server.faults"), std::string::npos) << unbounded;
+  EXPECT_NE(unbounded.find("workers = 0 (no limit)"), std::string::npos) << unbounded;
+  const std::string late = system_error(
+      replaced(cold, "workers = 0", "workers = 0\nfaults_decided = \"after-work\""));
+  EXPECT_NE(late.find("service.server.faults_decided"), std::string::npos) << late;
   const std::string typo = system_error(replaced(chain, "edge.bc.on_give_up", "edge.bc.on_giveup"));
   EXPECT_NE(typo.find("on_give_up"), std::string::npos) << typo;  // the did-you-mean
 }

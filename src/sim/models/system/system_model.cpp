@@ -143,6 +143,9 @@ run_info system_runner::run(const client_strategy& strategy, std::uint64_t seed,
       e.schedule_at(w.start.count(), self_, pause_begins, s);
       if (w.end != duration::max()) e.schedule_at(w.end.count(), self_, pause_ends, s);
     }
+    for (const time_ns at : spec_.services[s].capacity_returns) {
+      e.schedule_at(at, self_, capacity_returns, s);
+    }
   }
   for (std::uint32_t g = 0; g < spec_.clients.size(); ++g) {
     const client_group& group = spec_.clients[g];
@@ -194,6 +197,9 @@ void system_runner::handle(engine& e, const event& ev) {
     case pause_begins:
     case pause_ends:
       return pause_service(e, index, ev.kind == pause_begins);
+    case capacity_returns:
+      for (std::uint32_t i = 0; i < spec_.services[index].replicas; ++i) serve_next(e, index, i);
+      return;
     case send_now:
       return attempt(e, index, true);
     case retry_wake:

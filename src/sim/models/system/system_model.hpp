@@ -79,6 +79,7 @@ struct request_record {
   time_ns arrived = 0, queued_at = 0, deadline = 0, delay = 0;
   std::uint64_t key = 0;  // its client operation's key, 0..999: fixed across retries
   time_ns since_first = 0;  // how long before it its call's first attempt left
+  double slowdown = 1;      // a cold start's: its work takes this many times its drawn time
   limit_permit permit;
   bool worker = false, admitted = false, failed = false, in_use = false;
   bool first = false;  // its call's first attempt (an arrival, not a retry)

@@ -35,6 +35,7 @@ enum kind : std::uint32_t {
   hedge_timer,   // call | first_generation << 32: the next copy's time or the deadline
   answer_do_not_retry,  // as answer_failed, from a service whose call gave up on an edge that
                         // says so (on_give_up = "do-not-retry"): its caller stops
+  capacity_returns,     // payload: service; a capacity(...) window is over
 };
 
 inline std::uint64_t pack(std::uint32_t index, std::uint32_t generation) {
@@ -131,6 +132,9 @@ class system_runner final : public model_runner,
   void reject(engine& e, std::uint32_t r, bool refused);
   void answer(engine& e, std::uint32_t r, std::uint32_t how);
   void serve_next(engine& e, std::uint32_t service, std::uint32_t replica);
+  // The workers each replica of the service has now: all, or a capacity fault's share (at
+  // least one); UINT32_MAX for no limit.
+  std::uint32_t workers_now(std::uint32_t service, time_ns now) const;
   void start_downstream(engine& e, std::uint32_t r, std::uint32_t i);
   void release_admission(engine& e, std::uint32_t r, bool ok);
   std::uint32_t root_of(std::uint32_t c) const;

@@ -3,6 +3,7 @@
 // faults), its wait for a worker (the queue's discipline, CoDel), its work and calls downstream,
 // its answer, and the figures the run reports per service.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include <fmt/format.h>
@@ -68,6 +69,7 @@ void system_runner::on_arrive(engine& e, std::uint32_t r) {
     const faults::fault_decision d = decide_faults(e, r);
     if (d.reset) return finish(e, r, false);
     req.delay = d.delay.count();
+    req.slowdown = d.slowdown;
     if (d.abort_status) {
       req.failed = true;
       req.status = *d.abort_status;
@@ -85,7 +87,7 @@ void system_runner::admit(engine& e, std::uint32_t r) {
   request_record& req = requests_[r];
   const service_spec& s = spec_.services[req.service];
   replica_state& rep = replica(req.service, req.replica);
-  if (s.workers == 0 || rep.busy < s.workers) {
+  if (rep.busy < workers_now(req.service, e.now())) {
     ++rep.busy;
     req.worker = true;
     note_load(e, req.service);
@@ -133,6 +135,9 @@ void system_runner::start_work(engine& e, std::uint32_t r) {
   req.delay = 0;
   const auto in_service = static_cast<std::int64_t>(rep.busy);
   time_ns work = s.service_time.sample(server_rng_, in_service);
+  if (req.slowdown != 1) {
+    work = static_cast<time_ns>(std::min(static_cast<double>(work) * req.slowdown, 1e18) + 0.5);
+  }
   if (s.retry_skips_work && !req.first) {
     work = static_cast<time_ns>(uniform01(server_rng_) * static_cast<double>(work) + 0.5);
   }
@@ -355,11 +360,22 @@ void system_runner::answer(engine& e, std::uint32_t r, std::uint32_t how) {
   free_requests_.push_back(r);
 }
 
+std::uint32_t system_runner::workers_now(std::uint32_t service, time_ns now) const {
+  const service_spec& s = spec_.services[service];
+  if (s.workers == 0) return UINT32_MAX;
+  if (s.faults.empty()) return s.workers;
+  const double share = faults::capacity_share(s.faults, duration{now});
+  if (share >= 1) return s.workers;
+  return std::max<std::uint32_t>(
+      1, static_cast<std::uint32_t>(std::llround(static_cast<double>(s.workers) * share)));
+}
+
 // Workers free: the queue's next request by the discipline; CoDel drops what waited too long.
 void system_runner::serve_next(engine& e, std::uint32_t service, std::uint32_t replica_index) {
   const service_spec& s = spec_.services[service];
   replica_state& rep = replica(service, replica_index);
-  while (!rep.queue.empty() && (s.workers == 0 || rep.busy < s.workers)) {
+  const std::uint32_t workers = workers_now(service, e.now());
+  while (!rep.queue.empty() && rep.busy < workers) {
     // Standing: the queue has not been empty for a whole interval (Fail at Scale's test).
     const bool standing = e.now() - rep.last_empty > s.discipline.interval;
     const bool newest = s.discipline.kind == discipline_kind::lifo ||

@@ -243,6 +243,9 @@ void read_faults(config_reader& keys, const std::string& prefix, service_spec& s
     if (f.what.kind == faults::fault_kind::slow_body) {
       keys.fail(key, "slow_body shapes an HTTP body, which the simulator does not send");
     }
+    if (f.what.kind == faults::fault_kind::capacity && f.when.end != duration::max()) {
+      s.capacity_returns.push_back(f.when.end.count());
+    }
   }
   std::sort(s.pauses.begin(), s.pauses.end(),
             [](const faults::fault_window& a, const faults::fault_window& b) {
@@ -281,6 +284,27 @@ void read_isaev_keys(config_reader& keys, const std::string& p, service_spec& s)
     s.expired_cost = keys.duration_value(expired, duration{0}).count();
   }
   if (keys.has(p + ".check_cost")) s.check_cost = keys.number(p + ".check_cost", 0.0, 0.0, 1.0);
+}
+
+// capacity(...) takes a share of a bounded worker pool; cold_start(...) slows work whose length
+// is drawn when it starts, after the faults were decided.
+void check_slowing_faults(config_reader& keys, const std::string& p, const service_spec& s) {
+  for (const auto& f : s.faults.faults) {
+    if (f.what.kind == faults::fault_kind::capacity && s.workers == 0 && !s.spare_capacity) {
+      keys.fail(p + ".faults", f.what.spec +
+                                   ": takes a share of the workers, and this service has "
+                                   "workers = 0 (no limit); give it workers");
+    }
+    if (f.what.kind != faults::fault_kind::cold_start) continue;
+    if (s.faults_after_work) {
+      keys.fail(p + ".faults_decided", "after-work decides the faults when the work is over, too "
+                                       "late for " + f.what.spec + " to slow it; use on-arrival");
+    }
+    if (s.service_time.tick > 0) {
+      keys.fail(p + ".faults", f.what.spec + ": a concurrency curve with tick= times its own "
+                                             "work; a cold start slows drawn service times only");
+    }
+  }
 }
 
 // workers, or spare_capacity: workers sized from the offered load once the clients are known.
@@ -344,6 +368,7 @@ service_spec read_service(config_reader& keys, const std::string& name) {
   read_admission(keys, p + ".limit", s);
   read_faults(keys, p, s);
   read_isaev_keys(keys, p, s);
+  check_slowing_faults(keys, p, s);
   read_ejection(keys, p + ".outlier_ejection", s);
   s.fan_out = keys.boolean(p + ".fan_out", false);
   s.work_after_calls = choose<int>(keys, p + ".work", "before-calls",
