@@ -24,8 +24,21 @@ memory_need system_runner::memory() const {
   }
   memory_need m;
   const auto tiers = static_cast<double>(spec_.services.size());
-  m.per("[[clients]]", static_cast<std::int64_t>(in_flight * tiers),
-        sizeof(call_record) + sizeof(request_record),
+  // A call's record, its request's; and, sized like the calls, a hedge's copies when an edge
+  // hedges and a window's ticket when one paces.
+  bool hedges = false, windows = false;
+  const auto look = [&](const backoff::strategy& g) {
+    hedges = hedges || g.hedge.has_value();
+    windows = windows || g.window.has_value();
+  };
+  for (const edge_spec& e : spec_.edges) look(e.defaults);
+  for (const auto& per_edge : spec_.edge_guards) {
+    for (const backoff::strategy& g : per_edge) look(g);
+  }
+  const std::size_t per_call =
+      sizeof(call_record) + sizeof(request_record) + (hedges ? sizeof(hedge_state) : 0) +
+      (windows ? sizeof(std::optional<send_ticket>) + sizeof(std::uint32_t) : 0);
+  m.per("[[clients]]", static_cast<std::int64_t>(in_flight * tiers), static_cast<double>(per_call),
         "calls in flight (10 s of each open group's arrivals or a closed group's users, at "
         "every service)");
   m.over("run.duration", spec_.duration + spec_.drain, spec_.bucket);

@@ -53,7 +53,6 @@ struct call_record {
   time_ns started = 0;
   time_ns first_sent = 0;  // when its first attempt (or copy) left
   std::uint64_t operation = 0;    // a client's operation: its id
-  std::uint32_t deepest = 0;      // a client's operation: attempts that reached the deepest tier
   std::uint32_t root = no_index;  // the client operation's call this one serves
   std::uint32_t first_generation = 0;  // hedged: copy 1's; copy n's is this + n - 1
   bool waiting = false;                // an attempt's answer is awaited (not hedged)
