@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Services in layers (docs/SYSTEMS.md): a service's work after its calls, a retry that skips
 // part of the work, errors that fade with the caller's time since its first attempt, a layer
-// that gave up telling its caller not to retry; and faults that take capacity away (a share of
-// the workers, a cold start whose slowdown wears off). Each case is worked out by hand, or
+// that gave up telling its caller not to retry, a breaker asked before first tries only; and
+// faults that take capacity away (a share of the workers, a cold start whose slowdown wears off). Each case is worked out by hand, or
 // bounded statistically with a fixed seed.
 #include <gtest/gtest.h>
 
@@ -250,6 +250,50 @@ TEST(SystemLayers, AColdStartsSlowdownWearsOff) {
   EXPECT_NEAR(r.latency_s->max, 0.300, 0.0005);
   EXPECT_NEAR(r.latency_s->p50, 0.200, 0.0005);
   EXPECT_NEAR(r.makespan_s, 2.150, 1e-6);
+}
+
+// A server that always fails; calls of three attempts, 1 ms apart, five a second; a breaker that
+// opens for 10 s after two failures in a row.
+const std::string tripped = R"toml(scenario = "tripped"
+model = "system"
+[run]
+duration = "1s"
+[service.server]
+workers = 0
+service_time = "constant(value=1ms)"
+errors = "100%:503"
+[[clients]]
+to = "server"
+arrivals = "constant(rate=5)"
+edge = "c"
+[edge.c]
+policy = "constant(initial=1ms)"
+max_attempts = 3
+breaker = "breaker(kind=consecutive, failures=2, open=10s)"
+[[strategy]]
+name = "every-attempt"
+[[strategy]]
+name = "first-tries"
+edge.c.breaker_asks = "first-tries"
+)toml";
+
+TEST(SystemLayers, ABreakerAskedBeforeFirstTriesOnlyLetsACallsRetriesGo) {
+  const auto r = system_run(tripped);
+  // Asked before every attempt: the first call's two failures open it, and its third attempt is
+  // refused; the four calls after it are refused before their first try.
+  EXPECT_EQ(r.strategies.at(0).operations, 5u);
+  EXPECT_EQ(r.strategies.at(0).attempts, 2u);
+  // Before first tries only: the first call makes all three; the others are refused as before.
+  EXPECT_EQ(r.strategies.at(1).attempts, 3u);
+  EXPECT_EQ(r.strategies.at(1).completed, 0u);
+  const std::string kind = system_error(replaced(tripped, "kind=consecutive, failures=2, open=10s",
+                                                 "kind=run-ratio, threshold=10%"));
+  EXPECT_NE(kind.find("strategy first-tries"), std::string::npos) << kind;
+  EXPECT_NE(kind.find("never refuses one"), std::string::npos) << kind;
+  const std::string none = system_error(replaced(tripped, "breaker = \"breaker(kind=consecutive, failures=2, open=10s)\"\n", ""));
+  EXPECT_NE(none.find("needs a breaker"), std::string::npos) << none;
+  const std::string word = system_error(replaced(tripped, "asks = \"first-tries\"", "asks = \"sometimes\""));
+  EXPECT_NE(word.find("expected \"every-attempt\" or \"first-tries\""), std::string::npos) << word;
 }
 
 TEST(SystemLayers, BadLayerKeysAreOneLineWithTheirPlace) {

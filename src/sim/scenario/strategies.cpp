@@ -50,11 +50,12 @@ std::vector<edge_setting> read_edge_settings(const toml::node& edges, const std:
     throw scenario_error(position(edges.source(), path) +
                          ": strategy.edge: expected a table of edges (edge.NAME.KEY = VALUE)");
   }
-  // An edge's own key beside a strategy's: what its caller answers upward when a call gives up
-  // (the system model's on_give_up, docs/SYSTEMS.md).
+  // An edge's own keys beside a strategy's (the system model's on_give_up and breaker_asks,
+  // docs/SYSTEMS.md).
   std::vector<std::string_view> keys(backoff::strategy::keys().begin(),
                                      backoff::strategy::keys().end());
   keys.push_back("on_give_up");
+  keys.push_back("breaker_asks");
   std::vector<std::pair<std::pair<std::uint32_t, std::uint32_t>, edge_setting>> found;
   for (const auto& [edge, settings] : *t) {
     const toml::table* s = settings.as_table();

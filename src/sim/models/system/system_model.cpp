@@ -83,8 +83,7 @@ void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
   const std::vector<backoff::strategy>& guards =
       spec_.edge_guards[static_cast<std::size_t>(named - strategy_names_.begin())];
   guards_now_ = &guards;
-  do_not_retry_now_ =
-      &spec_.do_not_retry_on_give_up[static_cast<std::size_t>(named - strategy_names_.begin())];
+  options_now_ = &spec_.edge_options_of[static_cast<std::size_t>(named - strategy_names_.begin())];
   policies_.clear();
   for (const backoff::strategy& g : guards) policies_.push_back(g.retry());
   // Slots: one per client group, then one per (replica, call) of each service: each caller keeps
@@ -349,7 +348,9 @@ std::uint32_t system_runner::open_call(engine& e, std::uint32_t edge, std::uint3
   if ((*guards_now_)[edge].hedge) {
     rec.hedged = true;  // its controller starts with the first copy (start_hedged)
   } else {
-    rec.control.emplace(policies_[edge], duration{e.now()}, lives_[slot].gates());
+    retry_gates gates = lives_[slot].gates();
+    if ((*options_now_)[edge].breaker_first_tries) gates.breaker = nullptr;  // asked in attempt()
+    rec.control.emplace(policies_[edge], duration{e.now()}, gates);
   }
   return c;
 }
@@ -364,6 +365,15 @@ void system_runner::attempt(engine& e, std::uint32_t c, bool paced) {
     const auto g = rec.control->before_attempt(duration{e.now()}, client_rng_);
     if (!g.send) return call_over(e, c, g.stop);
     if (g.wait.count() > 0) return e.schedule_after(g.wait.count(), self_, send_now, c);
+  }
+  if ((*options_now_)[rec.edge].breaker_first_tries) {
+    // Isaev's client.py: the breaker is asked before a call's first try, which it may refuse; a
+    // retry always goes, recorded when the breaker allows it (jirfag's breaker clears its window
+    // at every transition, so results while it is open never count).
+    const bool first = rec.attempts == 0;
+    rec.permit = lives_[rec.slot].breaker->try_acquire(duration{e.now()}, first);
+    if (first && !rec.permit) return call_over(e, c, outcome::breaker_open);
+    rec.permit_pending = rec.permit.allowed;
   }
   ++rec.attempts;
   const std::uint32_t generation = ++rec.generation;
@@ -478,6 +488,11 @@ void system_runner::on_answer(engine& e, std::uint64_t payload, std::uint32_t ho
       }
     }
   }
+  if (rec.permit_pending) {
+    lives_[rec.slot].breaker->record(duration{e.now()}, rec.permit,
+                                     v.kind == verdict_kind::retryable);
+    rec.permit_pending = false;
+  }
   const auto d = rec.control->after(v, duration{e.now()}, client_rng_);
   if (lives_[rec.slot].window) return window_answer(e, c, v.kind, d);
   if (v.kind == verdict_kind::success) return call_over(e, c, outcome::succeeded);
@@ -488,6 +503,10 @@ void system_runner::on_answer(engine& e, std::uint64_t payload, std::uint32_t ho
 void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
   call_record& rec = calls_[c];
   leave_window(c);
+  if (rec.permit_pending) {
+    lives_[rec.slot].breaker->release(rec.permit);  // its answer will not be read
+    rec.permit_pending = false;
+  }
   rec.control.reset();
   if (rec.hedged) hedges_[c].control.reset();  // its breaker permits are back
   rec.in_use = false;
@@ -495,7 +514,8 @@ void system_runner::call_over(engine& e, std::uint32_t c, outcome why) {
   free_calls_.push_back(c);
   const bool ok = why == outcome::succeeded;
   if (rec.parent != no_index) {
-    return downstream_over(e, rec.parent, ok, !ok && (*do_not_retry_now_)[rec.edge]);
+    return downstream_over(e, rec.parent, ok,
+                           !ok && (*options_now_)[rec.edge].do_not_retry_on_give_up);
   }
   const std::uint32_t g = rec.group;
   out_->operation_done(

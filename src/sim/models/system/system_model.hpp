@@ -56,6 +56,10 @@ struct call_record {
   std::uint32_t root = no_index;  // the client operation's call this one serves
   std::uint32_t first_generation = 0;  // hedged: copy 1's; copy n's is this + n - 1
   bool waiting = false;                // an attempt's answer is awaited (not hedged)
+  // breaker_asks = "first-tries": the edge's breaker is asked here, not by the controller; an
+  // allowed permit is recorded when its attempt's answer comes.
+  bool permit_pending = false;
+  circuit_breaker::permit permit;
   bool hedged = false;                 // its edge hedges: copies, not retries (hedges_)
   bool in_use = false;
 };

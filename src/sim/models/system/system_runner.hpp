@@ -155,7 +155,7 @@ class system_runner final : public model_runner,
   system_spec spec_;
   std::vector<std::string> strategy_names_;  // check_all's, in the order of edge_guards
   const std::vector<backoff::strategy>* guards_now_ = nullptr;  // the running strategy's edges
-  const std::vector<bool>* do_not_retry_now_ = nullptr;  // its edges' on_give_up
+  const std::vector<edge_options>* options_now_ = nullptr;  // its edges' options
 
   // One run's state. Lives and policies outlive the calls (their controllers point at both).
   std::vector<client_strategy::live> lives_;

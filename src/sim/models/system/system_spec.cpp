@@ -552,16 +552,45 @@ void read_client_groups(config_reader& keys, system_spec& spec) {
 
 }  // namespace
 
-bool read_on_give_up(std::string_view text) {
-  if (text == "retryable") return false;
-  if (text == "do-not-retry") return true;
-  throw parse_error("expected \"retryable\" or \"do-not-retry\", got " +
-                    quote_for_message(text));
+void set_edge_option(edge_options& options, std::string_view key, std::string_view text) {
+  const auto pick = [&](std::string_view no, std::string_view yes) {
+    if (text == no) return false;
+    if (text == yes) return true;
+    throw parse_error("expected \"" + std::string(no) + "\" or \"" + std::string(yes) +
+                      "\", got " + quote_for_message(text));
+  };
+  if (key == "on_give_up") {
+    options.do_not_retry_on_give_up = pick("retryable", "do-not-retry");
+  } else if (key == "breaker_asks") {
+    options.breaker_first_tries = pick("every-attempt", "first-tries");
+  } else {
+    throw parse_error("unknown edge key " + quote_for_message(key));
+  }
 }
+
+namespace {
+
+// breaker_asks = "first-tries" needs a breaker that refuses attempts, and a loop that makes
+// one attempt at a time.
+void check_options(const backoff::strategy& g, const edge_options& o) {
+  if (!o.breaker_first_tries) return;
+  if (!g.breaker) throw parse_error("breaker_asks = \"first-tries\" needs a breaker");
+  if (g.breaker->kind != breaker_kind::rate && g.breaker->kind != breaker_kind::consecutive) {
+    throw parse_error("breaker_asks = \"first-tries\" asks a breaker before first tries only; "
+                      "a " + std::string(to_string(g.breaker->kind)) +
+                      " breaker never refuses one (give it kind=rate or consecutive)");
+  }
+  if (g.hedge || g.window || g.breaker->keyed) {
+    throw parse_error("breaker_asks = \"first-tries\" goes with a retry loop, not with a hedge, "
+                      "a window or a keyed breaker");
+  }
+}
+
+}  // namespace
 
 void system_spec::resolve(const std::vector<client_strategy>& strategies) {
   edge_guards.clear();
-  do_not_retry_on_give_up.clear();
+  edge_options_of.clear();
   for (const client_strategy& s : strategies) {
     for (const std::string_view key : backoff::strategy::keys()) {
       if (s.guards().has(key)) {
@@ -571,10 +600,10 @@ void system_spec::resolve(const std::vector<client_strategy>& strategies) {
       }
     }
     std::vector<backoff::strategy> per_edge;
-    std::vector<bool> signals;
+    std::vector<edge_options> options;
     for (const edge_spec& e : edges) {
       per_edge.push_back(e.defaults);
-      signals.push_back(e.do_not_retry_on_give_up);
+      options.push_back(e.options);
     }
     for (const edge_setting& set : s.edge_settings()) {
       const auto e = edge_index(set.edge);
@@ -585,8 +614,8 @@ void system_spec::resolve(const std::vector<client_strategy>& strategies) {
                              did_you_mean(set.edge, names));
       }
       try {
-        if (set.key == on_give_up_key) {
-          signals[*e] = read_on_give_up(set.text);
+        if (std::ranges::find(edge_option_keys, set.key) != std::end(edge_option_keys)) {
+          set_edge_option(options[*e], set.key, set.text);
         } else {
           per_edge[*e].set(set.key, set.text);
         }
@@ -598,13 +627,14 @@ void system_spec::resolve(const std::vector<client_strategy>& strategies) {
     for (std::size_t e = 0; e < edges.size(); ++e) {
       try {
         per_edge[e].validate();
+        check_options(per_edge[e], options[e]);
       } catch (const parse_error& err) {
         throw scenario_error(s.where() + ": strategy " + s.name() + ": edge " + edges[e].name +
                              ": " + err.what());
       }
     }
     edge_guards.push_back(std::move(per_edge));
-    do_not_retry_on_give_up.push_back(std::move(signals));
+    edge_options_of.push_back(std::move(options));
   }
 }
 
@@ -643,13 +673,19 @@ system_spec read_system(config_reader& keys) {
     } catch (const parse_error& err) {
       keys.fail(p, err.what());
     }
-    const std::string give_up = p + "." + std::string(on_give_up_key);
-    if (keys.has(give_up)) {
+    for (const std::string_view key : edge_option_keys) {
+      const std::string k = p + "." + std::string(key);
+      if (!keys.has(k)) continue;
       try {
-        e.do_not_retry_on_give_up = read_on_give_up(keys.string(give_up, ""));
+        set_edge_option(e.options, key, keys.string(k, ""));
       } catch (const parse_error& err) {
-        keys.fail(give_up, err.what());
+        keys.fail(k, err.what());
       }
+    }
+    try {
+      check_options(e.defaults, e.options);
+    } catch (const parse_error& err) {
+      keys.fail(p, err.what());
     }
     spec.edges.push_back(std::move(e));
   }

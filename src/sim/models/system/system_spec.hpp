@@ -120,19 +120,31 @@ struct client_group {
   bool backoff_from_think = false;
 };
 
-// An edge's key beside the strategy's: what its caller answers upward when a call on the edge
-// gives up ("retryable", the default, or "do-not-retry": the end-to-end signal after Google's
-// SRE book, "Handling Overload", carried as gRPC's pushback that asks not to retry).
-inline constexpr std::string_view on_give_up_key = "on_give_up";
-// "retryable" or "do-not-retry"; throws parse_error.
-bool read_on_give_up(std::string_view text);
+// An edge's keys beside the strategy's (docs/SYSTEMS.md, "[edge.NAME]"):
+//   on_give_up = "retryable" | "do-not-retry"      what its caller answers upward when a call on
+//                                                  the edge gives up: the end-to-end signal after
+//                                                  Google's SRE book ("Handling Overload"), as
+//                                                  gRPC's pushback that asks not to retry
+//   breaker_asks = "every-attempt" | "first-tries" when the edge's breaker is asked: before every
+//                                                  attempt (inside the retry loop, the library's
+//                                                  order), or before a call's first try only,
+//                                                  its retries always going (a breaker around the
+//                                                  retried call: Isaev's client breaker)
+struct edge_options {
+  // A call on this edge that ends without success (its attempts, a budget or a breaker gave up,
+  // or the answer said not to retry) makes its service answer its own caller "do not retry".
+  bool do_not_retry_on_give_up = false;
+  bool breaker_first_tries = false;
+  friend bool operator==(const edge_options&, const edge_options&) = default;
+};
+inline constexpr std::string_view edge_option_keys[] = {"on_give_up", "breaker_asks"};
+// Sets one of edge_option_keys from its text; throws parse_error.
+void set_edge_option(edge_options& options, std::string_view key, std::string_view text);
 
 struct edge_spec {
   std::string name, where;
   backoff::strategy defaults;
-  // A call on this edge that ends without success (its attempts, a budget or a breaker gave up,
-  // or the answer said not to retry) makes its service answer its own caller "do not retry".
-  bool do_not_retry_on_give_up = false;
+  edge_options options;
 };
 
 struct system_spec {
@@ -149,8 +161,8 @@ struct system_spec {
   time_ns warmup = 0;
   // resolve(): per strategy (scenario order), per edge, the guards that strategy runs with.
   std::vector<std::vector<backoff::strategy>> edge_guards;
-  // resolve(): per strategy, per edge, on_give_up = "do-not-retry".
-  std::vector<std::vector<bool>> do_not_retry_on_give_up;
+  // resolve(): per strategy, per edge, its options.
+  std::vector<std::vector<edge_options>> edge_options_of;
 
   // Lays each strategy's edge.NAME.KEY settings over the edges' defaults and validates them;
   // throws scenario_error naming the setting.
