@@ -253,7 +253,8 @@ std::optional<net::fault_experiment> fault_experiment_of(const load_flags& f,
       throw parse_error("--pause-after and --pause-for go with --experiment outage only");
     }
     e.faults = faults::read_fault_schedule(f.experiment);
-    if (const auto why = faults::network_refusal(e.faults)) throw parse_error("--experiment: " + *why);
+    if (const auto why = faults::network_refusal(e.faults))
+      throw parse_error("--experiment: " + *why);
   } catch (const faults::fault_schedule_error& err) {
     std::cerr << "backoff load: --experiment: " << err.what()
               << " (--experiment takes 'outage' or a fault schedule file)\n";

@@ -78,7 +78,7 @@ std::string header_name(std::string_view spec, std::string_view text,
 }
 
 // Bit i: fault_kind i; then bit 5 + i: latency_distribution i.
-constexpr std::string_view kind_names[] = {"errors",   "latency",  "partial",   "outage",
+constexpr std::string_view kind_names[] = {"errors",    "latency",  "partial",   "outage",
                                            "slow_body", "capacity", "cold_start"};
 constexpr std::string_view distribution_names[] = {"fixed", "uniform", "exponential", "lognormal",
                                                    "pareto"};
@@ -218,7 +218,8 @@ constexpr spec_key<fault> fault_keys[] = {
      [](fault& f, const spec_value& v) {
        f.fade = v.time();
        if (f.fade <= duration{0} || f.fade > longest_injected_wait) {
-         fail(v.spec, "'fade' must be above 0s and at most 24h, got " + quote_for_message(v.text()));
+         fail(v.spec,
+              "'fade' must be above 0s and at most 24h, got " + quote_for_message(v.text()));
        }
      },
      [](const fault& f) -> std::optional<std::string> {

@@ -299,8 +299,7 @@ TEST(FaultDecision, AKeyedOutageFailsTheSameKeysEveryTimeAndSparesTheRest) {
 }
 
 TEST(FaultSpec, AFadingErrorNamesItsFade) {
-  EXPECT_EQ(parse_fault("errors(rate=90%, fade=2s)").spec,
-            "errors(status=503, fade=2s, rate=90%)");
+  EXPECT_EQ(parse_fault("errors(rate=90%, fade=2s)").spec, "errors(status=503, fade=2s, rate=90%)");
   EXPECT_NE(parse_message("errors(fade=0s)").find("'fade' must be above 0s"), std::string::npos);
   EXPECT_NE(parse_message("errors(fade=25h)").find("at most 24h"), std::string::npos);
   EXPECT_NE(parse_message("outage(fade=1s)").find("'fade' does not apply to outage"),
@@ -376,7 +375,8 @@ TEST(FaultDecision, ACapacityDropHoldsItsShareOnlyInItsWindow) {
 
 TEST(FaultDecision, AColdStartSlowsWorkLessAndLessAfterItsStart) {
   fault_plan plan = plan_of({});
-  plan.faults.push_back({{10s, duration::max()}, parse_fault("cold_start(factor=5, half_life=2s)")});
+  plan.faults.push_back(
+      {{10s, duration::max()}, parse_fault("cold_start(factor=5, half_life=2s)")});
   random_generator rng{5};
   const fake_request r;
   EXPECT_EQ(decide(plan, 9s, r.view(), rng).slowdown, 1.0);

@@ -125,8 +125,8 @@ double field_of(const report::strategy_summary& s, const std::string& name) {
 // the system form does not have (the time since the loop's first attempt): at the source's 2 s
 // recovery the gap is a few per cent. Also where the signal matters, failures half as often,
 // recovering in 50 ms: there the failed calls' own time (5 ms each) is a tenth of the recovery,
-// and the p95 of the code's clock is 11 to 16 % above the elapsed time's, so the dedicated model runs
-// with quirks = false (the post's reading, which the system form has).
+// and the p95 of the code's clock is 11 to 16 % above the elapsed time's, so the dedicated model
+// runs with quirks = false (the post's reading, which the system form has).
 TEST(SystemAgreement, RetryLayers) {
   for (const std::vector<std::string>& sets :
        {std::vector<std::string>{},

@@ -2,8 +2,8 @@
 // Services in layers (docs/SYSTEMS.md): a service's work after its calls, a retry that skips
 // part of the work, errors that fade with the caller's time since its first attempt, a layer
 // that gave up telling its caller not to retry, a breaker asked before first tries only; and
-// faults that take capacity away (a share of the workers, a cold start whose slowdown wears off). Each case is worked out by hand, or
-// bounded statistically with a fixed seed.
+// faults that take capacity away (a share of the workers, a cold start whose slowdown wears off).
+// Each case is worked out by hand, or bounded statistically with a fixed seed.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -50,16 +50,17 @@ TEST(SystemLayers, WorkAfterCallsComesOnceTheCallsAreOverWhateverTheyGave) {
   EXPECT_NEAR(system_field(before, "services.api.latency_s.p50"), 0.150, 0.0005);
   // Calls first: db is called at 0, in its outage, and fails at once; api still does its work
   // (100 ms), then fails.
-  const std::string calls_first = replaced(ordered, "calls = [", "work = \"after-calls\"\ncalls = [");
+  const std::string calls_first =
+      replaced(ordered, "calls = [", "work = \"after-calls\"\ncalls = [");
   const auto after = system_run(calls_first).strategies.at(0);
   EXPECT_EQ(after.completed, 0u);
   EXPECT_EQ(system_field(after, "services.db.failed"), 1.0);
   EXPECT_EQ(system_field(after, "services.api.failed"), 1.0);
   // The client retries at once when api's failure comes back, at 100 ms (not at 0, as it would
   // if a failed call skipped the work): db answers at 150 ms, api's work ends at 250 ms.
-  const auto retried =
-      system_run(replaced(calls_first, "[edge.once]\nmax_attempts = 1", "[edge.once]\nmax_attempts = 2"))
-          .strategies.at(0);
+  const auto retried = system_run(replaced(calls_first, "[edge.once]\nmax_attempts = 1",
+                                           "[edge.once]\nmax_attempts = 2"))
+                           .strategies.at(0);
   EXPECT_EQ(retried.completed, 1u);
   ASSERT_TRUE(retried.latency_s);
   EXPECT_NEAR(retried.latency_s->p50, 0.250, 0.0005);
@@ -103,7 +104,8 @@ TEST(SystemLayers, ErrorsFadeWithTheCallersTimeSinceItsFirstAttempt) {
   ASSERT_TRUE(gone.latency_s);
   EXPECT_NEAR(gone.latency_s->p50, 0.210, 1e-6);
   // Fading over 220 ms: a retry 110 ms on fails half the time (binomial, sd 0.011; 5 sd).
-  const auto half = system_run(replaced(fading, "fade = \"1ms\"", "fade = \"220ms\"")).strategies.at(0);
+  const auto half =
+      system_run(replaced(fading, "fade = \"1ms\"", "fade = \"220ms\"")).strategies.at(0);
   EXPECT_NEAR(half.success_rate(), 0.5, 0.055);
   // Not fading: every retry fails too.
   const auto steady = system_run(replaced(fading, ", fade = \"1ms\"", "")).strategies.at(0);
@@ -173,13 +175,13 @@ TEST(SystemLayers, ALayerThatGaveUpTellsItsCallerNotToRetry) {
   EXPECT_EQ(told.completed, 0u);
   // The same from the edge's own table; the signal goes one layer up only when the edge above
   // says so too (the client never retries, so nothing changes at the top).
-  const auto from_edge = system_run(replaced(chain, "[edge.bc]\n", "[edge.bc]\non_give_up = \"do-not-retry\"\n"));
+  const auto from_edge =
+      system_run(replaced(chain, "[edge.bc]\n", "[edge.bc]\non_give_up = \"do-not-retry\"\n"));
   EXPECT_EQ(system_field(from_edge.strategies.at(0), "services.c.attempts"), 300.0);
   // A strategy may set it back.
-  const auto undone = system_run(replaced(replaced(chain, "[edge.bc]\n",
-                                                   "[edge.bc]\non_give_up = \"do-not-retry\"\n"),
-                                          "edge.bc.on_give_up = \"do-not-retry\"",
-                                          "edge.bc.on_give_up = \"retryable\""));
+  const auto undone = system_run(
+      replaced(replaced(chain, "[edge.bc]\n", "[edge.bc]\non_give_up = \"do-not-retry\"\n"),
+               "edge.bc.on_give_up = \"do-not-retry\"", "edge.bc.on_give_up = \"retryable\""));
   EXPECT_EQ(system_field(undone.strategies.at(1), "services.c.attempts"), 900.0);
 }
 
@@ -286,37 +288,39 @@ TEST(SystemLayers, ABreakerAskedBeforeFirstTriesOnlyLetsACallsRetriesGo) {
   // Before first tries only: the first call makes all three; the others are refused as before.
   EXPECT_EQ(r.strategies.at(1).attempts, 3u);
   EXPECT_EQ(r.strategies.at(1).completed, 0u);
-  const std::string kind = system_error(replaced(tripped, "kind=consecutive, failures=2, open=10s",
-                                                 "kind=run-ratio, threshold=10%"));
+  const std::string kind = system_error(
+      replaced(tripped, "kind=consecutive, failures=2, open=10s", "kind=run-ratio, threshold=10%"));
   EXPECT_NE(kind.find("strategy first-tries"), std::string::npos) << kind;
   EXPECT_NE(kind.find("never refuses one"), std::string::npos) << kind;
-  const std::string none = system_error(replaced(tripped, "breaker = \"breaker(kind=consecutive, failures=2, open=10s)\"\n", ""));
+  const std::string none = system_error(
+      replaced(tripped, "breaker = \"breaker(kind=consecutive, failures=2, open=10s)\"\n", ""));
   EXPECT_NE(none.find("needs a breaker"), std::string::npos) << none;
-  const std::string word = system_error(replaced(tripped, "asks = \"first-tries\"", "asks = \"sometimes\""));
+  const std::string word =
+      system_error(replaced(tripped, "asks = \"first-tries\"", "asks = \"sometimes\""));
   EXPECT_NE(word.find("expected \"every-attempt\" or \"first-tries\""), std::string::npos) << word;
 }
 
 TEST(SystemLayers, BadLayerKeysAreOneLineWithTheirPlace) {
-  const std::string work = system_error(replaced(ordered, "calls = [", "work = \"sideways\"\ncalls = ["));
+  const std::string work =
+      system_error(replaced(ordered, "calls = [", "work = \"sideways\"\ncalls = ["));
   EXPECT_NE(work.find("mine.toml:"), std::string::npos) << work;
   EXPECT_NE(work.find("service.api.work"), std::string::npos) << work;
   const std::string edge =
       system_error(replaced(chain, "[edge.bc]\n", "[edge.bc]\non_give_up = \"never\"\n"));
   EXPECT_NE(edge.find("edge.bc.on_give_up"), std::string::npos) << edge;
   EXPECT_NE(edge.find("\"do-not-retry\""), std::string::npos) << edge;
-  const std::string strategy = system_error(
-      replaced(chain, "on_give_up = \"do-not-retry\"", "on_give_up = \"nope\""));
+  const std::string strategy =
+      system_error(replaced(chain, "on_give_up = \"do-not-retry\"", "on_give_up = \"nope\""));
   EXPECT_NE(strategy.find("strategy told-not-to"), std::string::npos) << strategy;
   EXPECT_NE(strategy.find("edge.bc.on_give_up"), std::string::npos) << strategy;
-  const std::string fade =
-      system_error(replaced(fading, "fade = \"1ms\"", "fade = \"0s\""));
+  const std::string fade = system_error(replaced(fading, "fade = \"1ms\"", "fade = \"0s\""));
   EXPECT_NE(fade.find("service.server.errors"), std::string::npos) << fade;
   EXPECT_NE(fade.find("'fade' must be above 0s"), std::string::npos) << fade;
   const std::string unbounded = system_error(replaced(halved, "workers = 4", "workers = 0"));
   EXPECT_NE(unbounded.find("service.server.faults"), std::string::npos) << unbounded;
   EXPECT_NE(unbounded.find("workers = 0 (no limit)"), std::string::npos) << unbounded;
-  const std::string late = system_error(
-      replaced(cold, "workers = 0", "workers = 0\nfaults_decided = \"after-work\""));
+  const std::string late =
+      system_error(replaced(cold, "workers = 0", "workers = 0\nfaults_decided = \"after-work\""));
   EXPECT_NE(late.find("service.server.faults_decided"), std::string::npos) << late;
   const std::string typo = system_error(replaced(chain, "edge.bc.on_give_up", "edge.bc.on_giveup"));
   EXPECT_NE(typo.find("on_give_up"), std::string::npos) << typo;  // the did-you-mean

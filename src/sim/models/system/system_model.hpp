@@ -51,16 +51,16 @@ struct call_record {
   std::uint32_t attempts = 0;  // sent
   time_ns deadline = 0;        // received from upstream (0: none)
   time_ns started = 0;
-  time_ns first_sent = 0;  // when its first attempt (or copy) left
-  std::uint64_t operation = 0;    // a client's operation: its id
-  std::uint32_t root = no_index;  // the client operation's call this one serves
+  time_ns first_sent = 0;              // when its first attempt (or copy) left
+  std::uint64_t operation = 0;         // a client's operation: its id
+  std::uint32_t root = no_index;       // the client operation's call this one serves
   std::uint32_t first_generation = 0;  // hedged: copy 1's; copy n's is this + n - 1
   bool waiting = false;                // an attempt's answer is awaited (not hedged)
   // breaker_asks = "first-tries": the edge's breaker is asked here, not by the controller; an
   // allowed permit is recorded when its attempt's answer comes.
   bool permit_pending = false;
   circuit_breaker::permit permit;
-  bool hedged = false;                 // its edge hedges: copies, not retries (hedges_)
+  bool hedged = false;  // its edge hedges: copies, not retries (hedges_)
   bool in_use = false;
 };
 
@@ -80,15 +80,15 @@ struct request_record {
   std::uint32_t next_call = 0;  // the next call in order
   std::uint32_t depth = 1;      // 1 at a client's service
   time_ns arrived = 0, queued_at = 0, deadline = 0, delay = 0;
-  std::uint64_t key = 0;  // its client operation's key, 0..999: fixed across retries
+  std::uint64_t key = 0;    // its client operation's key, 0..999: fixed across retries
   time_ns since_first = 0;  // how long before it its call's first attempt left
   double slowdown = 1;      // a cold start's: its work takes this many times its drawn time
   limit_permit permit;
   bool worker = false, admitted = false, failed = false, in_use = false;
-  bool first = false;  // its call's first attempt (an arrival, not a retry)
+  bool first = false;         // its call's first attempt (an arrival, not a retry)
   bool calls_done = false;    // work = "after-calls": its calls are over, its work under way
   bool do_not_retry = false;  // a call of its gave up on an edge that says "do not retry"
-  int status = 0;      // a fault's status when it failed at one (else 0: taken for a 503)
+  int status = 0;             // a fault's status when it failed at one (else 0: taken for a 503)
 };
 
 struct replica_state {

@@ -30,9 +30,9 @@ enum kind : std::uint32_t {
   user_wakes,    // payload: a closed group | the think time it waited << 16
   pause_begins,  // payload: service
   pause_ends,
-  answer_fatal,  // as answer_failed, with a status the caller's hedge takes as fatal
-  hedge_send,    // call | the copy's generation << 32: the throttle's pacing is over
-  hedge_timer,   // call | first_generation << 32: the next copy's time or the deadline
+  answer_fatal,         // as answer_failed, with a status the caller's hedge takes as fatal
+  hedge_send,           // call | the copy's generation << 32: the throttle's pacing is over
+  hedge_timer,          // call | first_generation << 32: the next copy's time or the deadline
   answer_do_not_retry,  // as answer_failed, from a service whose call gave up on an edge that
                         // says so (on_give_up = "do-not-retry"): its caller stops
   capacity_returns,     // payload: service; a capacity(...) window is over
@@ -155,7 +155,7 @@ class system_runner final : public model_runner,
   system_spec spec_;
   std::vector<std::string> strategy_names_;  // check_all's, in the order of edge_guards
   const std::vector<backoff::strategy>* guards_now_ = nullptr;  // the running strategy's edges
-  const std::vector<edge_options>* options_now_ = nullptr;  // its edges' options
+  const std::vector<edge_options>* options_now_ = nullptr;      // its edges' options
 
   // One run's state. Lives and policies outlive the calls (their controllers point at both).
   std::vector<client_strategy::live> lives_;

@@ -2,11 +2,11 @@
 // The system model's replicas (system_runner.hpp): a request's arrival (accept limit, admission,
 // faults), its wait for a worker (the queue's discipline, CoDel), its work and calls downstream,
 // its answer, and the figures the run reports per service.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "system_runner.hpp"
 

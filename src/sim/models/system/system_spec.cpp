@@ -297,12 +297,15 @@ void check_slowing_faults(config_reader& keys, const std::string& p, const servi
     }
     if (f.what.kind != faults::fault_kind::cold_start) continue;
     if (s.faults_after_work) {
-      keys.fail(p + ".faults_decided", "after-work decides the faults when the work is over, too "
-                                       "late for " + f.what.spec + " to slow it; use on-arrival");
+      keys.fail(p + ".faults_decided",
+                "after-work decides the faults when the work is over, too "
+                "late for " +
+                    f.what.spec + " to slow it; use on-arrival");
     }
     if (s.service_time.tick > 0) {
-      keys.fail(p + ".faults", f.what.spec + ": a concurrency curve with tick= times its own "
-                                             "work; a cold start slows drawn service times only");
+      keys.fail(p + ".faults", f.what.spec +
+                                   ": a concurrency curve with tick= times its own "
+                                   "work; a cold start slows drawn service times only");
     }
   }
 }
@@ -371,9 +374,9 @@ service_spec read_service(config_reader& keys, const std::string& name) {
   check_slowing_faults(keys, p, s);
   read_ejection(keys, p + ".outlier_ejection", s);
   s.fan_out = keys.boolean(p + ".fan_out", false);
-  s.work_after_calls = choose<int>(keys, p + ".work", "before-calls",
-                                   std::array<std::string_view, 2>{"before-calls",
-                                                                   "after-calls"}) == 1;
+  s.work_after_calls =
+      choose<int>(keys, p + ".work", "before-calls",
+                  std::array<std::string_view, 2>{"before-calls", "after-calls"}) == 1;
   s.retry_skips_work = keys.boolean(p + ".retry_skips_work", false);
   return s;
 }
@@ -556,8 +559,8 @@ void set_edge_option(edge_options& options, std::string_view key, std::string_vi
   const auto pick = [&](std::string_view no, std::string_view yes) {
     if (text == no) return false;
     if (text == yes) return true;
-    throw parse_error("expected \"" + std::string(no) + "\" or \"" + std::string(yes) +
-                      "\", got " + quote_for_message(text));
+    throw parse_error("expected \"" + std::string(no) + "\" or \"" + std::string(yes) + "\", got " +
+                      quote_for_message(text));
   };
   if (key == "on_give_up") {
     options.do_not_retry_on_give_up = pick("retryable", "do-not-retry");
@@ -576,13 +579,16 @@ void check_options(const backoff::strategy& g, const edge_options& o) {
   if (!o.breaker_first_tries) return;
   if (!g.breaker) throw parse_error("breaker_asks = \"first-tries\" needs a breaker");
   if (g.breaker->kind != breaker_kind::rate && g.breaker->kind != breaker_kind::consecutive) {
-    throw parse_error("breaker_asks = \"first-tries\" asks a breaker before first tries only; "
-                      "a " + std::string(to_string(g.breaker->kind)) +
-                      " breaker never refuses one (give it kind=rate or consecutive)");
+    throw parse_error(
+        "breaker_asks = \"first-tries\" asks a breaker before first tries only; "
+        "a " +
+        std::string(to_string(g.breaker->kind)) +
+        " breaker never refuses one (give it kind=rate or consecutive)");
   }
   if (g.hedge || g.window || g.breaker->keyed) {
-    throw parse_error("breaker_asks = \"first-tries\" goes with a retry loop, not with a hedge, "
-                      "a window or a keyed breaker");
+    throw parse_error(
+        "breaker_asks = \"first-tries\" goes with a retry loop, not with a hedge, "
+        "a window or a keyed breaker");
   }
 }
 
