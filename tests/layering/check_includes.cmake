@@ -11,10 +11,12 @@
 #   - report: the library, config;
 #   - faults (the fault specs, schedules and decisions, below the drivers so that the simulator
 #     and the network harness share them): the library, config;
+#   - systems (the system files' reader and their distributions, below the drivers for the same
+#     reason): the library, config, seed_models, report, faults;
 #   - the drivers sim, net and tool: the library, report (tool excepted: the statically linked
-#     backoff-try carries no report layer), config, seed_models, faults (tool excepted), and their
-#     own folder, never each other;
-#   - experiments (runs several drivers): net, report and faults, not sim;
+#     backoff-try carries no report layer), config, seed_models, faults and systems (tool
+#     excepted), and their own folder, never each other;
+#   - experiments (runs several drivers): net, report, faults and systems, not sim;
 #   - cli: everything.
 # An include is placed by where it resolves: a path relative to the including file first (so
 # "../dispatch.hpp" or "model.hpp" count as the folder they land in), then the folder it names
@@ -26,8 +28,8 @@ if(NOT IS_DIRECTORY "${SOURCE_DIR}/src")
   message(FATAL_ERROR "check_includes: no src/ under SOURCE_DIR='${SOURCE_DIR}'")
 endif()
 
-set(project_folders backoff core asio config seed_models report faults sim net tool experiments
-  cli)
+set(project_folders backoff core asio config seed_models report faults systems sim net tool
+  experiments cli)
 set(third_party_banned_in_library fmt spdlog nlohmann toml++ CLI zlib.h gtest gmock benchmark
   rapidcheck)
 
@@ -39,10 +41,11 @@ set(allowed_config ${library} config)
 set(allowed_seed_models ${library} seed_models)
 set(allowed_report ${library} config report)
 set(allowed_faults ${library} config faults)
-set(allowed_sim ${library} config seed_models report faults sim)
-set(allowed_net ${library} config seed_models report faults net)
+set(allowed_systems ${library} config seed_models report faults systems)
+set(allowed_sim ${library} config seed_models report faults systems sim)
+set(allowed_net ${library} config seed_models report faults systems net)
 set(allowed_tool ${library} config tool)
-set(allowed_experiments ${library} config seed_models report faults net experiments)
+set(allowed_experiments ${library} config seed_models report faults systems net experiments)
 set(allowed_cli ${project_folders})
 
 # The layer a path of the tree is in: include/backoff/... -> backoff, src/<layer>/... -> layer;

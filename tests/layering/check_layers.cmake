@@ -3,7 +3,8 @@
 # wrote (cmake/backoff_helpers.cmake, backoff_write_link_graph): the report layer depends on the
 # library at most; the fault layer (fault specs, schedules and decisions, src/faults) sits below
 # the drivers, shared by the simulator and the network harness, and reaches neither them nor
-# report; the simulator, the network harness and the retry tool never reach one another;
+# report; the system files' reader (src/systems) sits there too, above faults and report; the
+# simulator, the network harness and the retry tool never reach one another;
 # experiments that use several drivers sit above them. A target missing from the graph fails too,
 # so a rename cannot make the check pass by accident.
 #
@@ -45,7 +46,8 @@ set(drivers backoff_sim backoff_net backoff_tool backoff_experiments backoff_cli
 check(backoff NEVER backoff_asio backoff_report ${drivers})
 check(backoff_report MUST backoff NEVER ${drivers})
 check(backoff_faults MUST backoff NEVER backoff_asio backoff_report ${drivers})
-check(backoff_sim MUST backoff_report NEVER backoff_net backoff_tool backoff_experiments backoff_cli)
+check(backoff_systems MUST backoff backoff_faults NEVER backoff_asio ${drivers})
+check(backoff_sim MUST backoff_report backoff_systems NEVER backoff_net backoff_tool backoff_experiments backoff_cli)
 check(backoff_net MUST backoff_report backoff_asio
   NEVER backoff_sim backoff_tool backoff_experiments backoff_cli)
 check(backoff_tool MUST backoff_asio

@@ -15,7 +15,7 @@
 #include "report/hdr_histogram.hpp"
 #include "report/hdr_log.hpp"
 #include "scratch.hpp"
-#include "sim/models/system/distribution.hpp"
+#include "systems/distribution.hpp"
 #include "sim/run/runner.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "system_scenario.hpp"
@@ -254,7 +254,7 @@ TEST(SystemModel, AMeasuredDistributionIsDrawnFromItsSamples) {
 }
 
 TEST(SystemModel, AHistogramLogIsReadAsLoadWroteItAndABadFileIsNamedWithItsLine) {
-  namespace sm = backoff::sim::system_model;
+  namespace sm = backoff::systems;
   const backoff::test::test_scratch scratch("system");
   // Two intervals of `backoff load --histogram-log`: microseconds, 3 significant digits.
   report::hdr_histogram first, second;

@@ -8,17 +8,17 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
-#include "overrides.hpp"
+#include "config/overrides.hpp"
 #include "scenario.hpp"
 #include "sweep_values.hpp"
-#include "toml_text.hpp"
+#include "config/toml_text.hpp"
 
 namespace backoff::sim {
 
-using scenario_detail::number_text;
-using scenario_detail::position;
-using scenario_detail::toml_quote;
-using scenario_detail::type_name;
+using config::number_text;
+using config::position;
+using config::toml_quote;
+using config::type_name;
 
 namespace {
 
@@ -83,7 +83,7 @@ void check_map_key(const std::string& key, const std::string& at, const std::str
   if (key.empty() || key.find_first_of(" =\"'[]{}\n\r\t") != std::string::npos) {
     throw scenario_error(at + ": " + what + ": '" + key + "' is not a dotted scenario key");
   }
-  for (const auto& part : scenario_detail::split_path(key)) {
+  for (const auto& part : config::split_path(key)) {
     if (part.empty()) throw scenario_error(at + ": " + what + ": empty part in key '" + key + "'");
   }
   if (scenario_detail::is_identity_key(key) || key.starts_with("map")) {

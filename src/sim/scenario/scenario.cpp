@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A scenario as a whole (scenario.hpp): the file parsed and its overrides applied, the keys every
 // scenario has, and the points of its sweep. The parts have files of their own: the key reader
-// (config_reader.cpp), overrides (overrides.cpp), [[strategy]] (strategies.cpp), [sweep]
-// (sweep.cpp) and [[map]] (maps.cpp).
+// and overrides (src/config: config_reader.cpp, overrides.cpp), [[strategy]] (strategies.cpp),
+// [sweep] (sweep.cpp) and [[map]] (maps.cpp).
 #include "scenario.hpp"
 
 #include <toml++/toml.h>
@@ -11,14 +11,14 @@
 #include <limits>
 
 #include "config/toml_shape.hpp"
-#include "overrides.hpp"
-#include "toml_text.hpp"
+#include "config/overrides.hpp"
+#include "config/toml_text.hpp"
 
 namespace backoff::sim {
 
-using scenario_detail::apply_override;
-using scenario_detail::position;
-using scenario_detail::set_labels;
+using config::apply_override;
+using config::position;
+using config::set_labels;
 
 namespace {
 

@@ -38,6 +38,7 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
+#include "config/config_reader.hpp"
 #include "report/result.hpp"
 #include "strategy.hpp"
 
@@ -50,72 +51,14 @@ class node;
 
 namespace backoff::sim {
 
-// A scenario that cannot run. The message is one line: control characters from the file (a TOML
-// key or string may hold "\n"), from --set or from a model are escaped here, whoever throws.
-class scenario_error : public std::runtime_error {
- public:
-  explicit scenario_error(const std::string& message)
-      : std::runtime_error(escape_controls(message)) {}
-  explicit scenario_error(const char* message) : scenario_error(std::string(message)) {}
-};
+// A scenario that cannot run: the reader's error (one line, control characters escaped).
+using scenario_error = config::config_error;
+// A scenario's keys, read as every file of the project is (config/config_reader.hpp).
+using config_reader = config::config_reader;
 
 struct scenario_source {
   std::string path;  // shown in errors; "builtin/NAME.toml" for the built-in suite
   std::string text;
-};
-
-// Typed access to a scenario's keys by dotted path, with defaults and bounds.
-class config_reader {
- public:
-  // `overridden`: keys set from outside the file, each with how to name it in messages.
-  config_reader(std::shared_ptr<toml::table> root, std::string path,
-                std::map<std::string, std::string, std::less<>> overridden);
-  ~config_reader();
-  config_reader(config_reader&&) noexcept;
-  config_reader& operator=(config_reader&&) noexcept;
-
-  bool has(std::string_view key) const;
-  std::int64_t integer(std::string_view key, std::int64_t fallback, std::int64_t min,
-                       std::int64_t max);
-  double number(std::string_view key, double fallback, double min, double max);
-  duration duration_value(std::string_view key, duration fallback, duration min = duration{0});
-  bool boolean(std::string_view key, bool fallback);
-  std::string string(std::string_view key, std::string_view fallback);
-  // An array of strings.
-  std::vector<std::string> strings(std::string_view key, const std::vector<std::string>& fallback);
-
-  // The keys of a table, in file order (none when it is absent); the table itself is not marked
-  // read, its keys are, as the caller reads them. Array elements are named by position:
-  // array_size("clients") tables, read as "clients.0.name", "clients.1.name", ...
-  std::vector<std::string> table_keys(std::string_view key);
-  bool is_table(std::string_view key) const;
-  bool is_tables(std::string_view key) const;  // an array of tables
-  // A string, number or boolean as text ("4ms", "0.5", "true"); scalar_toml quotes a string as
-  // TOML would ("\"4ms\""). Both mark the key read.
-  std::string scalar_text(std::string_view key);
-  std::string scalar_toml(std::string_view key);
-  // How many tables an array of tables holds (0 when absent; fails when it is something else).
-  std::size_t array_size(std::string_view key);
-
-  // Marks a whole sub-table as handled (e.g. [[strategy]], read separately).
-  void consume(std::string_view key);
-  // Throws scenario_error at the first key (in file order) that nobody read.
-  void finish() const;
-
-  // "file:line:col" (or "--set key") of a key, for messages of the caller's own.
-  std::string where(std::string_view key) const;
-  [[noreturn]] void fail(std::string_view key, const std::string& message) const;
-
-  const std::string& path() const noexcept { return path_; }
-
- private:
-  const toml::node* find(std::string_view key) const;
-  std::string where(const toml::node* node, std::string_view key) const;
-
-  std::shared_ptr<toml::table> root_;
-  std::string path_;
-  std::map<std::string, std::string, std::less<>> overridden_;
-  std::set<std::string, std::less<>> used_;
 };
 
 // What a scenario is about, for the report (all optional, plain text, shown escaped):

@@ -12,12 +12,12 @@
 #include "backoff/spelling.hpp"
 #include "backoff/strategy.hpp"
 #include "scenario.hpp"
-#include "toml_text.hpp"
+#include "config/toml_text.hpp"
 
 namespace backoff::sim {
 
-using scenario_detail::position;
-using scenario_detail::type_name;
+using config::position;
+using config::type_name;
 
 namespace {
 

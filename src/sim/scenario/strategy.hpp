@@ -16,17 +16,13 @@
 #include <vector>
 
 #include "backoff/strategy.hpp"
+#include "systems/edge_setting.hpp"
 
 namespace backoff::sim {
 
 // A guard a system scenario's [[strategy]] sets on one named edge (`edge.db.max_attempts = 1`):
-// the system model lays it over that edge's [edge.NAME] defaults (docs/SYSTEMS.md).
-struct edge_setting {
-  std::string edge;   // "db"
-  std::string key;    // a backoff::strategy key: "max_attempts"
-  std::string text;   // its value as strategy::set reads it: "1"
-  std::string where;  // "file:line:col" of the value
-};
+// the system reader lays it over that edge's [edge.NAME] defaults (docs/SYSTEMS.md).
+using edge_setting = systems::edge_setting;
 
 class client_strategy {
  public:

@@ -10,14 +10,14 @@
 #include "backoff/error.hpp"
 #include "scenario.hpp"
 #include "sweep_values.hpp"
-#include "toml_text.hpp"
+#include "config/toml_text.hpp"
 
 namespace backoff::sim {
 
-using scenario_detail::number_text;
-using scenario_detail::position;
-using scenario_detail::toml_quote;
-using scenario_detail::type_name;
+using config::number_text;
+using config::position;
+using config::toml_quote;
+using config::type_name;
 
 namespace scenario_detail {
 

@@ -48,7 +48,11 @@ memory_need system_runner::memory() const {
 void system_runner::check_all(const std::vector<client_strategy>& all) const {
   // Resolved once, before any run (make_model calls this before the runner starts).
   auto& self = const_cast<system_runner&>(*this);
-  self.spec_.resolve(all);
+  std::vector<systems::strategy_edges> strategies;
+  for (const client_strategy& s : all) {
+    strategies.push_back({s.name(), s.where(), &s.guards(), &s.edge_settings()});
+  }
+  self.spec_.resolve(strategies);
   self.strategy_names_.clear();
   for (const client_strategy& s : all) self.strategy_names_.push_back(s.name());
   const guard_support can = guards();

@@ -33,8 +33,13 @@
 #include "report/result.hpp"
 #include "sim/engine/engine_types.hpp"
 #include "sim/models/concurrency_server.hpp"
+#include "systems/system_spec.hpp"
 
 namespace backoff::sim::system_model {
+
+// The system file as src/systems reads it (system_spec.hpp, distribution.hpp): one reader for the
+// simulator and the network harness.
+using namespace backoff::systems;
 
 inline constexpr std::uint32_t no_index = UINT32_MAX;
 

@@ -12,7 +12,7 @@
 #include "report/outage_load.hpp"
 #include "sim/models/model.hpp"
 #include "system_model.hpp"
-#include "system_spec.hpp"
+#include "systems/system_spec.hpp"
 
 namespace backoff::sim::system_model {
 

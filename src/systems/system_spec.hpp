@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,13 @@
 #include "backoff/strategy.hpp"
 #include "distribution.hpp"
 #include "faults/faults.hpp"
-#include "sim/scenario/scenario.hpp"
-#include "sim/scenario/strategy.hpp"
+#include "config/config_reader.hpp"
+#include "edge_setting.hpp"
 
-namespace backoff::sim::system_model {
+namespace backoff::systems {
+
+using config::config_error;
+using config::config_reader;
 
 enum class balance_kind : std::uint8_t { round_robin, random, least_request };
 enum class discipline_kind : std::uint8_t { fifo, lifo, adaptive_lifo, codel };
@@ -165,12 +169,12 @@ struct system_spec {
   std::vector<std::vector<edge_options>> edge_options_of;
 
   // Lays each strategy's edge.NAME.KEY settings over the edges' defaults and validates them;
-  // throws scenario_error naming the setting.
-  void resolve(const std::vector<client_strategy>& strategies);
+  // throws config_error naming the setting.
+  void resolve(std::span<const strategy_edges> strategies);
   std::optional<std::uint32_t> edge_index(std::string_view name) const;
 };
 
-// Reads [run], [service.*], [[clients]] and [edge.*]; throws scenario_error.
+// Reads [run], [service.*], [[clients]] and [edge.*]; throws config_error.
 system_spec read_system(config_reader& keys);
 
-}  // namespace backoff::sim::system_model
+}  // namespace backoff::systems

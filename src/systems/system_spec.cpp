@@ -17,7 +17,7 @@
 #include "backoff/spec.hpp"
 #include "backoff/spelling.hpp"
 
-namespace backoff::sim::system_model {
+namespace backoff::systems {
 namespace {
 
 constexpr std::int64_t most_replicas = 10'000;
@@ -594,13 +594,13 @@ void check_options(const backoff::strategy& g, const edge_options& o) {
 
 }  // namespace
 
-void system_spec::resolve(const std::vector<client_strategy>& strategies) {
+void system_spec::resolve(std::span<const strategy_edges> strategies) {
   edge_guards.clear();
   edge_options_of.clear();
-  for (const client_strategy& s : strategies) {
+  for (const strategy_edges& s : strategies) {
     for (const std::string_view key : backoff::strategy::keys()) {
-      if (s.guards().has(key)) {
-        throw scenario_error(s.where() + ": strategy " + s.name() + ": " + std::string(key) +
+      if (s.guards->has(key)) {
+        throw config_error(std::string(s.where) + ": strategy " + std::string(s.name) + ": " + std::string(key) +
                              ": a system scenario sets guards per edge: write edge.NAME." +
                              std::string(key));
       }
@@ -611,12 +611,12 @@ void system_spec::resolve(const std::vector<client_strategy>& strategies) {
       per_edge.push_back(e.defaults);
       options.push_back(e.options);
     }
-    for (const edge_setting& set : s.edge_settings()) {
+    for (const edge_setting& set : *s.edges) {
       const auto e = edge_index(set.edge);
       if (!e) {
         std::vector<std::string_view> names;
         for (const auto& known : edges) names.push_back(known.name);
-        throw scenario_error(set.where + ": strategy " + s.name() + ": no [edge." + set.edge + "]" +
+        throw config_error(set.where + ": strategy " + std::string(s.name) + ": no [edge." + set.edge + "]" +
                              did_you_mean(set.edge, names));
       }
       try {
@@ -626,7 +626,7 @@ void system_spec::resolve(const std::vector<client_strategy>& strategies) {
           per_edge[*e].set(set.key, set.text);
         }
       } catch (const parse_error& err) {
-        throw scenario_error(set.where + ": strategy " + s.name() + ": edge." + set.edge + "." +
+        throw config_error(set.where + ": strategy " + std::string(s.name) + ": edge." + set.edge + "." +
                              set.key + ": " + err.what());
       }
     }
@@ -635,7 +635,7 @@ void system_spec::resolve(const std::vector<client_strategy>& strategies) {
         per_edge[e].validate();
         check_options(per_edge[e], options[e]);
       } catch (const parse_error& err) {
-        throw scenario_error(s.where() + ": strategy " + s.name() + ": edge " + edges[e].name +
+        throw config_error(std::string(s.where) + ": strategy " + std::string(s.name) + ": edge " + edges[e].name +
                              ": " + err.what());
       }
     }
@@ -730,4 +730,4 @@ std::optional<std::uint32_t> system_spec::edge_index(std::string_view name) cons
   return std::nullopt;
 }
 
-}  // namespace backoff::sim::system_model
+}  // namespace backoff::systems

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// config_reader (scenario.hpp): a scenario's keys read by dotted path, each marked as read, with
-// the one-line messages every model's keys share.
+// config_reader (config_reader.hpp): a file's keys read by dotted path, each marked as read, with
+// the one-line messages every reader's keys share.
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -11,16 +11,12 @@
 #include <sstream>
 
 #include "backoff/spelling.hpp"
+#include "config_reader.hpp"
 #include "overrides.hpp"
-#include "scenario.hpp"
 #include "toml_text.hpp"
 
-namespace backoff::sim {
+namespace backoff::config {
 
-using scenario_detail::number_text;
-using scenario_detail::position;
-using scenario_detail::split_path;
-using scenario_detail::type_name;
 
 config_reader::config_reader(std::shared_ptr<toml::table> root, std::string path,
                              std::map<std::string, std::string, std::less<>> overridden)
@@ -118,7 +114,7 @@ std::string config_reader::where(std::string_view key) const {
 }
 
 void config_reader::fail(std::string_view key, const std::string& message) const {
-  throw scenario_error(where(key) + ": " + std::string(key) + ": " + message);
+  throw config_error(where(key) + ": " + std::string(key) + ": " + message);
 }
 
 std::int64_t config_reader::integer(std::string_view key, std::int64_t fallback, std::int64_t min,
@@ -233,11 +229,11 @@ void config_reader::finish() const {
           const std::string at = it != overridden_.end() ? it->second : position(k.source(), path_);
           // The keys the model asked for (present or not) are what a misspelt one meant.
           const std::vector<std::string_view> known(used_.begin(), used_.end());
-          throw scenario_error(at + (node.is_table() ? ": unknown table '" : ": unknown key '") +
+          throw config_error(at + (node.is_table() ? ": unknown table '" : ": unknown key '") +
                                key + "'" + did_you_mean(key, known));
         }
       };
   walk(*root_, "");
 }
 
-}  // namespace backoff::sim
+}  // namespace backoff::config

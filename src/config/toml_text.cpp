@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
-namespace backoff::sim::scenario_detail {
+namespace backoff::config {
 
 std::string position(const toml::source_region& region, const std::string& fallback_path) {
   const std::string path = region.path ? *region.path : fallback_path;
@@ -53,4 +53,4 @@ std::string toml_quote(std::string_view text) {
   return out + "\"";
 }
 
-}  // namespace backoff::sim::scenario_detail
+}  // namespace backoff::config

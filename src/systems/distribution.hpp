@@ -46,9 +46,12 @@
 
 #include "backoff/random.hpp"
 #include "seed_models/service_time.hpp"
-#include "sim/engine/engine_types.hpp"
 
-namespace backoff::sim::system_model {
+namespace backoff::systems {
+
+// Nanoseconds from the start of a run: the simulator's clock (sim/engine/engine_types.hpp's
+// time_ns is the same type), and a real tier's.
+using time_ns = std::int64_t;
 
 enum class distribution_kind : std::uint8_t {
   constant,
@@ -107,4 +110,4 @@ distribution parse_distribution(std::string_view text, const std::filesystem::pa
 // parse_error naming the file and line.
 std::shared_ptr<const empirical_table> read_empirical(const std::filesystem::path& file);
 
-}  // namespace backoff::sim::system_model
+}  // namespace backoff::systems

@@ -5,10 +5,10 @@
 #include <charconv>
 #include <optional>
 
-#include "config/toml_shape.hpp"
-#include "scenario.hpp"
+#include "config_reader.hpp"
+#include "toml_shape.hpp"
 
-namespace backoff::sim::scenario_detail {
+namespace backoff::config {
 
 std::vector<std::string> split_path(std::string_view key) {
   std::vector<std::string> parts;
@@ -58,7 +58,7 @@ std::optional<std::vector<std::string>> knob_targets(const toml::table& root,
     if (targets.size() != list->size()) targets.clear();
   }
   if (targets.empty()) {
-    throw scenario_error(
+    throw config_error(
         "--set " + key + ": knobs." + key +
         " must name a key path, or a list of them, such as \"service.db.workers\"");
   }
@@ -84,7 +84,7 @@ void put_value(toml::table& root, const std::string& key, const std::string& nam
       const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
       if (ec == std::errc{} && end == part.data() + part.size()) {
         if (index >= list->size() || !list->get(index)->is_table()) {
-          throw scenario_error(named + ": " + parts[i] + " has no table " + part + " (" +
+          throw config_error(named + ": " + parts[i] + " has no table " + part + " (" +
                                std::to_string(list->size()) + " of them, from 0)");
         }
         at = list->get(index)->as_table();
@@ -93,7 +93,7 @@ void put_value(toml::table& root, const std::string& key, const std::string& nam
       }
     }
     if (!next->is_table()) {
-      throw scenario_error(named + ": " + parts[i] + " is not a table");
+      throw config_error(named + ": " + parts[i] + " is not a table");
     }
     at = next->as_table();
   }
@@ -107,22 +107,22 @@ void put_value(toml::table& root, const std::string& key, const std::string& nam
 std::vector<std::string> apply_override(toml::table& root, const std::string& assignment) {
   const std::size_t eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
-    throw scenario_error("--set " + assignment + ": expected key=value, e.g. server.max_busy=100");
+    throw config_error("--set " + assignment + ": expected key=value, e.g. server.max_busy=100");
   }
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   if (text.find_first_of("\n\r") != std::string::npos) {
-    throw scenario_error("--set " + key + ": the value must be on one line");
+    throw config_error("--set " + key + ": the value must be on one line");
   }
   if (std::count(key.begin(), key.end(), '.') >= config::max_toml_key_parts) {
-    throw scenario_error("--set " + key.substr(0, 40) + "...: a key of more than " +
+    throw config_error("--set " + key.substr(0, 40) + "...: a key of more than " +
                          std::to_string(config::max_toml_key_parts) + " parts");
   }
   for (const auto& part : split_path(key)) {
-    if (part.empty()) throw scenario_error("--set " + assignment + ": empty part in key");
+    if (part.empty()) throw config_error("--set " + assignment + ": empty part in key");
   }
   if (auto problem = config::toml_shape_problem(text, [&](int, int) { return "--set " + key; })) {
-    throw scenario_error(*problem);
+    throw config_error(*problem);
   }
   toml::table parsed;
   try {
@@ -132,7 +132,7 @@ std::vector<std::string> apply_override(toml::table& root, const std::string& as
     const std::string_view digits = std::string_view(text).substr(
         !text.empty() && (text.front() == '-' || text.front() == '+') ? 1 : 0);
     if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
-      throw scenario_error("--set " + key + ": " + text +
+      throw config_error("--set " + key + ": " + text +
                            " is out of range for an integer (at most 9223372036854775807)");
     }
     parsed = toml::table{};
@@ -147,4 +147,4 @@ std::vector<std::string> apply_override(toml::table& root, const std::string& as
   return {key};
 }
 
-}  // namespace backoff::sim::scenario_detail
+}  // namespace backoff::config

@@ -14,7 +14,7 @@
 #include "report/hdr_histogram.hpp"
 #include "report/hdr_log.hpp"
 
-namespace backoff::sim::system_model {
+namespace backoff::systems {
 namespace {
 
 constexpr double longest_ns = 86'400e9;  // a day: far beyond any service time, far from overflow
@@ -394,4 +394,4 @@ double distribution::mean_ns() const {
   return a;
 }
 
-}  // namespace backoff::sim::system_model
+}  // namespace backoff::systems

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the parts of the scenario reader (src/sim/scenario/*.cpp) share about TOML nodes, so that
-// every message names a place and a type the same way and every value written back as TOML reads
-// alike: the key reader's checks, the strategies, the sweeps and the metastable maps. Internal to
-// src/sim/scenario.
+// What the readers of TOML files share about its nodes, so that every message names a place and
+// a type the same way and every value written back as TOML reads alike: the key reader's checks,
+// and the simulator's strategies, sweeps and metastable maps.
 //
-//   throw scenario_error(position(node.source(), path) + ": x: expected a string, found " +
-//                        type_name(node));
+//   throw config_error(position(node.source(), path) + ": x: expected a string, found " +
+//                      type_name(node));
 #pragma once
 
 #include <toml++/toml.h>
@@ -13,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace backoff::sim::scenario_detail {
+namespace backoff::config {
 
 // "file:line:col" of a region; `fallback_path` when toml++ was given no path for it.
 std::string position(const toml::source_region& region, const std::string& fallback_path);
@@ -27,4 +26,4 @@ std::string number_text(double v);
 // A TOML basic string holding `text`.
 std::string toml_quote(std::string_view text);
 
-}  // namespace backoff::sim::scenario_detail
+}  // namespace backoff::config
