@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // config_reader (config_reader.hpp): a file's keys read by dotted path, each marked as read, with
 // the one-line messages every reader's keys share.
+#include "config_reader.hpp"
+
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -11,12 +13,10 @@
 #include <sstream>
 
 #include "backoff/spelling.hpp"
-#include "config_reader.hpp"
 #include "overrides.hpp"
 #include "toml_text.hpp"
 
 namespace backoff::config {
-
 
 config_reader::config_reader(std::shared_ptr<toml::table> root, std::string path,
                              std::map<std::string, std::string, std::less<>> overridden)
@@ -230,7 +230,7 @@ void config_reader::finish() const {
           // The keys the model asked for (present or not) are what a misspelt one meant.
           const std::vector<std::string_view> known(used_.begin(), used_.end());
           throw config_error(at + (node.is_table() ? ": unknown table '" : ": unknown key '") +
-                               key + "'" + did_you_mean(key, known));
+                             key + "'" + did_you_mean(key, known));
         }
       };
   walk(*root_, "");

@@ -31,8 +31,9 @@ class node;
 
 namespace backoff::config {
 
-// A file (or a scenario) that cannot be read. The message is one line: control characters from the file (a TOML
-// key or string may hold "\n"), from --set or from a model are escaped here, whoever throws.
+// A file (or a scenario) that cannot be read. The message is one line: control characters from the
+// file (a TOML key or string may hold "\n"), from --set or from a model are escaped here, whoever
+// throws.
 class config_error : public std::runtime_error {
  public:
   explicit config_error(const std::string& message)

@@ -58,9 +58,8 @@ std::optional<std::vector<std::string>> knob_targets(const toml::table& root,
     if (targets.size() != list->size()) targets.clear();
   }
   if (targets.empty()) {
-    throw config_error(
-        "--set " + key + ": knobs." + key +
-        " must name a key path, or a list of them, such as \"service.db.workers\"");
+    throw config_error("--set " + key + ": knobs." + key +
+                       " must name a key path, or a list of them, such as \"service.db.workers\"");
   }
   return targets;
 }
@@ -85,7 +84,7 @@ void put_value(toml::table& root, const std::string& key, const std::string& nam
       if (ec == std::errc{} && end == part.data() + part.size()) {
         if (index >= list->size() || !list->get(index)->is_table()) {
           throw config_error(named + ": " + parts[i] + " has no table " + part + " (" +
-                               std::to_string(list->size()) + " of them, from 0)");
+                             std::to_string(list->size()) + " of them, from 0)");
         }
         at = list->get(index)->as_table();
         ++i;
@@ -116,7 +115,7 @@ std::vector<std::string> apply_override(toml::table& root, const std::string& as
   }
   if (std::count(key.begin(), key.end(), '.') >= config::max_toml_key_parts) {
     throw config_error("--set " + key.substr(0, 40) + "...: a key of more than " +
-                         std::to_string(config::max_toml_key_parts) + " parts");
+                       std::to_string(config::max_toml_key_parts) + " parts");
   }
   for (const auto& part : split_path(key)) {
     if (part.empty()) throw config_error("--set " + assignment + ": empty part in key");
@@ -133,7 +132,7 @@ std::vector<std::string> apply_override(toml::table& root, const std::string& as
         !text.empty() && (text.front() == '-' || text.front() == '+') ? 1 : 0);
     if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos) {
       throw config_error("--set " + key + ": " + text +
-                           " is out of range for an integer (at most 9223372036854775807)");
+                         " is out of range for an integer (at most 9223372036854775807)");
     }
     parsed = toml::table{};
     parsed.insert("value", text);  // a bare word: a string

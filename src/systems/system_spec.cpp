@@ -600,9 +600,9 @@ void system_spec::resolve(std::span<const strategy_edges> strategies) {
   for (const strategy_edges& s : strategies) {
     for (const std::string_view key : backoff::strategy::keys()) {
       if (s.guards->has(key)) {
-        throw config_error(std::string(s.where) + ": strategy " + std::string(s.name) + ": " + std::string(key) +
-                             ": a system scenario sets guards per edge: write edge.NAME." +
-                             std::string(key));
+        throw config_error(
+            std::string(s.where) + ": strategy " + std::string(s.name) + ": " + std::string(key) +
+            ": a system scenario sets guards per edge: write edge.NAME." + std::string(key));
       }
     }
     std::vector<backoff::strategy> per_edge;
@@ -616,8 +616,8 @@ void system_spec::resolve(std::span<const strategy_edges> strategies) {
       if (!e) {
         std::vector<std::string_view> names;
         for (const auto& known : edges) names.push_back(known.name);
-        throw config_error(set.where + ": strategy " + std::string(s.name) + ": no [edge." + set.edge + "]" +
-                             did_you_mean(set.edge, names));
+        throw config_error(set.where + ": strategy " + std::string(s.name) + ": no [edge." +
+                           set.edge + "]" + did_you_mean(set.edge, names));
       }
       try {
         if (std::ranges::find(edge_option_keys, set.key) != std::end(edge_option_keys)) {
@@ -626,8 +626,8 @@ void system_spec::resolve(std::span<const strategy_edges> strategies) {
           per_edge[*e].set(set.key, set.text);
         }
       } catch (const parse_error& err) {
-        throw config_error(set.where + ": strategy " + std::string(s.name) + ": edge." + set.edge + "." +
-                             set.key + ": " + err.what());
+        throw config_error(set.where + ": strategy " + std::string(s.name) + ": edge." + set.edge +
+                           "." + set.key + ": " + err.what());
       }
     }
     for (std::size_t e = 0; e < edges.size(); ++e) {
@@ -635,8 +635,8 @@ void system_spec::resolve(std::span<const strategy_edges> strategies) {
         per_edge[e].validate();
         check_options(per_edge[e], options[e]);
       } catch (const parse_error& err) {
-        throw config_error(std::string(s.where) + ": strategy " + std::string(s.name) + ": edge " + edges[e].name +
-                             ": " + err.what());
+        throw config_error(std::string(s.where) + ": strategy " + std::string(s.name) + ": edge " +
+                           edges[e].name + ": " + err.what());
       }
     }
     edge_guards.push_back(std::move(per_edge));

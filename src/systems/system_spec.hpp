@@ -18,10 +18,10 @@
 
 #include "backoff/concurrency_limit.hpp"
 #include "backoff/strategy.hpp"
-#include "distribution.hpp"
-#include "faults/faults.hpp"
 #include "config/config_reader.hpp"
+#include "distribution.hpp"
 #include "edge_setting.hpp"
+#include "faults/faults.hpp"
 
 namespace backoff::systems {
 

@@ -82,8 +82,9 @@ TEST(SystemFile, AStrategyIsResolvedOverTheEdgesWithoutTheSimulator) {
   config_reader keys = reader_of(file);
   systems::system_spec spec = systems::read_system(keys);
   const backoff::strategy top;  // a system sets its guards per edge, none at the top
-  const std::vector<systems::edge_setting> sets{{"db", "max_attempts", "1", "tier.toml:40:1"},
-                                                {"db", "on_give_up", "retryable", "tier.toml:41:1"}};
+  const std::vector<systems::edge_setting> sets{
+      {"db", "max_attempts", "1", "tier.toml:40:1"},
+      {"db", "on_give_up", "retryable", "tier.toml:41:1"}};
   spec.resolve(std::vector<systems::strategy_edges>{{"top-only", "tier.toml:39:1", &top, &sets}});
   const auto db = *spec.edge_index("db");
   EXPECT_EQ(spec.edge_guards.at(0).at(db).max_attempts, 1u);

@@ -15,10 +15,10 @@
 #include "report/hdr_histogram.hpp"
 #include "report/hdr_log.hpp"
 #include "scratch.hpp"
-#include "systems/distribution.hpp"
 #include "sim/run/runner.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "system_scenario.hpp"
+#include "systems/distribution.hpp"
 
 namespace system_model_test {
 

@@ -9,9 +9,9 @@
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "config/overrides.hpp"
+#include "config/toml_text.hpp"
 #include "scenario.hpp"
 #include "sweep_values.hpp"
-#include "config/toml_text.hpp"
 
 namespace backoff::sim {
 

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <limits>
 
-#include "config/toml_shape.hpp"
 #include "config/overrides.hpp"
+#include "config/toml_shape.hpp"
 #include "config/toml_text.hpp"
 
 namespace backoff::sim {

@@ -11,8 +11,8 @@
 #include "backoff/error.hpp"
 #include "backoff/spelling.hpp"
 #include "backoff/strategy.hpp"
-#include "scenario.hpp"
 #include "config/toml_text.hpp"
+#include "scenario.hpp"
 
 namespace backoff::sim {
 

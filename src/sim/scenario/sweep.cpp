@@ -8,9 +8,9 @@
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
+#include "config/toml_text.hpp"
 #include "scenario.hpp"
 #include "sweep_values.hpp"
-#include "config/toml_text.hpp"
 
 namespace backoff::sim {
 
