@@ -106,7 +106,7 @@ void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
     replica_base_.push_back(static_cast<std::uint32_t>(replicas_.size()));
     for (std::uint32_t r = 0; r < s.replicas; ++r) {
       for (const call_spec& c : s.calls) slot_edge_.push_back(c.edge);
-      replica_state& st = replicas_.emplace_back();
+      replica_state& st = replicas_.emplace_back(s.discipline);
       if (s.adaptive) st.adaptive = std::make_unique<concurrency_limiter>(*s.adaptive);
       if (s.service_time.kind == distribution_kind::concurrency && s.service_time.tick > 0) {
         const distribution& d = s.service_time;

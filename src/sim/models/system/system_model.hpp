@@ -21,7 +21,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -34,6 +33,7 @@
 #include "sim/engine/engine_types.hpp"
 #include "sim/models/concurrency_server.hpp"
 #include "systems/system_spec.hpp"
+#include "systems/waiting_room.hpp"
 
 namespace backoff::sim::system_model {
 
@@ -84,7 +84,7 @@ struct request_record {
   std::uint32_t pending = 0;    // calls downstream in flight
   std::uint32_t next_call = 0;  // the next call in order
   std::uint32_t depth = 1;      // 1 at a client's service
-  time_ns arrived = 0, queued_at = 0, deadline = 0, delay = 0;
+  time_ns arrived = 0, deadline = 0, delay = 0;
   std::uint64_t key = 0;    // its client operation's key, 0..999: fixed across retries
   time_ns since_first = 0;  // how long before it its call's first attempt left
   double slowdown = 1;      // a cold start's: its work takes this many times its drawn time
@@ -97,11 +97,11 @@ struct request_record {
 };
 
 struct replica_state {
+  explicit replica_state(const discipline_spec& discipline) : queue(discipline) {}
   std::uint32_t busy = 0;         // workers serving
   std::uint32_t connections = 0;  // requests held: queued, served, or waiting downstream
   std::uint32_t admitted = 0;     // under a concurrency(N) limit
-  std::deque<std::uint32_t> queue;
-  time_ns last_empty = 0;  // when the queue was last empty (CoDel, adaptive LIFO)
+  waiting_room queue;             // its discipline's (systems/waiting_room.hpp)
   std::uint32_t failures_in_a_row = 0;
   std::uint32_t times_ejected = 0;
   time_ns ejected_until = 0;

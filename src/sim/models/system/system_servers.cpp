@@ -100,9 +100,7 @@ void system_runner::admit(engine& e, std::uint32_t r) {
     release_admission(e, r, false);
     return reject(e, r, false);
   }
-  if (rep.queue.empty()) rep.last_empty = e.now();
-  rep.queue.push_back(r);
-  req.queued_at = e.now();
+  rep.queue.push(r, e.now());
   ++counts_[req.service].queued;
   ++total_queued_;
   note_load(e, req.service);
@@ -376,35 +374,23 @@ void system_runner::serve_next(engine& e, std::uint32_t service, std::uint32_t r
   replica_state& rep = replica(service, replica_index);
   const std::uint32_t workers = workers_now(service, e.now());
   while (!rep.queue.empty() && rep.busy < workers) {
-    // Standing: the queue has not been empty for a whole interval (Fail at Scale's test).
-    const bool standing = e.now() - rep.last_empty > s.discipline.interval;
-    const bool newest = s.discipline.kind == discipline_kind::lifo ||
-                        (s.discipline.kind == discipline_kind::adaptive_lifo && standing);
-    const std::uint32_t r = newest ? rep.queue.back() : rep.queue.front();
-    if (newest) {
-      rep.queue.pop_back();
-    } else {
-      rep.queue.pop_front();
-    }
-    if (rep.queue.empty()) rep.last_empty = e.now();
+    const waiting_room::taken next = rep.queue.take(e.now());
+    const std::uint32_t r = next.id;
     --counts_[service].queued;
     --total_queued_;
-    if (s.discipline.kind == discipline_kind::codel) {
-      const time_ns allowed = standing ? s.discipline.target : s.discipline.interval;
-      if (e.now() - requests_[r].queued_at > allowed) {
-        --rep.connections;
-        --counts_[service].in_flight;
-        --total_in_flight_;
-        release_admission(e, r, false);
-        reject(e, r, false);
-        continue;
-      }
+    if (next.dropped) {
+      --rep.connections;
+      --counts_[service].in_flight;
+      --total_in_flight_;
+      release_admission(e, r, false);
+      reject(e, r, false);
+      continue;
     }
     ++rep.busy;
     requests_[r].worker = true;
     begin_serving(e, r);
   }
-  if (rep.queue.empty()) rep.last_empty = e.now();
+  rep.queue.idle(e.now());
 }
 
 // A simulated request has two headers: how long ago its call's first attempt left (the one a
