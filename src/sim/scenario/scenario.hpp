@@ -30,24 +30,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <set>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "backoff/duration.hpp"
-#include "backoff/error.hpp"
-#include "config/config_reader.hpp"
+#include "config/config_reader.hpp"  // also declares toml::table, which a scenario holds
 #include "report/result.hpp"
 #include "strategy.hpp"
-
-namespace toml {
-inline namespace v3 {
-class table;
-class node;
-}  // namespace v3
-}  // namespace toml
 
 namespace backoff::sim {
 
