@@ -370,7 +370,6 @@ std::uint32_t system_runner::workers_now(std::uint32_t service, time_ns now) con
 
 // Workers free: the queue's next request by the discipline; CoDel drops what waited too long.
 void system_runner::serve_next(engine& e, std::uint32_t service, std::uint32_t replica_index) {
-  const service_spec& s = spec_.services[service];
   replica_state& rep = replica(service, replica_index);
   const std::uint32_t workers = workers_now(service, e.now());
   while (!rep.queue.empty() && rep.busy < workers) {
