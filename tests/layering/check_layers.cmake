@@ -48,7 +48,7 @@ check(backoff_report MUST backoff NEVER ${drivers})
 check(backoff_faults MUST backoff NEVER backoff_asio backoff_report ${drivers})
 check(backoff_systems MUST backoff backoff_faults NEVER backoff_asio ${drivers})
 check(backoff_sim MUST backoff_report backoff_systems NEVER backoff_net backoff_tool backoff_experiments backoff_cli)
-check(backoff_net MUST backoff_report backoff_asio
+check(backoff_net MUST backoff_report backoff_asio backoff_systems
   NEVER backoff_sim backoff_tool backoff_experiments backoff_cli)
 check(backoff_tool MUST backoff_asio
   NEVER backoff_sim backoff_net backoff_report backoff_experiments backoff_cli)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "metrics.hpp"
 
+#include <array>
 #include <string>
 #include <string_view>
 
@@ -101,8 +102,45 @@ metrics_snapshot server_metrics::snapshot() const noexcept {
   s.reject_status = reject_status;
   for (std::size_t i = 0; i < other_statuses_.size(); ++i) s.other_statuses[i] = other_statuses_[i];
   for (std::size_t i = 0; i < faults_.size(); ++i) s.faults[i] = faults_[i];
+  s.tier = tier;
+  s.tier_held = tier_held.load();
+  s.tier_in_service = tier_in_service.load();
+  s.tier_queued = tier_queued.load();
+  s.tier_workers = tier_workers.load();
+  s.tier_admission_limit = tier_admission_limit.load();
+  for (std::size_t i = 0; i < tier_shed_.size(); ++i) s.tier_shed[i] = tier_shed_[i];
   return s;
 }
+
+namespace {
+
+// A system's service (serve --system): its door, seats and queue, as the simulator reports them.
+void tier_text(prometheus_writer& out, const metrics_snapshot& s) {
+  out.gauge("backoff_tier_held", "Requests the service holds: queued, in service, or waiting.",
+            static_cast<double>(s.tier_held));
+  out.gauge("backoff_tier_in_service", "Requests on a worker.",
+            static_cast<double>(s.tier_in_service));
+  out.gauge("backoff_tier_queue", "Requests waiting for a worker.",
+            static_cast<double>(s.tier_queued));
+  if (s.tier_workers >= 0) {
+    out.gauge("backoff_tier_workers", "Workers now (fewer while a capacity fault lasts).",
+              static_cast<double>(s.tier_workers));
+  }
+  if (s.tier_admission_limit >= 0) {
+    out.gauge("backoff_tier_admission_limit", "The admission limit now (service.limit).",
+              static_cast<double>(s.tier_admission_limit));
+  }
+  out.family("backoff_tier_shed_total", prometheus_type::counter,
+             "Requests turned away without service: refused at the accept limit (connection "
+             "reset), shed by admission, by a full queue, or by CoDel.");
+  constexpr std::array<std::string_view, 4> reasons = {"refused", "admission", "queue_full",
+                                                       "codel"};
+  for (std::size_t i = 0; i < reasons.size(); ++i) {
+    out.sample("backoff_tier_shed_total", {{"reason", reasons[i]}}, s.tier_shed[i]);
+  }
+}
+
+}  // namespace
 
 std::string prometheus_text(const metrics_snapshot& s) {
   prometheus_writer out;
@@ -157,6 +195,7 @@ std::string prometheus_text(const metrics_snapshot& s) {
             static_cast<double>(s.last_delay_ns) * 1e-9);
   out.histogram("backoff_service_seconds", "Time from the start of an /api request to its answer.",
                 service_buckets_s, s.service_counts, s.service_sum_s);
+  if (s.tier) tier_text(out, s);
   return out.take();
 }
 

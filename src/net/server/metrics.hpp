@@ -51,6 +51,13 @@ struct metrics_snapshot {
   std::array<std::uint64_t, service_buckets_s.size() + 1> service_counts{};  // not cumulative
   double service_sum_s = 0;
   int reject_status = 503;
+  // A service of a system file (serve --system, tier.hpp): requests held (queued, served, or
+  // waiting), in service, waiting for a worker; workers now (-1: no limit); the admission limit
+  // now (-1: none); and requests turned away, by server_metrics::shed_reason.
+  bool tier = false;
+  std::int64_t tier_held = 0, tier_in_service = 0, tier_queued = 0, tier_workers = -1,
+               tier_admission_limit = -1;
+  std::array<std::uint64_t, 4> tier_shed{};
 };
 
 class server_metrics {
@@ -65,6 +72,12 @@ class server_metrics {
   void closed(close_reason why) noexcept;
   // The kinds of fault that fired for one request: fault_decision::fired.
   void faults_fired(unsigned fired) noexcept;
+  // Why a tier turned a request away: its accept limit (the connection reset), its admission
+  // limit, a full queue, or CoDel's drop (metrics_snapshot::tier_shed, in this order).
+  enum class shed_reason { refused, admission, queue_full, codel };
+  void shed(shed_reason why) noexcept {
+    tier_shed_[static_cast<std::size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+  }
 
   std::atomic<std::int64_t> concurrency{0};
   std::atomic<std::int64_t> connections{0};
@@ -72,6 +85,10 @@ class server_metrics {
 
   metrics_snapshot snapshot() const noexcept;
   int reject_status = 503;  // set once before the server starts
+  bool tier = false;        // set once before the server starts: it serves a system's service
+  // A tier's gauges, set by its thread after each change (metrics_snapshot says what they are).
+  std::atomic<std::int64_t> tier_held{0}, tier_in_service{0}, tier_queued{0}, tier_workers{-1},
+      tier_admission_limit{-1};
 
  private:
   std::atomic<bool> paused_{false};
@@ -84,6 +101,7 @@ class server_metrics {
   std::array<std::atomic<std::uint64_t>, faults::fault_counter_count> faults_{};
   std::array<std::atomic<std::uint64_t>, service_buckets_s.size() + 1> service_counts_{};
   std::atomic<std::int64_t> service_sum_ns_{0};
+  std::array<std::atomic<std::uint64_t>, 4> tier_shed_{};
 };
 
 std::string prometheus_text(const metrics_snapshot& s);

@@ -36,7 +36,10 @@
 #include "backoff/http.hpp"
 #include "backoff/random.hpp"
 #include "backoff/spec.hpp"
+#include "dated_answers.hpp"
 #include "handler.hpp"
+#include "request_io.hpp"
+#include "tier.hpp"
 #include "net/common/connections.hpp"
 #include "net/common/loop.hpp"
 #include "net/common/sockets.hpp"
@@ -70,86 +73,6 @@ void log_line(std::int64_t concurrency, duration last_delay) {
             << std::flush;
 }
 
-// The Date every answer carries (RFC 9110 section 6.6.1: an origin server with a clock sends
-// it), and make_response(200, "OK") for HTTP/1.1 keep-alive with that Date, serialized once a
-// second rather than per request. One per worker thread: refresh() reads the clock (the vDSO,
-// no system call) and does more only when the second changed.
-class dated_answers {
- public:
-  void refresh() {
-    const auto second = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
-    if (second == second_) return;
-    second_ = second;
-    date_ = format_http_date(second);
-    response res = make_response(http::status::ok, "OK", 11, true);
-    res.set(http::field::date, date_);
-    std::ostringstream out;
-    out << res;
-    ok_keep_alive_ = out.str();
-  }
-  const std::string& date() const { return date_; }
-  const std::string& ok_keep_alive() const { return ok_keep_alive_; }
-
- private:
-  std::chrono::sys_seconds second_{std::chrono::sys_seconds::min()};
-  std::string date_;
-  std::string ok_keep_alive_;
-};
-
-// A request that does not parse, as opposed to a client that went away (or a closed socket).
-bool is_malformed_request(const beast::error_code& read_error) {
-  return read_error.category() == make_error_code(http::error::end_of_stream).category() &&
-         read_error != http::error::end_of_stream;
-}
-
-// What a non-blocking send could not take of `bytes` (empty when it took everything), or nullopt
-// after an error.
-std::optional<asio::const_buffer> send_at_once(socket_type& socket, asio::const_buffer bytes) {
-  beast::error_code error;
-  const std::size_t sent = socket.write_some(bytes, error);
-  if (error == asio::error::would_block || error == asio::error::try_again) return bytes;
-  if (error) return std::nullopt;
-  return bytes + sent;
-}
-
-// Reads one request into `parser`, leaving any bytes after it in `buffer` for the next one.
-//
-// It waits for readiness before each read instead of reading first as http::async_read does:
-// after an answer, a read-first nearly always finds nothing (the client has not read the answer
-// yet), an EAGAIN system call per request that was the largest cost left in the server's own
-// share. Waiting is safe with Asio's edge-triggered epoll: a wait re-arms the descriptor
-// (EPOLL_CTL_MOD), which reports data that arrived before it. The socket is non-blocking, so a
-// read after a spurious wake-up returns would_block and the loop waits again.
-// The error codes are the ones http::async_read gives (end_of_stream, partial_message,
-// buffer_overflow for a header larger than the buffer, the parser's own), and operation_aborted
-// when the connection table closed the connection (entry.closing says why).
-// Timeouts: until a byte of the request arrives the connection is idle (`idle_timeout` after an
-// answer, the header timeout on a new connection: the caller arms it); from the first byte the
-// whole request has `header_timeout`.
-task<beast::error_code> read_request(socket_type& socket, beast::flat_buffer& buffer,
-                                     http::request_parser<http::string_body>& parser,
-                                     connection_entry& entry, duration header_timeout) {
-  for (;;) {
-    if (const beast::error_code parsed = parse_buffered(buffer, parser);
-        parsed != http::error::need_more) {
-      entry.enter_busy();
-      co_return parsed;
-    }
-    if (entry.now != connection_entry::phase::reading && (buffer.size() > 0 || parser.got_some())) {
-      entry.enter(connection_entry::phase::reading, header_timeout);
-    }
-    const auto [wait_error] = co_await socket.async_wait(tcp::socket::wait_read, on_loop);
-    if (entry.closing) co_return asio::error::operation_aborted;
-    if (wait_error) co_return wait_error;
-    beast::error_code ec;
-    const std::size_t n = socket.read_some(buffer.prepare(beast::read_size(buffer, 65536)), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
-    if (ec == asio::error::eof) co_return parse_eof(parser);
-    if (ec) co_return ec;
-    buffer.commit(n);
-  }
-}
-
 // One thread's share of the server: its own io_context, acceptor, connections and pause gate; it
 // touches the other threads only through the atomic metrics.
 struct worker final : connection_owner {
@@ -173,6 +96,7 @@ struct worker final : connection_owner {
   random_generator fault_rng;    // this thread's draws for the fault plan
   steady::time_point started{};  // the time 0 of the fault plan's windows
   dated_answers dates;           // Date, and the usual answer with it
+  std::unique_ptr<tier> service_tier;  // serve --system: a system's service (tier.hpp)
 
   // `res` with this second's Date.
   response& dated(response& res) {
@@ -200,6 +124,7 @@ struct worker final : connection_owner {
   }
 
   void set_paused(bool on) {
+    if (service_tier) return service_tier->set_paused(on);  // its work stops; arrivals queue
     paused = on;
     if (on) {
       gate.expires_at(timer_type::time_point::max());
@@ -447,6 +372,10 @@ struct worker final : connection_owner {
       // would be read as the start of the next answer on a keep-alive connection.
       const bool head = req.method() == http::verb::head;
       std::optional<response> res = answer_at_once(route_request(req, *admin), version, keep_alive);
+      if (!res && service_tier) {
+        res = co_await answer_in_tier(stream, req, version, keep_alive);
+        if (!res) break;  // reset, or the server stops
+      }
       std::optional<faults::slow_body_plan> slow;
       if (!res && !options.faults.empty()) {
         const faults::fault_decision fault = decide_faults(req);
@@ -520,6 +449,30 @@ struct worker final : connection_owner {
     }
   }
 
+  // A request to a system's service (tier.hpp), in a coroutine of its own (the tuned path is
+  // plain serve's); nullopt when its connection closes unanswered (reset, or the server stops).
+  task<std::optional<response>> answer_in_tier(socket_type& stream,
+                                               const http::request<http::string_body>& req,
+                                               unsigned version, bool keep_alive) {
+    const tier::answer a = co_await service_tier->serve(tier::request_of(req));
+    switch (a.kind) {
+      case tier::answer_kind::ok:
+        co_return make_response(http::status::ok, "OK", version, keep_alive);
+      case tier::answer_kind::status:
+        if (a.status == 504) {
+          co_return make_response(http::status::gateway_timeout, "deadline exceeded\n", version,
+                                  keep_alive);
+        }
+        co_return injected_answer(a.status, version, keep_alive);
+      case tier::answer_kind::reset:
+        reset_connection(stream);
+        co_return std::nullopt;
+      case tier::answer_kind::gone:
+        break;
+    }
+    co_return std::nullopt;
+  }
+
   // A fault's delay or hold: waits on purpose (no timeout applies); false when the client left
   // or the server stops meanwhile.
   task<bool> hold_for_fault(socket_type& stream, connection_entry& entry,
@@ -556,6 +509,7 @@ struct worker final : connection_owner {
 
   void shut_down() {
     stopping = true;
+    if (service_tier) service_tier->stop();
     accept.stop();
     gate.cancel();
     connections.stop();
@@ -628,7 +582,8 @@ bool is_loopback_address(std::string_view host) {
 
 server::server(const server_options& options) : impl_(std::make_unique<impl>()) {
   impl_->options = options;
-  const unsigned threads = std::max(1U, options.threads);
+  // A tier's gate is single-threaded (tier.hpp): one replica, one thread.
+  const unsigned threads = options.tier ? 1U : std::max(1U, options.threads);
   if (impl_->options.max_connections <= 0) {
     impl_->options.max_connections = default_max_connections(threads);
   }
@@ -674,6 +629,11 @@ server::server(const server_options& options) : impl_(std::make_unique<impl>()) 
     w->admin = &impl_->admin;
     w->owner = this;
   }
+  if (impl_->options.tier) {
+    worker& w = *impl_->workers[0];
+    w.service_tier = std::make_unique<tier>(*impl_->options.tier, options.fault_seed,
+                                            w.context.get_executor(), impl_->metrics);
+  }
   impl_->auto_resume = std::make_unique<asio::steady_timer>(impl_->workers[0]->context);
   impl_->ticker = std::make_unique<timer_type>(impl_->workers[0]->context.get_executor());
   impl_->pause_faults = std::make_unique<timer_type>(impl_->workers[0]->context.get_executor());
@@ -697,6 +657,7 @@ void server::start() {
   const auto started = steady::now();
   for (auto& w : impl_->workers) {
     w->started = started;
+    if (w->service_tier) w->service_tier->start(started);
     asio::co_spawn(w->context, w->accept.run(), asio::detached);
     asio::co_spawn(w->context, w->connections.sweep(period), asio::detached);
   }
@@ -706,7 +667,9 @@ void server::start() {
                    asio::detached);
   }
   std::vector<faults::fault_window> pauses;
-  for (const faults::scheduled_fault& f : impl_->options.faults.faults) {
+  const faults::fault_plan& plan =
+      impl_->options.tier ? impl_->options.tier->faults : impl_->options.faults;
+  for (const faults::scheduled_fault& f : plan.faults) {
     if (f.what.kind == faults::fault_kind::outage &&
         f.what.action == faults::outage_action::pause) {
       pauses.push_back(f.when);

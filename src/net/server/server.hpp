@@ -46,6 +46,7 @@
 #include "faults/faults.hpp"
 #include "metrics.hpp"
 #include "service_model.hpp"
+#include "systems/system_spec.hpp"
 
 namespace backoff::net {
 
@@ -73,6 +74,10 @@ struct server_options {
   // times from start(); each thread draws from its own stream of `fault_seed`.
   faults::fault_plan faults;
   std::uint64_t fault_seed = 1;
+  // serve --system: one replica of a system file's service (tier.hpp) on one thread, with its
+  // workers, queue, discipline, limits and faults (`faults` and `service` above are unused); its
+  // draws come from `fault_seed`'s streams.
+  std::optional<systems::service_spec> tier;
 };
 
 // The connections a server with `threads` threads can hold within the soft RLIMIT_NOFILE: the
