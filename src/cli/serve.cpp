@@ -27,17 +27,17 @@
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
 #include "backoff/random.hpp"
-#include "backoff/spelling.hpp"
 #include "backoff/spec.hpp"
+#include "backoff/spelling.hpp"
 #include "commands.hpp"
 #include "fault_flags.hpp"
 #include "listening_command.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
-#include "typed_options.hpp"
 #include "scenario_files.hpp"
 #include "sim/run/runner.hpp"
 #include "systems/system_spec.hpp"
+#include "typed_options.hpp"
 
 namespace backoff::cli {
 namespace {
@@ -74,8 +74,8 @@ struct serve_options {
 // The flags of plain serve's own service and guards, which a system's service does not use: its
 // file says how it serves.
 constexpr std::array<std::string_view, 9> seed_server_flags = {
-    "--limit",     "--factor", "--base-delay",   "--k",           "--tick",
-    "--max-busy",  "--threads", "--reject-status", "--expired-cost"};
+    "--limit",    "--factor",  "--base-delay",    "--k",           "--tick",
+    "--max-busy", "--threads", "--reject-status", "--expired-cost"};
 
 // The service NAME of the system file (a file or a built-in system scenario, with its knobs
 // set), checked whole as `backoff sim --check` checks it. Throws config_error (and parse_error)
@@ -85,14 +85,15 @@ systems::service_spec system_service(const serve_options& o, std::uint64_t& seed
   {
     sim::scenario whole = sim::scenario::load(source, o.sets);
     if (whole.model() != "system") {
-      throw config::config_error(fmt::format(
-          "--system {}: a '{}' scenario, not a system file (model = \"system\", docs/SYSTEMS.md)",
-          quote_for_message(*o.system), whole.model()));
+      throw config::config_error(
+          fmt::format("--system {}: a scenario of model '{}', not a system file (model = "
+                      "\"system\", docs/SYSTEMS.md)",
+                      quote_for_message(*o.system), whole.model()));
     }
     if (whole.is_sweep()) {
-      throw config::config_error(fmt::format(
-          "--system {}: a sweep; serve runs one system: give its point with --set",
-          quote_for_message(*o.system)));
+      throw config::config_error(
+          fmt::format("--system {}: a sweep; serve runs one system: give its point with --set",
+                      quote_for_message(*o.system)));
     }
     sim::check_scenario(whole);
   }
@@ -102,10 +103,9 @@ systems::service_spec system_service(const serve_options& o, std::uint64_t& seed
   for (const systems::service_spec& s : spec.services) names.push_back(s.name);
   const auto named = std::find(names.begin(), names.end(), *o.service);
   if (named == names.end()) {
-    throw config::config_error(fmt::format("--service {}: {} has no such service{}",
-                                           quote_for_message(*o.service),
-                                           quote_for_message(*o.system),
-                                           did_you_mean(*o.service, names)));
+    throw config::config_error(
+        fmt::format("--service {}: {} has no such service{}", quote_for_message(*o.service),
+                    quote_for_message(*o.system), did_you_mean(*o.service, names)));
   }
   systems::service_spec s = spec.services[static_cast<std::size_t>(named - names.begin())];
   if (o.replica >= s.replicas) {
@@ -119,8 +119,8 @@ systems::service_spec system_service(const serve_options& o, std::uint64_t& seed
         "yet: serve a service that calls none",
         s.name, s.where));
   }
-  seed = derive_seed(sc.seed(), (static_cast<std::uint64_t>(named - names.begin()) << 32) |
-                                    o.replica);
+  seed =
+      derive_seed(sc.seed(), (static_cast<std::uint64_t>(named - names.begin()) << 32) | o.replica);
   return s;
 }
 
@@ -138,8 +138,8 @@ int run_system_service(const serve_options& o, const CLI::App& app, net::server_
     return exit_usage;
   }
   if (!options.faults.empty() || o.faults.envoy_headers) {
-    std::cerr << "backoff serve: --fault: with --system the faults are the service's "
-                 "(service.NAME.faults and errors in the file)\n";
+    std::cerr << "backoff serve: the fault flags do not go with --system: its service's faults "
+                 "are in the file (service.NAME.errors and faults)\n";
     return exit_usage;
   }
   std::uint64_t seed = 1;

@@ -645,8 +645,8 @@ std::optional<std::string> network_refusal(const fault_plan& plan) {
   for (const scheduled_fault& f : plan.faults) {
     if (f.what.kind == fault_kind::capacity || f.what.kind == fault_kind::cold_start) {
       return f.what.spec +
-             ": this fault is the simulator's (a system scenario's service); a network server "
-             "does not take its capacity away or slow its start yet";
+             ": this fault is a system service's (its workers and service time): give it to "
+             "a service of a system file, which `backoff sim` and `backoff serve --system` run";
     }
   }
   return std::nullopt;

@@ -41,6 +41,12 @@
 
 namespace {
 
+// A system file of one service, for serve --system.
+constexpr const char* one_system_file =
+    "scenario = \"one\"\nmodel = \"system\"\n[service.api]\nworkers = 2\n[[clients]]\nto = "
+    "\"api\"\narrivals = \"poisson(rate=5)\"\nedge = \"front\"\n[edge.front]\nmax_attempts = "
+    "1\n[[strategy]]\nname = \"as-is\"\n";
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using backoff::test::probe_result;
@@ -539,14 +545,42 @@ std::vector<bad_input> cli_cases() {
                   "backoff serve: --slow-body: \"1KiB\": expected SIZE@SPEED"));
   c.push_back(cli("ServeFaultUnknownKind", {"serve", "--port", "0", "--fault", "crash()"}, 2,
                   "backoff serve: --fault: bad fault \"crash()\": unknown fault 'crash'"));
-  c.push_back(cli("ServeFaultCapacityIsTheSimulators",
-                  {"serve", "--port", "0", "--fault", "capacity(share=50%)"}, 2,
-                  "backoff serve: capacity(share=50%, rate=100%): this fault is the simulator's"));
+  c.push_back(
+      cli("ServeFaultCapacityIsTheSimulators",
+          {"serve", "--port", "0", "--fault", "capacity(share=50%)"}, 2,
+          "backoff serve: capacity(share=50%, rate=100%): this fault is a system service's"));
   c.push_back(with_file("LoadExperimentColdStartIsTheSimulators", "faults.toml",
                         "[[fault]]\nfault = \"cold_start(factor=3, half_life=1s)\"\n",
                         {"load", "--experiment", "@FILE@"}, 2,
                         "backoff load: --experiment: cold_start(factor=3, half_life=1s, "
-                        "rate=100%): this fault is the simulator's"));
+                        "rate=100%): this fault is a system service's"));
+  // --- serve --system: a service of a system file -------------------------------------------
+  c.push_back(with_file("ServeSystemWithoutService", "one.toml", one_system_file,
+                        {"serve", "--port", "0", "--system", "@FILE@"}, 2,
+                        "backoff serve: --system needs --service NAME"));
+  c.push_back(with_file("ServeSystemUnknownService", "one.toml", one_system_file,
+                        {"serve", "--port", "0", "--system", "@FILE@", "--service", "apx"}, 2,
+                        "has no such service (did you mean 'api'?)"));
+  c.push_back(with_file(
+      "ServeSystemReplicaOutOfRange", "one.toml", one_system_file,
+      {"serve", "--port", "0", "--system", "@FILE@", "--service", "api", "--replica", "1"}, 2,
+      "backoff serve: --replica 1: service api has 1 replica (0 to 0)"));
+  c.push_back(with_file(
+      "ServeSystemWithASeedServerFlag", "one.toml", one_system_file,
+      {"serve", "--port", "0", "--system", "@FILE@", "--service", "api", "--max-busy", "3"}, 2,
+      "backoff serve: --max-busy: the system file says how its service serves"));
+  c.push_back(with_file(
+      "ServeSystemWithFaultFlags", "one.toml", one_system_file,
+      {"serve", "--port", "0", "--system", "@FILE@", "--service", "api", "--errors", "5%"}, 2,
+      "backoff serve: the fault flags do not go with --system"));
+  c.push_back(cli("ServeSystemNotASystem",
+                  {"serve", "--port", "0", "--system", "outage-recovery", "--service", "api"}, 2,
+                  "a scenario of model 'outage-recovery', not a system file"));
+  c.push_back(cli("ServeSystemServiceThatCalls",
+                  {"serve", "--port", "0", "--system", "system-three-tier", "--service", "app"}, 2,
+                  "backoff serve: --service app: it calls other services"));
+  c.push_back(cli("ServeServiceWithoutSystem", {"serve", "--port", "0", "--service", "api"}, 2,
+                  "backoff serve: --service and --replica name a service of --system FILE"));
   c.push_back(cli("ServeFaultSeedNegative", {"serve", "--port", "0", "--fault-seed", "-1"}, 2,
                   "--fault-seed"));
   c.push_back(cli("ServeFaultsMissingFile",

@@ -25,8 +25,8 @@ std::optional<asio::const_buffer> send_at_once(socket_type& socket, asio::const_
 }
 
 task<beast::error_code> read_request(socket_type& socket, beast::flat_buffer& buffer,
-                                     request_parser& parser,
-                                     connection_entry& entry, duration header_timeout) {
+                                     request_parser& parser, connection_entry& entry,
+                                     duration header_timeout) {
   for (;;) {
     if (const beast::error_code parsed = parse_buffered(buffer, parser);
         parsed != http::error::need_more) {

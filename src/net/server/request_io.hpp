@@ -21,7 +21,7 @@ bool is_malformed_request(const boost::beast::error_code& read_error);
 // What a non-blocking send could not take of `bytes` (empty when it took everything), or nullopt
 // after an error.
 std::optional<boost::asio::const_buffer> send_at_once(socket_type& socket,
-                                                     boost::asio::const_buffer bytes);
+                                                      boost::asio::const_buffer bytes);
 
 // Reads one request into `parser`, leaving any bytes after it in `buffer` for the next one.
 //
@@ -37,8 +37,7 @@ std::optional<boost::asio::const_buffer> send_at_once(socket_type& socket,
 // Timeouts: until a byte of the request arrives the connection is idle (`idle_timeout` after an
 // answer, the header timeout on a new connection: the caller arms it); from the first byte the
 // whole request has `header_timeout`.
-task<boost::beast::error_code> read_request(socket_type& socket,
-                                            boost::beast::flat_buffer& buffer,
+task<boost::beast::error_code> read_request(socket_type& socket, boost::beast::flat_buffer& buffer,
                                             request_parser& parser, connection_entry& entry,
                                             duration header_timeout);
 

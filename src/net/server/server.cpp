@@ -38,11 +38,11 @@
 #include "backoff/spec.hpp"
 #include "dated_answers.hpp"
 #include "handler.hpp"
-#include "request_io.hpp"
-#include "tier.hpp"
 #include "net/common/connections.hpp"
 #include "net/common/loop.hpp"
 #include "net/common/sockets.hpp"
+#include "request_io.hpp"
+#include "tier.hpp"
 
 namespace backoff::net {
 namespace {
@@ -93,9 +93,9 @@ struct worker final : connection_owner {
   const admin_access* admin = nullptr;  // set before start
   bool paused = false;
   bool stopping = false;
-  random_generator fault_rng;    // this thread's draws for the fault plan
-  steady::time_point started{};  // the time 0 of the fault plan's windows
-  dated_answers dates;           // Date, and the usual answer with it
+  random_generator fault_rng;          // this thread's draws for the fault plan
+  steady::time_point started{};        // the time 0 of the fault plan's windows
+  dated_answers dates;                 // Date, and the usual answer with it
   std::unique_ptr<tier> service_tier;  // serve --system: a system's service (tier.hpp)
 
   // `res` with this second's Date.

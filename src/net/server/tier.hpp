@@ -48,16 +48,16 @@ class tier {
 
   // What the tier needs of one /api request.
   struct request {
-    faults::request_view view;                 // path and headers, for the fault plan
+    faults::request_view view;                  // path and headers, for the fault plan
     std::optional<clock::time_point> deadline;  // its caller's, from the deadline headers
     bool retry = false;                         // sent as a retry (x-envoy-attempt-count > 1)
   };
 
   enum class answer_kind : std::uint8_t {
-    ok,       // served: 200
-    status,   // answered with `status`: a fault's, 503 when shed, 504 when expired
-    reset,    // refused at the accept limit, or a reset fault: reset the connection
-    gone,     // the server stops: no answer
+    ok,      // served: 200
+    status,  // answered with `status`: a fault's, 503 when shed, 504 when expired
+    reset,   // refused at the accept limit, or a reset fault: reset the connection
+    gone,    // the server stops: no answer
   };
   struct answer {
     answer_kind kind = answer_kind::ok;
@@ -66,7 +66,8 @@ class tier {
 
   // Its path and headers (borrowed: `req` must outlive the request), the deadline its caller
   // gives it (deadline_headers.hpp), and whether it is a retry.
-  static request request_of(const boost::beast::http::request<boost::beast::http::string_body>& req);
+  static request request_of(
+      const boost::beast::http::request<boost::beast::http::string_body>& req);
 
   tier(const systems::service_spec& service, std::uint64_t seed, loop_executor executor,
        server_metrics& metrics);
