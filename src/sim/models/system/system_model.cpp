@@ -106,8 +106,7 @@ void system_runner::reset(const client_strategy& strategy, std::uint64_t seed,
     replica_base_.push_back(static_cast<std::uint32_t>(replicas_.size()));
     for (std::uint32_t r = 0; r < s.replicas; ++r) {
       for (const call_spec& c : s.calls) slot_edge_.push_back(c.edge);
-      replica_state& st = replicas_.emplace_back(s.discipline);
-      if (s.adaptive) st.adaptive = std::make_unique<concurrency_limiter>(*s.adaptive);
+      replica_state& st = replicas_.emplace_back(s);
       if (s.service_time.kind == distribution_kind::concurrency && s.service_time.tick > 0) {
         const distribution& d = s.service_time;
         st.curve = std::make_unique<concurrency_server>(
@@ -460,7 +459,7 @@ std::uint32_t system_runner::choose_replica(const call_record& c, time_ns now_ns
       const auto a = static_cast<std::uint32_t>(uniform01(client_rng_) * n);
       auto b = static_cast<std::uint32_t>(uniform01(client_rng_) * (n - 1));
       if (b >= a) ++b;
-      choice = replica(c.service, b).connections < replica(c.service, a).connections ? b : a;
+      choice = replica(c.service, b).gate.held() < replica(c.service, a).gate.held() ? b : a;
       break;
     }
   }

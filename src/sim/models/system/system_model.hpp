@@ -32,8 +32,8 @@
 #include "report/result.hpp"
 #include "sim/engine/engine_types.hpp"
 #include "sim/models/concurrency_server.hpp"
+#include "systems/replica_gate.hpp"
 #include "systems/system_spec.hpp"
-#include "systems/waiting_room.hpp"
 
 namespace backoff::sim::system_model {
 
@@ -88,8 +88,8 @@ struct request_record {
   std::uint64_t key = 0;    // its client operation's key, 0..999: fixed across retries
   time_ns since_first = 0;  // how long before it its call's first attempt left
   double slowdown = 1;      // a cold start's: its work takes this many times its drawn time
-  limit_permit permit;
-  bool worker = false, admitted = false, failed = false, in_use = false;
+  admission_ticket ticket;  // what it holds of its replica's admission limit
+  bool worker = false, failed = false, in_use = false;
   bool first = false;         // its call's first attempt (an arrival, not a retry)
   bool calls_done = false;    // work = "after-calls": its calls are over, its work under way
   bool do_not_retry = false;  // a call of its gave up on an edge that says "do not retry"
@@ -97,15 +97,12 @@ struct request_record {
 };
 
 struct replica_state {
-  explicit replica_state(const discipline_spec& discipline) : queue(discipline) {}
-  std::uint32_t busy = 0;         // workers serving
-  std::uint32_t connections = 0;  // requests held: queued, served, or waiting downstream
-  std::uint32_t admitted = 0;     // under a concurrency(N) limit
-  waiting_room queue;             // its discipline's (systems/waiting_room.hpp)
+  explicit replica_state(const service_spec& service) : gate(service) {}
+  // Its accept limit, admission, workers and waiting room: a real tier's (replica_gate.hpp).
+  replica_gate gate;
   std::uint32_t failures_in_a_row = 0;
   std::uint32_t times_ejected = 0;
   time_ns ejected_until = 0;
-  std::unique_ptr<concurrency_limiter> adaptive;
   // A concurrency curve with a tick: smira's server (2016), which re-reads N while it works.
   std::unique_ptr<concurrency_server> curve;
 };

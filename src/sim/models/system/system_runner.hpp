@@ -134,9 +134,7 @@ class system_runner final : public model_runner,
   void serve_next(engine& e, std::uint32_t service, std::uint32_t replica);
   // The workers each replica of the service has now: all, or a capacity fault's share (at
   // least one); UINT32_MAX for no limit.
-  std::uint32_t workers_now(std::uint32_t service, time_ns now) const;
   void start_downstream(engine& e, std::uint32_t r, std::uint32_t i);
-  void release_admission(engine& e, std::uint32_t r, bool ok);
   std::uint32_t root_of(std::uint32_t c) const;
   void note_load(engine& e, std::uint32_t service);
   service_bucket& bucket_of(std::uint32_t service, time_ns t);

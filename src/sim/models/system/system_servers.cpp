@@ -50,19 +50,16 @@ void system_runner::on_arrive(engine& e, std::uint32_t r) {
     ++b.arrivals;
   }
   req.arrived = e.now();
-  // The accept limit: refused at once, as a full listen backlog or a connection cap does.
-  if (s.max_connections > 0 && rep.connections >= s.max_connections) return reject(e, r, true);
-  // Admission: shed before any work.
-  if (s.admission == admission_kind::concurrency) {
-    if (rep.admitted >= s.concurrency) return reject(e, r, false);
-    ++rep.admitted;
-    req.admitted = true;
-  } else if (s.admission == admission_kind::adaptive) {
-    req.permit = rep.adaptive->try_acquire(duration{e.now()});
-    if (!req.permit) return reject(e, r, false);
-    req.admitted = true;
+  // The accept limit (refused at once, as a full listen backlog or a connection cap does), then
+  // admission (shed before any work).
+  switch (rep.gate.arrive(e.now(), req.ticket)) {
+    case door::refused:
+      return reject(e, r, true);
+    case door::shed:
+      return reject(e, r, false);
+    case door::in:
+      break;
   }
-  ++rep.connections;
   ++n.in_flight;
   ++total_in_flight_;
   if (!s.faults.empty() && !s.faults_after_work) {
@@ -85,22 +82,19 @@ void system_runner::on_arrive(engine& e, std::uint32_t r) {
 // Into service, or into the queue; a full queue rejects.
 void system_runner::admit(engine& e, std::uint32_t r) {
   request_record& req = requests_[r];
-  const service_spec& s = spec_.services[req.service];
   replica_state& rep = replica(req.service, req.replica);
-  if (rep.busy < workers_now(req.service, e.now())) {
-    ++rep.busy;
+  if (rep.gate.seat(e.now())) {
     req.worker = true;
     note_load(e, req.service);
     return begin_serving(e, r);
   }
-  if (rep.queue.size() >= s.queue) {
-    --rep.connections;
+  if (rep.gate.queue_full()) {
     --counts_[req.service].in_flight;
     --total_in_flight_;
-    release_admission(e, r, false);
+    rep.gate.leave(req.ticket, e.now(), false, false);
     return reject(e, r, false);
   }
-  rep.queue.push(r, e.now());
+  rep.gate.wait(r, e.now());
   ++counts_[req.service].queued;
   ++total_queued_;
   note_load(e, req.service);
@@ -131,7 +125,7 @@ void system_runner::start_work(engine& e, std::uint32_t r) {
   replica_state& rep = replica(req.service, req.replica);
   if (rep.curve) return rep.curve->arrive(e, r);  // its slowdown follows N; served() is next
   req.delay = 0;
-  const auto in_service = static_cast<std::int64_t>(rep.busy);
+  const auto in_service = static_cast<std::int64_t>(rep.gate.busy());
   time_ns work = s.service_time.sample(server_rng_, in_service);
   if (req.slowdown != 1) {
     work = static_cast<time_ns>(std::min(static_cast<double>(work) * req.slowdown, 1e18) + 0.5);
@@ -287,10 +281,10 @@ void system_runner::finish(engine& e, std::uint32_t r, bool ok) {
   replica_state& rep = replica(service, replica_index);
   const service_spec& s = spec_.services[service];
   service_counts& n = counts_[service];
-  --rep.connections;
+  const bool worker = req.worker;
+  rep.gate.leave(req.ticket, e.now(), ok, worker);
   --n.in_flight;
   --total_in_flight_;
-  release_admission(e, r, ok);
   if (ok) {
     ++n.completed;
     ++bucket_of(service, e.now()).completed;
@@ -311,26 +305,9 @@ void system_runner::finish(engine& e, std::uint32_t r, bool ok) {
       }
     }
   }
-  const bool worker = req.worker;
   answer(e, r, ok ? answer_ok : req.do_not_retry ? answer_do_not_retry : answer_failed);
-  if (worker) {
-    --rep.busy;
-    serve_next(e, service, replica_index);
-  }
+  if (worker) serve_next(e, service, replica_index);
   note_load(e, service);
-}
-
-void system_runner::release_admission(engine& e, std::uint32_t r, bool ok) {
-  request_record& req = requests_[r];
-  if (!req.admitted) return;
-  req.admitted = false;
-  replica_state& rep = replica(req.service, req.replica);
-  if (spec_.services[req.service].admission == admission_kind::concurrency) {
-    --rep.admitted;
-  } else {
-    rep.adaptive->release(req.permit, duration{e.now()},
-                          ok ? limit_outcome::success : limit_outcome::dropped);
-  }
 }
 
 // A request turned away without service: refused at the accept limit (the caller knows it was
@@ -358,38 +335,23 @@ void system_runner::answer(engine& e, std::uint32_t r, std::uint32_t how) {
   free_requests_.push_back(r);
 }
 
-std::uint32_t system_runner::workers_now(std::uint32_t service, time_ns now) const {
-  const service_spec& s = spec_.services[service];
-  if (s.workers == 0) return UINT32_MAX;
-  if (s.faults.empty()) return s.workers;
-  const double share = faults::capacity_share(s.faults, duration{now});
-  if (share >= 1) return s.workers;
-  return std::max<std::uint32_t>(
-      1, static_cast<std::uint32_t>(std::llround(static_cast<double>(s.workers) * share)));
-}
-
 // Workers free: the queue's next request by the discipline; CoDel drops what waited too long.
 void system_runner::serve_next(engine& e, std::uint32_t service, std::uint32_t replica_index) {
   replica_state& rep = replica(service, replica_index);
-  const std::uint32_t workers = workers_now(service, e.now());
-  while (!rep.queue.empty() && rep.busy < workers) {
-    const waiting_room::taken next = rep.queue.take(e.now());
-    const std::uint32_t r = next.id;
+  while (const auto next = rep.gate.next(e.now())) {
+    const std::uint32_t r = next->id;
     --counts_[service].queued;
     --total_queued_;
-    if (next.dropped) {
-      --rep.connections;
+    if (next->dropped) {
       --counts_[service].in_flight;
       --total_in_flight_;
-      release_admission(e, r, false);
+      rep.gate.leave(requests_[r].ticket, e.now(), false, false);
       reject(e, r, false);
       continue;
     }
-    ++rep.busy;
     requests_[r].worker = true;
     begin_serving(e, r);
   }
-  rep.queue.idle(e.now());
 }
 
 // A simulated request has two headers: how long ago its call's first attempt left (the one a
