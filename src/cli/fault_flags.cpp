@@ -57,6 +57,17 @@ void add_fault_flags(CLI::App* sub, fault_flag_values& values) {
 
 std::optional<faults::fault_plan> build_fault_plan(const fault_flag_values& values,
                                                    std::string_view command) {
+  std::optional<faults::fault_plan> plan = read_fault_flags(values, command);
+  if (!plan) return std::nullopt;
+  if (const auto why = faults::network_refusal(*plan)) {
+    std::cerr << "backoff " << command << ": " << *why << '\n';
+    return std::nullopt;
+  }
+  return plan;
+}
+
+std::optional<faults::fault_plan> read_fault_flags(const fault_flag_values& values,
+                                                   std::string_view command) {
   faults::fault_plan plan;
   try {
     if (values.schedule) plan = faults::read_fault_schedule(*values.schedule);
@@ -88,10 +99,6 @@ std::optional<faults::fault_plan> build_fault_plan(const fault_flag_values& valu
     return std::nullopt;
   }
   plan.envoy_headers = values.envoy_headers;
-  if (const auto why = faults::network_refusal(plan)) {
-    std::cerr << "backoff " << command << ": " << *why << '\n';
-    return std::nullopt;
-  }
   return plan;
 }
 

@@ -42,6 +42,11 @@ void add_fault_flags(CLI::App* sub, fault_flag_values& values);
 std::optional<faults::fault_plan> build_fault_plan(const fault_flag_values& values,
                                                    std::string_view command);
 
+// The same, for a system's service (serve --service-time ...), which also takes the faults that
+// take its capacity away or slow its start (faults::network_refusal is not asked).
+std::optional<faults::fault_plan> read_fault_flags(const fault_flag_values& values,
+                                                   std::string_view command);
+
 // The start-up lines of a program with faults: "backoff serve: fault errors(...) from 0s".
 void print_fault_plan(const faults::fault_plan& plan, std::string_view command);
 

@@ -10,8 +10,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <array>
 #include <boost/asio/ip/address.hpp>
 #include <cerrno>
 #include <cmath>
@@ -20,9 +18,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <thread>
-#include <vector>
 
 #include "backoff/duration.hpp"
 #include "backoff/error.hpp"
@@ -34,9 +30,7 @@
 #include "listening_command.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
-#include "scenario_files.hpp"
-#include "sim/run/runner.hpp"
-#include "systems/system_spec.hpp"
+#include "serve_system.hpp"
 #include "typed_options.hpp"
 
 namespace backoff::cli {
@@ -64,104 +58,8 @@ struct serve_options {
   double expired_cost = 0.05;
   bool quiet = false;
   fault_flag_values faults;
-  // --system FILE --service NAME [--replica I] [--set K=V]: one replica of a system's service.
-  std::optional<std::string> system;
-  std::optional<std::string> service;
-  std::uint32_t replica = 0;
-  std::vector<std::string> sets;
+  service_flags as_service;  // a system's service: --system, or --service-time and the others
 };
-
-// The flags of plain serve's own service and guards, which a system's service does not use: its
-// file says how it serves.
-constexpr std::array<std::string_view, 9> seed_server_flags = {
-    "--limit",    "--factor",  "--base-delay",    "--k",           "--tick",
-    "--max-busy", "--threads", "--reject-status", "--expired-cost"};
-
-// The service NAME of the system file (a file or a built-in system scenario, with its knobs
-// set), checked whole as `backoff sim --check` checks it. Throws config_error (and parse_error)
-// with one line.
-systems::service_spec system_service(const serve_options& o, std::uint64_t& seed) {
-  const sim::scenario_source source = resolve_scenario(*o.system);
-  {
-    sim::scenario whole = sim::scenario::load(source, o.sets);
-    if (whole.model() != "system") {
-      throw config::config_error(
-          fmt::format("--system {}: a scenario of model '{}', not a system file (model = "
-                      "\"system\", docs/SYSTEMS.md)",
-                      quote_for_message(*o.system), whole.model()));
-    }
-    if (whole.is_sweep()) {
-      throw config::config_error(
-          fmt::format("--system {}: a sweep; serve runs one system: give its point with --set",
-                      quote_for_message(*o.system)));
-    }
-    sim::check_scenario(whole);
-  }
-  sim::scenario sc = sim::scenario::load(source, o.sets);
-  systems::system_spec spec = systems::read_system(sc.config());
-  std::vector<std::string_view> names;
-  for (const systems::service_spec& s : spec.services) names.push_back(s.name);
-  const auto named = std::find(names.begin(), names.end(), *o.service);
-  if (named == names.end()) {
-    throw config::config_error(
-        fmt::format("--service {}: {} has no such service{}", quote_for_message(*o.service),
-                    quote_for_message(*o.system), did_you_mean(*o.service, names)));
-  }
-  systems::service_spec s = spec.services[static_cast<std::size_t>(named - names.begin())];
-  if (o.replica >= s.replicas) {
-    throw config::config_error(fmt::format("--replica {}: service {} has {} replica{} (0 to {})",
-                                           o.replica, s.name, s.replicas,
-                                           s.replicas == 1 ? "" : "s", s.replicas - 1));
-  }
-  if (!s.calls.empty()) {
-    throw config::config_error(fmt::format(
-        "--service {}: it calls other services ({}), and serve does not make calls downstream "
-        "yet: serve a service that calls none",
-        s.name, s.where));
-  }
-  seed =
-      derive_seed(sc.seed(), (static_cast<std::uint64_t>(named - names.begin()) << 32) | o.replica);
-  return s;
-}
-
-// serve --system: refuses the flags that do not apply, then serves the service.
-int run_system_service(const serve_options& o, const CLI::App& app, net::server_options options) {
-  for (const std::string_view flag : seed_server_flags) {
-    if (app.count(std::string(flag)) > 0) {
-      std::cerr << "backoff serve: " << flag
-                << ": the system file says how its service serves; drop it with --system\n";
-      return exit_usage;
-    }
-  }
-  if (!o.service) {
-    std::cerr << "backoff serve: --system needs --service NAME (which of its services)\n";
-    return exit_usage;
-  }
-  if (!options.faults.empty() || o.faults.envoy_headers) {
-    std::cerr << "backoff serve: the fault flags do not go with --system: its service's faults "
-                 "are in the file (service.NAME.errors and faults)\n";
-    return exit_usage;
-  }
-  std::uint64_t seed = 1;
-  try {
-    options.tier = system_service(o, seed);
-  } catch (const std::exception& e) {
-    std::cerr << "backoff serve: " << e.what() << '\n';
-    return exit_usage;
-  }
-  options.fault_seed = seed;
-  options.threads = 1;
-  const systems::service_spec& s = *options.tier;
-  return run_until_stop_signal<net::server>(
-      "serve", options, s.faults, [&](const net::server& server) {
-        return fmt::format(
-            "backoff serve: listening on {} (service {} replica {} of {}: {} workers, queue {}, "
-            "{}; GET /metrics)\n",
-            net::api_url(o.host, server.port()), s.name, o.replica, s.replicas,
-            s.workers == 0 ? std::string("unbounded") : std::to_string(s.workers), s.queue,
-            s.service_time.text);
-      });
-}
 
 // A Bearer token (RFC 6750's token68 characters, or any visible ASCII): no spaces or controls,
 // which would not survive an Authorization header.
@@ -263,16 +161,14 @@ int run_serve(const serve_options& o, const CLI::App& app) {
   options.cancel_on_disconnect = o.cancel_on_disconnect;
   options.reuse_port = o.reuse_port;
   options.log_every_second = !o.quiet;
+  raise_descriptor_limit();
+  if (wants_a_service(o.as_service, app)) {
+    return serve_a_service(o.as_service, o.faults, app, std::move(options), o.host);
+  }
   const auto plan = build_fault_plan(o.faults, "serve");
   if (!plan) return exit_usage;
   options.faults = *plan;
   options.fault_seed = o.faults.seed;
-  raise_descriptor_limit();
-  if (o.system) return run_system_service(o, app, options);
-  if (o.service || app.count("--replica") > 0) {
-    std::cerr << "backoff serve: --service and --replica name a service of --system FILE\n";
-    return exit_usage;
-  }
   // Past the descriptor limit accepts fail (EMFILE) and every client waits, /metrics included:
   // by default the server holds fewer connections than that, keeping descriptors in reserve.
   const std::int64_t fitting = net::default_max_connections(o.threads);
@@ -379,18 +275,7 @@ void setup_serve(CLI::App& app, int& status) {
       ->capture_default_str();
   sub->add_flag("-q,--quiet", o->quiet, "No once-a-second concurrency line");
   add_fault_flags(sub, o->faults);
-  sub->add_option("--system", o->system,
-                  "Serve a service of this system file (or built-in system scenario): its "
-                  "workers, queue, discipline, limits, service time and faults "
-                  "(docs/NETWORK.md, \"A service of a system file\")")
-      ->check(not_empty("a file or a built-in scenario"));
-  sub->add_option("--service", o->service, "With --system: the service to serve");
-  add_count_option<std::uint32_t>(*sub, "--replica", o->replica,
-                                  "With --system: which replica of the service (from 0)", 0,
-                                  UINT32_MAX - 1);
-  sub->add_option("--set", o->sets,
-                  "With --system: override a key of the file by its dotted path, e.g. --set "
-                  "service.api.workers=4 (repeatable)");
+  add_service_flags(sub, o->as_service);
   sub->callback([o, sub, &status] { status = run_serve(*o, *sub); });
 }
 

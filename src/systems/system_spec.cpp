@@ -241,7 +241,7 @@ void read_faults(config_reader& keys, const std::string& prefix, service_spec& s
       s.pauses.push_back(f.when);
     }
     if (f.what.kind == faults::fault_kind::slow_body) {
-      keys.fail(key, "slow_body shapes an HTTP body, which the simulator does not send");
+      keys.fail(key, "slow_body shapes an HTTP body, and a system's services answer with none");
     }
     if (f.what.kind == faults::fault_kind::capacity && f.when.end != duration::max()) {
       s.capacity_returns.push_back(f.when.end.count());

@@ -568,7 +568,7 @@ std::vector<bad_input> cli_cases() {
   c.push_back(with_file(
       "ServeSystemWithASeedServerFlag", "one.toml", one_system_file,
       {"serve", "--port", "0", "--system", "@FILE@", "--service", "api", "--max-busy", "3"}, 2,
-      "backoff serve: --max-busy: the system file says how its service serves"));
+      "backoff serve: --max-busy: a system's service serves as its keys say"));
   c.push_back(with_file(
       "ServeSystemWithFaultFlags", "one.toml", one_system_file,
       {"serve", "--port", "0", "--system", "@FILE@", "--service", "api", "--errors", "5%"}, 2,
@@ -579,8 +579,20 @@ std::vector<bad_input> cli_cases() {
   c.push_back(cli("ServeSystemServiceThatCalls",
                   {"serve", "--port", "0", "--system", "system-three-tier", "--service", "app"}, 2,
                   "backoff serve: --service app: it calls other services"));
+  c.push_back(cli("ServeWorkersBadDiscipline", {"serve", "--port", "0", "--discipline", "lifx"}, 2,
+                  "backoff serve: --discipline:", "(did you mean 'lifo'?)"));
+  c.push_back(cli("ServeServiceTimeBadDistribution",
+                  {"serve", "--port", "0", "--service-time", "lognormal(median=4ms)"}, 2,
+                  "backoff serve: --service-time:", "lognormal needs sigma="));
+  c.push_back(cli("ServeServiceKeyFlagWithSystem",
+                  {"serve", "--port", "0", "--system", "system-three-tier", "--service", "db",
+                   "--workers", "3"},
+                  2, "backoff serve: --workers: with --system the file says it"));
+  c.push_back(cli("ServeServiceSlowBodyFault",
+                  {"serve", "--port", "0", "--workers", "2", "--slow-body", "1KiB@1KiB/s"}, 2,
+                  "backoff serve: the fault flags:", "slow_body shapes an HTTP body"));
   c.push_back(cli("ServeServiceWithoutSystem", {"serve", "--port", "0", "--service", "api"}, 2,
-                  "backoff serve: --service and --replica name a service of --system FILE"));
+                  "backoff serve: --service, --replica and --set name a service of --system FILE"));
   c.push_back(cli("ServeFaultSeedNegative", {"serve", "--port", "0", "--fault-seed", "-1"}, 2,
                   "--fault-seed"));
   c.push_back(cli("ServeFaultsMissingFile",

@@ -186,6 +186,53 @@ TEST(Serve, AFaultFlagIsPrintedInjectedAndCounted) {
   EXPECT_EQ(server.probe.wait().status, 0);
 }
 
+// `serve` as a system's service, from flags or from a file's [service.NAME]: its port, once it
+// says it listens.
+std::string service_port(const process_probe& probe) {
+  EXPECT_TRUE(backoff::test::wait_for_text(probe.err_path(), "GET /metrics)\n"));
+  return listening_port(slurp(probe.err_path()));
+}
+
+// The lines of a tier's /metrics that its settings fix: its workers and admission limit.
+std::string tier_settings(const std::string& port) {
+  const std::string metrics =
+      http_exchange(port, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  std::string out;
+  for (const char* name : {"\nbackoff_tier_workers ", "\nbackoff_tier_admission_limit "}) {
+    const auto at = metrics.find(name);
+    if (at != std::string::npos) out += metrics.substr(at + 1, metrics.find('\n', at + 1) - at);
+  }
+  return out;
+}
+
+TEST(Serve, AServiceFromFlagsServesAsTheSameServiceFromAFile) {
+  const backoff::test::test_scratch scratch("serve");
+  const auto file = scratch / "one.toml";
+  std::ofstream(file) << "scenario = \"one\"\nmodel = \"system\"\n[service.api]\nworkers = 3\n"
+                         "queue = 5\nlimit = \"concurrency(max=7)\"\nservice_time = \"1ms\"\n"
+                         "[[clients]]\nto = \"api\"\narrivals = \"poisson(rate=5)\"\n"
+                         "edge = \"front\"\n[edge.front]\nmax_attempts = 1\n"
+                         "[[strategy]]\nname = \"as-is\"\n";
+  process_probe from_flags({"serve", "--port", "0", "-q", "--workers", "3", "--queue", "5",
+                            "--admission", "concurrency(max=7)", "--service-time", "1ms"});
+  process_probe from_file(
+      {"serve", "--port", "0", "-q", "--system", file.string(), "--service", "api"});
+  const std::string flags_port = service_port(from_flags);
+  const std::string file_port = service_port(from_file);
+  const std::string settings = tier_settings(flags_port);
+  EXPECT_EQ(settings, "backoff_tier_workers 3\nbackoff_tier_admission_limit 7\n");
+  EXPECT_EQ(tier_settings(file_port), settings);
+  for (const std::string& port : {flags_port, file_port}) {
+    const std::string api =
+        http_exchange(port, "GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(api.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << api;
+  }
+  for (process_probe* p : {&from_flags, &from_file}) {
+    p->signal(SIGTERM);
+    EXPECT_EQ(p->wait().status, 0);
+  }
+}
+
 // `load --experiment FILE`: an in-process server follows the schedule (every request fails for
 // the first 0.6 s), the clients retry through it, and the outputs carry the fault window.
 TEST(Load, AnExperimentFollowsAFaultSchedule) {
