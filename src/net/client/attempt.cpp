@@ -164,7 +164,8 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, in_flight_op& 
     if (blocking) co_return failed_attempt(s, c, blocking);
   }
   {
-    // The same bytes every time: written as they are, without a serializer per request.
+    // The prepared bytes (an attempt that adds fields: its own copy of them), written as they
+    // are, without a serializer per request.
     const asio::const_buffer bytes =
         asio::buffer(request_bytes(s, c, op, first_of_op, attempt, started, time_allowed));
     beast::error_code ec;
