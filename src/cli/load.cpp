@@ -67,6 +67,7 @@ struct load_flags {
   std::string limiter;
   std::string fallback;
   bool propagate_deadline = false;
+  bool send_key = false;
   std::uint64_t seed = 1;
   std::string name;
   std::string experiment;
@@ -182,6 +183,7 @@ net::load_options load_options_of(const load_flags& f) {
   o.strategy = load_strategy(f, o.name);
   o.grow_from_think = !f.no_quirks;
   o.propagate_deadline = f.propagate_deadline;
+  o.send_key = f.send_key;
   o.seed = f.seed;
   return o;
 }
@@ -494,9 +496,14 @@ const flag_row load_flag_rows[] = {
              "summary.json's fell_back_rate and answered_rate"},
     {.name = "--propagate-deadline",
      .member = &load_flags::propagate_deadline,
-     .help = "Send each attempt's time (--timeout) and number as grpc-timeout, "
+     .help = "Send each attempt's time (--timeout, cut to --deadline) and number as grpc-timeout, "
              "x-envoy-expected-rq-timeout-ms, x-envoy-attempt-count and "
              "grpc-previous-rpc-attempts headers: `backoff serve` drops work whose caller gave up"},
+    {.name = "--send-key",
+     .member = &load_flags::send_key,
+     .help = "Send each operation's key as the simulator's callers do (x-backoff-key: splitmix64 "
+             "of the operation's number), so that a per-key outage ('outage(keys=50%)') fails the "
+             "same operations on every retry"},
     {.name = "--seed",
      .member = &load_flags::seed,
      .help = "Seed for think times and jitter",

@@ -13,17 +13,23 @@
 // would be a frame, an allocation, per attempt.
 #include "attempt.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/read_size.hpp>
 #include <boost/beast/http/error.hpp>
 #include <chrono>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <tuple>
 
 #include "backoff/deadline_headers.hpp"
 #include "backoff/http.hpp"
+#include "backoff/random.hpp"
+#include "faults/faults.hpp"
 
 namespace backoff::net::load_detail {
 namespace {
@@ -31,17 +37,40 @@ namespace {
 // Informational answers skipped before an answer; one more is an error.
 constexpr int max_interim_replies = 32;
 
-// The request of attempt `attempt`: the prepared bytes, plus, with propagate_deadline, the time
-// the server may take and the attempt number (deadline_headers.hpp), before the blank line.
-std::string_view request_bytes(const load_state& s, connection& c, std::uint32_t attempt) {
-  if (!s.options.propagate_deadline) return s.request_text;
+// `elapsed` in milliseconds with six decimals ("12.500000"), exactly: the decimal number of
+// milliseconds a fading errors fault reads (faults::since_first_attempt_header).
+void append_milliseconds(std::string& out, duration elapsed) {
+  const std::int64_t ns = std::max<std::int64_t>(elapsed.count(), 0);
+  fmt::format_to(std::back_inserter(out), "{}.{:06}", ns / 1'000'000, ns % 1'000'000);
+}
+
+// The request of attempt `attempt` of `op`, sent at `sent`: the prepared bytes when it is the
+// operation's first and adds nothing (the common case, without a copy), otherwise those bytes
+// and, before the blank line, the operation's key (send_key), how long ago its first attempt left
+// (every attempt but the first), and with propagate_deadline the time the server may take
+// (`time_allowed`: the timeout, cut to the operation's deadline) and the attempt number
+// (deadline_headers.hpp).
+std::string_view request_bytes(const load_state& s, connection& c, const in_flight_op& op,
+                               bool first_of_op, std::uint32_t attempt, steady::time_point sent,
+                               duration time_allowed) {
+  const load_options& o = s.options;
+  if (first_of_op && !o.propagate_deadline && !o.send_key) return s.request_text;
   const std::string_view head(s.request_text.data(), s.request_text.size() - 2);  // "\r\n"
   c.request.assign(head);
-  c.request += "grpc-timeout: " + format_grpc_timeout(s.options.timeout) + "\r\n";
-  c.request += "x-envoy-expected-rq-timeout-ms: " + format_timeout_ms(s.options.timeout) + "\r\n";
-  c.request += "x-envoy-attempt-count: " + std::to_string(attempt) + "\r\n";
-  if (attempt > 1)
-    c.request += "grpc-previous-rpc-attempts: " + std::to_string(attempt - 1) + "\r\n";
+  auto out = std::back_inserter(c.request);
+  if (o.send_key) fmt::format_to(out, "x-backoff-key: {}\r\n", operation_key(op.id));
+  if (!first_of_op) {
+    fmt::format_to(out, "{}: ", faults::since_first_attempt_header);
+    append_milliseconds(c.request, std::chrono::duration_cast<duration>(sent - op.first_sent));
+    c.request += "\r\n";
+  }
+  if (o.propagate_deadline) {
+    c.request += "grpc-timeout: " + format_grpc_timeout(time_allowed) + "\r\n";
+    c.request += "x-envoy-expected-rq-timeout-ms: " + format_timeout_ms(time_allowed) + "\r\n";
+    c.request += "x-envoy-attempt-count: " + std::to_string(attempt) + "\r\n";
+    if (attempt > 1)
+      c.request += "grpc-previous-rpc-attempts: " + std::to_string(attempt - 1) + "\r\n";
+  }
   c.request += "\r\n";
   return c.request;
 }
@@ -78,7 +107,7 @@ reply failed_attempt(load_state& s, connection& c, beast::error_code ec) {
 }
 
 // The attempt got its answer in time: 200 is a success, anything else an error (with its
-// Retry-After).
+// grpc-retry-pushback-ms or Retry-After).
 reply answered_attempt(load_state& s, connection& c, const reply_head& head) {
   c.watch->disarm();
   reply r;
@@ -90,7 +119,13 @@ reply answered_attempt(load_state& s, connection& c, const reply_head& head) {
     s.recorder.success(s.now());
   } else {
     r.kind = reply_kind::error;
-    if (head.retry_after) {
+    if (head.grpc_retry_pushback) {
+      // Before Retry-After, as classify_http_reply (http.hpp) ranks them: the wait itself, or,
+      // negative or malformed, "do not retry". On any error answer, since load retries them all.
+      r.retry_after = parse_grpc_retry_pushback(*head.grpc_retry_pushback);
+      r.pushback = r.retry_after.has_value();
+      r.do_not_retry = !r.pushback;
+    } else if (head.retry_after) {
       r.retry_after = parse_retry_after(*head.retry_after, std::chrono::system_clock::now());
     }
     ++s.counts.errors;
@@ -101,6 +136,10 @@ reply answered_attempt(load_state& s, connection& c, const reply_head& head) {
 
 }  // namespace
 
+std::uint64_t operation_key(std::uint64_t id) {
+  return splitmix64(id);
+}
+
 duration attempt_time(const load_state& s, const in_flight_op& op) {
   duration t = s.options.timeout;
   if (op.deadline_at) {
@@ -109,9 +148,11 @@ duration attempt_time(const load_state& s, const in_flight_op& op) {
   return t;
 }
 
-asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t attempt,
-                                    duration time_allowed) {
+asio::awaitable<reply> send_request(load_state& s, connection& c, in_flight_op& op,
+                                    std::uint32_t attempt, duration time_allowed) {
   const steady::time_point started = steady::now();
+  const bool first_of_op = op.first_sent == steady::time_point::min();
+  if (first_of_op) op.first_sent = started;
   s.recorder.attempt(s.since_start(started));
   ++s.counts.requests;
   c.watch->arm(started, time_allowed);
@@ -123,8 +164,10 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
     if (blocking) co_return failed_attempt(s, c, blocking);
   }
   {
-    // The same bytes every time: written as they are, without a serializer per request.
-    const asio::const_buffer bytes = asio::buffer(request_bytes(s, c, attempt));
+    // The prepared bytes (an attempt that adds fields: its own copy of them), written as they
+    // are, without a serializer per request.
+    const asio::const_buffer bytes =
+        asio::buffer(request_bytes(s, c, op, first_of_op, attempt, started, time_allowed));
     beast::error_code ec;
     std::size_t sent = c.socket.write_some(bytes, ec);
     if (ec && (ec == asio::error::would_block || ec == asio::error::try_again)) {
@@ -169,9 +212,10 @@ asio::awaitable<reply> send_request(load_state& s, connection& c, std::uint32_t 
   co_return answered_attempt(s, c, head);
 }
 
-asio::awaitable<reply> send_copy(load_state& s, std::uint32_t attempt, duration time_allowed) {
+asio::awaitable<reply> send_copy(load_state& s, in_flight_op& op, std::uint32_t attempt,
+                                 duration time_allowed) {
   connection own(s.context->get_executor());
-  reply r = co_await send_request(s, own, attempt, time_allowed);
+  reply r = co_await send_request(s, own, op, attempt, time_allowed);
   own.close();
   co_return r;
 }

@@ -3,7 +3,9 @@
 // retry with the library's policies through async_retry, as seed 004's Go client does
 // (smira/exponential-backoff, client.go): each client thinks for an exponentially distributed
 // time, sends one request and waits for it up to a timeout; a timeout or an error is retried after
-// the strategy's backoff.
+// the strategy's backoff, or after the server's grpc-retry-pushback-ms, and not at all when that
+// is negative (gRFC A6). Each retry tells the server how long ago its operation's first attempt
+// left, as the simulator's callers do (x-backoff-since-first-attempt; send_key adds the key).
 //
 // Open loop (`rate` or `ramp`) sends operations at intended times computed ahead of the clock
 // (arrivals.hpp: Poisson or evenly spaced, at a fixed or ramping rate), whatever the answers do,
@@ -75,9 +77,15 @@ struct load_options {
   // counts (load_run::latency).
   std::ostream* histogram_log = nullptr;
   duration timeout = std::chrono::seconds(2);
-  // Each attempt tells the server the time it may take (`timeout`) and its number: grpc-timeout,
-  // x-envoy-expected-rq-timeout-ms, x-envoy-attempt-count, grpc-previous-rpc-attempts.
+  // Each attempt tells the server the time it may take (`timeout`, cut to what is left before
+  // `request_deadline`) and its number: grpc-timeout, x-envoy-expected-rq-timeout-ms,
+  // x-envoy-attempt-count, grpc-previous-rpc-attempts.
   bool propagate_deadline = false;
+  // Each attempt says its operation's key, x-backoff-key: splitmix64 of the operation's number
+  // (from 0, in the order they start), the simulator's callers' key, which a per-key outage
+  // (`outage(keys=...)`) takes mod 1000. Every attempt after an operation's first says how long
+  // ago its first left (x-backoff-since-first-attempt, ms) whatever this says.
+  bool send_key = false;
   duration duration_total = std::chrono::seconds(60);
   duration report_every = std::chrono::seconds(5);
   duration bucket = std::chrono::seconds(1);

@@ -56,8 +56,11 @@ struct in_flight_op {
     list = nullptr;
   }
 
-  std::uint64_t id;
+  std::uint64_t id;                      // from 0, in the order the run's operations start
   report::time_units first_attempt = 0;  // open loop: the intended send time
+  // When its first attempt (or hedged copy) left: its later ones tell the server how long ago
+  // (x-backoff-since-first-attempt). min(): none has left yet.
+  steady::time_point first_sent = steady::time_point::min();
   std::uint32_t attempts = 0;
   report::time_units deadline_at = 0;  // 0: none (request_deadline)
   in_flight_list* list;

@@ -32,18 +32,24 @@ struct attempt_op {
   const operation_ref* o;
   asio::awaitable<reply> operator()(std::uint32_t attempt) const {
     o->flight->attempts = attempt;
-    return send_request(*o->s, *o->c, attempt, attempt_time(*o->s, *o->flight));
+    return send_request(*o->s, *o->c, *o->flight, attempt, attempt_time(*o->s, *o->flight));
   }
 };
 
 // A hedged copy's verdict (hedge.hpp): a status answer is judged by the policy's non_fatal list
-// (pushback when it carries Retry-After); a copy that got no answer at all (timeout, refused,
-// reset) is non-fatal, since no server judged the request.
+// (pushback when it carries Retry-After or grpc-retry-pushback-ms); a copy that got no answer at
+// all (timeout, refused, reset) is non-fatal, since no server judged the request. A non-fatal
+// answer whose grpc-retry-pushback-ms says not to retry stops further copies and lets those in
+// flight run, as gRFC A6 has it for hedging: a verdict carrying a wait is the library's way to
+// say so (hedge.hpp, "Any pushback").
 struct classify_hedged_reply {
   const hedge_policy* policy;
   verdict operator()(const reply& r) const {
     if (r.kind == reply_kind::error && r.status != 0) {
-      return policy->classify_status(r.status, r.retry_after);
+      verdict v = policy->classify_status(r.status, r.retry_after);
+      if (v.kind == verdict_kind::retryable && r.do_not_retry) v.retry_after = duration{0};
+      v.pushback = v.kind == verdict_kind::retryable && (r.pushback || r.do_not_retry);
+      return v;
     }
     return classify_reply(r);
   }
@@ -56,8 +62,8 @@ struct hedged_copy_op {
   asio::awaitable<reply> operator()(std::uint32_t attempt) const {
     o->flight->attempts = attempt;
     const duration allowed = attempt_time(*o->s, *o->flight);
-    return attempt == 1 ? send_request(*o->s, *o->c, attempt, allowed)
-                        : send_copy(*o->s, attempt, allowed);
+    return attempt == 1 ? send_request(*o->s, *o->c, *o->flight, attempt, allowed)
+                        : send_copy(*o->s, *o->flight, attempt, allowed);
   }
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What `backoff load` takes from a server's answer, and how it reads it without building a
-// message: a parser that keeps only the status, the keep-alive verdict and Retry-After, and a
+// message: a parser that keeps only the status, the keep-alive verdict, Retry-After and gRPC's
+// grpc-retry-pushback-ms, and a
 // small cache of answers met before, recognised by their bytes (the server sends nearly every
 // answer with the same bytes; parsing them was a quarter of the client's instructions per
 // request). Internal to the load client (src/net/client).
@@ -14,6 +15,7 @@
 
 #include <array>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/rfc7230.hpp>
 #include <cstdint>
@@ -35,10 +37,17 @@ enum class reply_kind { ok, error, timeout, cancelled };
 struct reply {
   reply_kind kind = reply_kind::error;
   int status = 0;
+  // The server's wait: its Retry-After (a minimum), or its grpc-retry-pushback-ms (`pushback`:
+  // the wait itself, after which the backoff starts again from its first step).
   std::optional<duration> retry_after;
+  bool pushback = false;
+  // A negative or malformed grpc-retry-pushback-ms: the server asks not to retry (gRFC A6).
+  bool do_not_retry = false;
 };
 
-// Any failure is retried, as the seed's client does; a rejection's Retry-After is honoured.
+// Any failure is retried, as the seed's client does, unless the server asked not to retry it
+// (grpc-retry-pushback-ms, read by the library's parse_grpc_retry_pushback: http.hpp); its
+// Retry-After or pushback is honoured.
 inline verdict classify_reply(const reply& r) {
   switch (r.kind) {
     case reply_kind::ok:
@@ -46,8 +55,12 @@ inline verdict classify_reply(const reply& r) {
     case reply_kind::timeout:
     case reply_kind::cancelled:
       return verdict::retryable();
-    case reply_kind::error:
-      return verdict::retryable(r.retry_after);
+    case reply_kind::error: {
+      if (r.do_not_retry) return verdict::permanent();
+      verdict v = verdict::retryable(r.retry_after);
+      v.pushback = r.pushback;
+      return v;
+    }
   }
   return verdict::retryable();
 }
@@ -57,6 +70,7 @@ struct reply_head {
   int status = 0;
   bool keep_alive = true;  // as http::message::keep_alive() says
   std::optional<std::string> retry_after;
+  std::optional<std::string> grpc_retry_pushback;  // grpc-retry-pushback-ms
 };
 
 // What the client needs of an answer, parsed without building a message: no allocation per
@@ -68,11 +82,14 @@ class reply_parser final : public http::basic_parser<false> {
   int status = 0;
   unsigned version = 11;
   std::optional<std::string> retry_after;
+  std::optional<std::string> grpc_retry_pushback;
   std::optional<std::string> connection_field;  // the first Connection field, when there is one
 
   // As http::message::keep_alive() judges it (the first Connection field's tokens and the
   // version), not as the parser's own keep_alive(), which the client did not use before.
-  reply_head head() const { return {status, message_keep_alive(), retry_after}; }
+  reply_head head() const {
+    return {status, message_keep_alive(), retry_after, grpc_retry_pushback};
+  }
 
   bool message_keep_alive() const {
     if (version < 11) {
@@ -90,12 +107,15 @@ class reply_parser final : public http::basic_parser<false> {
     status = code;
     version = static_cast<unsigned>(v);
   }
-  void on_field_impl(http::field name, beast::string_view, beast::string_view value,
+  void on_field_impl(http::field name, beast::string_view name_text, beast::string_view value,
                      beast::error_code&) override {
     if (name == http::field::retry_after && !retry_after) {
       retry_after.emplace(value);
     } else if (name == http::field::connection && !connection_field) {
       connection_field.emplace(value);
+    } else if (name == http::field::unknown && !grpc_retry_pushback &&
+               beast::iequals(name_text, "grpc-retry-pushback-ms")) {
+      grpc_retry_pushback.emplace(value);
     }
   }
   void on_header_impl(beast::error_code&) override {}
