@@ -249,10 +249,7 @@ namespace {
 // (splitmix64), so that keys spread as random ids do, without a draw that would move every other
 // random number.
 std::uint64_t operation_key(std::uint64_t operation) {
-  std::uint64_t z = operation + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  return splitmix64(operation);  // what `backoff load --send-key` sends for its operations
 }
 
 }  // namespace
