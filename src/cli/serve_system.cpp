@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/asio/ip/address.hpp>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "output.hpp"
 #include "scenario_files.hpp"
 #include "sim/run/runner.hpp"
+#include "sim/scenario/strategy.hpp"
 #include "systems/system_spec.hpp"
 #include "typed_options.hpp"
 
@@ -46,8 +48,103 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> key_flags
 // set), checked whole as `backoff sim` checks it; `seed`: the service's and replica's stream,
 // from --fault-seed when given (`seed_flag`), else from the scenario's seed.
 // Throws config_error (or parse_error) with one line.
-systems::service_spec file_service(const service_flags& o, const std::uint64_t* seed_flag,
-                                   std::uint64_t& seed) {
+struct chosen {
+  systems::service_spec service;
+  std::vector<net::downstream_spec> calls;
+};
+
+// "HOST:PORT[,HOST:PORT...]" of --upstream NAME=...: the called service's replicas.
+std::vector<boost::asio::ip::tcp::endpoint> upstream_endpoints(const std::string& name,
+                                                               const std::string& text) {
+  std::vector<boost::asio::ip::tcp::endpoint> out;
+  std::size_t from = 0;
+  while (from <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    const std::string one = text.substr(from, comma - from);
+    const std::size_t colon = one.rfind(':');
+    boost::system::error_code ec;
+    std::string host = colon == std::string::npos ? one : one.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    const auto address = boost::asio::ip::make_address(host, ec);
+    unsigned long port = 0;
+    const std::string digits = colon == std::string::npos ? "" : one.substr(colon + 1);
+    const bool port_ok = !digits.empty() && digits.size() <= 5 &&
+                         digits.find_first_not_of("0123456789") == std::string::npos &&
+                         (port = std::stoul(digits)) > 0 && port < 65536;
+    if (ec || !port_ok) {
+      throw config::config_error(fmt::format(
+          "--upstream {}: {} is not HOST:PORT (an IP address and a port, e.g. 127.0.0.1:8081)",
+          name, quote_for_message(one)));
+    }
+    out.emplace_back(address, static_cast<std::uint16_t>(port));
+    from = comma + 1;
+  }
+  return out;
+}
+
+// The service's calls: each to the replicas --upstream names, with its edge's guards under the
+// strategy served. What serve's calls cannot do yet is refused in one line.
+std::vector<net::downstream_spec> calls_of(const service_flags& o, systems::system_spec& spec,
+                                           const systems::service_spec& s,
+                                           const sim::scenario& sc) {
+  std::vector<systems::strategy_edges> strategies;
+  for (const sim::client_strategy& c : sc.strategies()) {
+    strategies.push_back({c.name(), c.where(), &c.guards(), &c.edge_settings()});
+  }
+  spec.resolve(strategies);
+  std::size_t chosen = 0;
+  if (o.strategy) {
+    std::vector<std::string_view> names;
+    for (const auto& c : sc.strategies()) names.push_back(c.name());
+    const auto at = std::find(names.begin(), names.end(), *o.strategy);
+    if (at == names.end()) {
+      throw config::config_error(
+          fmt::format("--strategy {}: {} has no such strategy{}", quote_for_message(*o.strategy),
+                      quote_for_message(*o.system), did_you_mean(*o.strategy, names)));
+    }
+    chosen = static_cast<std::size_t>(at - names.begin());
+  }
+  std::map<std::string, std::string, std::less<>> upstreams;
+  for (const std::string& u : o.upstreams) {
+    const std::size_t eq = u.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw config::config_error(fmt::format(
+          "--upstream {}: expected NAME=HOST:PORT[,HOST:PORT...]", quote_for_message(u)));
+    }
+    upstreams[u.substr(0, eq)] = u.substr(eq + 1);
+  }
+  std::vector<net::downstream_spec> calls;
+  for (const systems::call_spec& c : s.calls) {
+    const systems::service_spec& to = spec.services[c.to];
+    const auto given = upstreams.find(to.name);
+    if (given == upstreams.end()) {
+      throw config::config_error(fmt::format(
+          "--service {}: it calls {}: say where with --upstream {}=HOST:PORT[,HOST:PORT...]",
+          s.name, to.name, to.name));
+    }
+    if (to.ejection.on) {
+      throw config::config_error(fmt::format(
+          "--service {}: service.{}.outlier_ejection: serve's calls do not eject replicas yet",
+          s.name, to.name));
+    }
+    const backoff::strategy& guards = spec.edge_guards[chosen][c.edge];
+    const guard_support can{.breaker = true, .deadline = true};
+    std::optional<guard_refusal> refused = guards.refusal(can);
+    if (!refused && guards.window) refused = guard_refusal{"window", "not in serve's calls yet"};
+    if (refused) {
+      throw config::config_error(fmt::format(
+          "--service {}: edge {} under strategy {}: serve's calls cannot honour {}: {}", s.name,
+          spec.edges[c.edge].name, sc.strategies()[chosen].name(), refused->key, refused->why));
+    }
+    calls.push_back({c, to.name, to.balance, upstream_endpoints(to.name, given->second), guards,
+                     spec.edge_options_of[chosen][c.edge]});
+  }
+  return calls;
+}
+
+chosen file_service(const service_flags& o, const std::uint64_t* seed_flag, std::uint64_t& seed) {
   const sim::scenario_source source = resolve_scenario(*o.system);
   {
     sim::scenario whole = sim::scenario::load(source, o.sets);
@@ -81,14 +178,9 @@ systems::service_spec file_service(const service_flags& o, const std::uint64_t* 
                                            o.replica, s.name, s.replicas,
                                            s.replicas == 1 ? "" : "s", s.replicas - 1));
   }
-  if (!s.calls.empty()) {
-    throw config::config_error(
-        fmt::format("--service {}: it calls other services ({}), and serve does not make calls "
-                    "downstream yet: serve a service that calls none",
-                    s.name, s.where));
-  }
+  std::vector<net::downstream_spec> calls = calls_of(o, spec, s, sc);
   seed = derive_seed(seed_flag != nullptr ? *seed_flag : sc.seed(), (index << 32) | o.replica);
-  return s;
+  return {std::move(s), std::move(calls)};
 }
 
 // The service the flags describe, read as a file's [service.serve] table: what a flag means is
@@ -130,9 +222,8 @@ systems::service_spec flag_service(const service_flags& o, const faults::fault_p
 }
 
 // The service to serve, its seed in `seed`; nullopt after one line on stderr.
-std::optional<systems::service_spec> chosen_service(const service_flags& o,
-                                                    const fault_flag_values& faults,
-                                                    const CLI::App& serve, std::uint64_t& seed) {
+std::optional<chosen> chosen_service(const service_flags& o, const fault_flag_values& faults,
+                                     const CLI::App& serve, std::uint64_t& seed) {
   const auto refuse = [](const std::string& why) {
     std::cerr << "backoff serve: " << why << '\n';
     return std::nullopt;
@@ -167,8 +258,11 @@ std::optional<systems::service_spec> chosen_service(const service_flags& o,
     if (o.service || serve.count("--replica") > 0 || !o.sets.empty()) {
       return refuse("--service, --replica and --set name a service of --system FILE");
     }
+    if (!o.upstreams.empty() || o.strategy) {
+      return refuse("--upstream and --strategy go with --system FILE, whose service calls others");
+    }
     seed = faults.seed;
-    return flag_service(o, *plan);
+    return chosen{flag_service(o, *plan), {}};
   } catch (const std::exception& e) {
     return refuse(e.what());
   }
@@ -187,6 +281,14 @@ void add_service_flags(CLI::App* sub, service_flags& f) {
   add_count_option<std::uint32_t>(*sub, "--replica", f.replica,
                                   "With --system: which replica of the service (from 0)", 0,
                                   UINT32_MAX - 1)
+      ->group(group);
+  sub->add_option("--upstream", f.upstreams,
+                  "With --system: where a service it calls listens, NAME=HOST:PORT[,HOST:PORT...] "
+                  "(its replicas; repeatable)")
+      ->group(group);
+  sub->add_option("--strategy", f.strategy,
+                  "With --system: the [[strategy]] whose edge guards its calls run (default: the "
+                  "first)")
       ->group(group);
   sub->add_option("--set", f.sets,
                   "With --system: override a key of the file by its dotted path, e.g. --set "
@@ -222,7 +324,10 @@ void add_service_flags(CLI::App* sub, service_flags& f) {
 }
 
 bool wants_a_service(const service_flags& f, const CLI::App& serve) {
-  if (f.system || f.service || !f.sets.empty() || serve.count("--replica") > 0) return true;
+  if (f.system || f.service || !f.sets.empty() || !f.upstreams.empty() || f.strategy ||
+      serve.count("--replica") > 0) {
+    return true;
+  }
   return std::any_of(key_flags.begin(), key_flags.end(),
                      [&](const auto& flag) { return serve.count(std::string(flag.first)) > 0; });
 }
@@ -230,9 +335,10 @@ bool wants_a_service(const service_flags& f, const CLI::App& serve) {
 int serve_a_service(const service_flags& flags, const fault_flag_values& faults,
                     const CLI::App& serve, net::server_options options, const std::string& host) {
   std::uint64_t seed = 1;
-  std::optional<systems::service_spec> service = chosen_service(flags, faults, serve, seed);
+  std::optional<chosen> service = chosen_service(flags, faults, serve, seed);
   if (!service) return exit_usage;
-  options.tier = std::move(service);
+  options.tier = std::move(service->service);
+  options.tier_calls = std::move(service->calls);
   options.fault_seed = seed;
   options.threads = 1;
   const systems::service_spec& s = *options.tier;

@@ -25,6 +25,8 @@ struct service_flags {
   std::optional<std::string> service;
   std::uint32_t replica = 0;
   std::vector<std::string> sets;
+  std::vector<std::string> upstreams;  // NAME=HOST:PORT[,...]: where a called service listens
+  std::optional<std::string> strategy;
   // The keys of [service.NAME] as flags (no --system).
   std::optional<std::uint32_t> workers, queue, accept_limit;
   std::optional<std::string> discipline, service_time, admission;

@@ -578,7 +578,20 @@ std::vector<bad_input> cli_cases() {
                   "a scenario of model 'outage-recovery', not a system file"));
   c.push_back(cli("ServeSystemServiceThatCalls",
                   {"serve", "--port", "0", "--system", "system-three-tier", "--service", "app"}, 2,
-                  "backoff serve: --service app: it calls other services"));
+                  "backoff serve: --service app: it calls db: say where with --upstream"));
+  c.push_back(cli("ServeSystemUpstreamWithoutPort",
+                  {"serve", "--port", "0", "--system", "system-three-tier", "--service", "app",
+                   "--upstream", "db=127.0.0.1"},
+                  2, "backoff serve: --upstream db: \"127.0.0.1\" is not HOST:PORT"));
+  c.push_back(
+      cli("ServeSystemUnknownStrategy",
+          {"serve", "--port", "0", "--system", "system-three-tier", "--service", "app",
+           "--upstream", "db=127.0.0.1:9", "--strategy", "breaker"},
+          2, "backoff serve: --strategy \"breaker\": \"system-three-tier\" has no such strategy",
+          "(did you mean 'breakers'?)"));
+  c.push_back(cli("ServeUpstreamWithoutSystem",
+                  {"serve", "--port", "0", "--workers", "2", "--upstream", "db=127.0.0.1:9"}, 2,
+                  "backoff serve: --upstream and --strategy go with --system FILE"));
   c.push_back(cli("ServeWorkersBadDiscipline", {"serve", "--port", "0", "--discipline", "lifx"}, 2,
                   "backoff serve: --discipline:", "(did you mean 'lifo'?)"));
   c.push_back(cli("ServeServiceTimeBadDistribution",

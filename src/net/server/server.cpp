@@ -459,6 +459,16 @@ struct worker final : connection_owner {
       case tier::answer_kind::ok:
         co_return make_response(http::status::ok, "OK", version, keep_alive);
       case tier::answer_kind::status:
+        if (a.do_not_retry) {
+          response res = make_response(static_cast<http::status>(a.status), "do not retry\n",
+                                       version, keep_alive);
+          res.set("grpc-retry-pushback-ms", "-1");
+          co_return res;
+        }
+        if (a.status == 502) {
+          co_return make_response(http::status::bad_gateway, "a call downstream failed\n", version,
+                                  keep_alive);
+        }
         if (a.status == 504) {
           co_return make_response(http::status::gateway_timeout, "deadline exceeded\n", version,
                                   keep_alive);
@@ -631,8 +641,9 @@ server::server(const server_options& options) : impl_(std::make_unique<impl>()) 
   }
   if (impl_->options.tier) {
     worker& w = *impl_->workers[0];
-    w.service_tier = std::make_unique<tier>(*impl_->options.tier, options.fault_seed,
-                                            w.context.get_executor(), impl_->metrics);
+    w.service_tier =
+        std::make_unique<tier>(*impl_->options.tier, options.fault_seed, w.context.get_executor(),
+                               impl_->metrics, impl_->options.tier_calls);
   }
   impl_->auto_resume = std::make_unique<asio::steady_timer>(impl_->workers[0]->context);
   impl_->ticker = std::make_unique<timer_type>(impl_->workers[0]->context.get_executor());

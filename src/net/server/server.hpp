@@ -41,8 +41,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backoff/duration.hpp"
+#include "downstream.hpp"
 #include "faults/faults.hpp"
 #include "metrics.hpp"
 #include "service_model.hpp"
@@ -78,6 +80,7 @@ struct server_options {
   // workers, queue, discipline, limits and faults (`faults` and `service` above are unused); its
   // draws come from `fault_seed`'s streams.
   std::optional<systems::service_spec> tier;
+  std::vector<downstream_spec> tier_calls;  // its calls downstream (downstream.hpp)
 };
 
 // The connections a server with `threads` threads can hold within the soft RLIMIT_NOFILE: the

@@ -2,6 +2,8 @@
 #include "tier.hpp"
 
 #include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/error.hpp>
 
 #include "backoff/deadline_headers.hpp"
@@ -14,6 +16,12 @@ using std::chrono::nanoseconds;
 
 // A stop ends a long wait within this (a work of seconds, a hang).
 constexpr auto slice = std::chrono::milliseconds(100);
+
+// A call downstream failed: 502, or 503 saying not to retry when its edge passes that up.
+tier::answer failed_below(const downstream::result& below) {
+  return below.do_not_retry ? tier::answer{tier::answer_kind::status, 503, true}
+                            : tier::answer{tier::answer_kind::status, 502, false};
+}
 
 nanoseconds scaled(nanoseconds d, double factor) {
   const double n = std::min(static_cast<double>(d.count()) * factor, 1e18);
@@ -32,7 +40,7 @@ struct tier::waiter {
 };
 
 tier::tier(const systems::service_spec& service, std::uint64_t seed, loop_executor executor,
-           server_metrics& metrics)
+           server_metrics& metrics, std::vector<downstream_spec> calls)
     : service_(service),
       executor_(executor),
       metrics_(metrics),
@@ -40,6 +48,7 @@ tier::tier(const systems::service_spec& service, std::uint64_t seed, loop_execut
       work_rng_(derive_seed(seed, 1)),
       fault_rng_(derive_seed(seed, 2)),
       pause_gate_(executor) {
+  if (!calls.empty()) calls_ = std::make_unique<downstream>(std::move(calls), executor, seed);
   metrics_.tier = true;
   publish();
 }
@@ -51,10 +60,11 @@ tier::request tier::request_of(
     return it == req.end() ? std::string_view{} : std::string_view(it->value());
   };
   const std::string_view target = req.target();
-  request r{{target.substr(0, target.find('?')), field}, std::nullopt, false};
+  request r{{target.substr(0, target.find('?')), field}, std::nullopt, false, {}};
   const propagated_deadline sent = read_deadline_headers(field);
   if (sent.timeout) r.deadline = saturating_add(clock::now(), *sent.timeout);
   r.retry = sent.attempt && *sent.attempt > 1;
+  r.key = field("x-backoff-key");
   return r;
 }
 
@@ -120,7 +130,19 @@ task<tier::answer> tier::serve_admitted(const request& r, systems::admission_tic
   }
   publish();
   nanoseconds answer_delay{0};
-  const answer a = co_await work(r, fault, answer_delay);
+  answer a;
+  if (calls_ && service_.work_after_calls && !(r.deadline && clock::now() >= *r.deadline)) {
+    // Its calls first, then its own work whether they succeeded or not (ThomWright's servers).
+    const downstream::result below = co_await make_calls(r);
+    a = co_await work(r, fault, answer_delay);
+    if (a.kind == answer_kind::ok && !below.ok) a = failed_below(below);
+  } else {
+    a = co_await work(r, fault, answer_delay);
+    if (a.kind == answer_kind::ok && calls_) {
+      const downstream::result below = co_await make_calls(r);
+      if (!below.ok) a = failed_below(below);
+    }
+  }
   finish(ticket, a.kind == answer_kind::ok, true);
   if (a.kind == answer_kind::ok) metrics_.observe_service(clock::now() - arrived);
   if (answer_delay.count() > 0 && a.kind != answer_kind::gone &&
@@ -128,6 +150,45 @@ task<tier::answer> tier::serve_admitted(const request& r, systems::admission_tic
     co_return answer{answer_kind::gone};
   }
   co_return a;
+}
+
+// Its calls downstream, on its worker: in order (the first that fails ends them), or all at once
+// (fan_out) and over when the last is.
+struct tier::fan_join {
+  explicit fan_join(loop_executor executor) : done(executor) {}
+  std::size_t pending = 0;
+  downstream::result all{true, false, 0};
+  timer_type done;
+};
+
+task<downstream::result> tier::make_calls(const request& r) {
+  const downstream::context from{r.deadline, r.key};
+  if (!service_.fan_out) {
+    for (std::size_t i = 0; i < calls_->size(); ++i) {
+      if (!calls_->drawn(i)) continue;
+      const downstream::result one = co_await calls_->call(i, from);
+      if (!one.ok) co_return one;
+    }
+    co_return downstream::result{true, false, 0};
+  }
+  auto join = std::make_shared<fan_join>(executor_);
+  for (std::size_t i = 0; i < calls_->size(); ++i) {
+    if (!calls_->drawn(i)) continue;
+    ++join->pending;
+    boost::asio::co_spawn(executor_, fan_one(i, from, join), boost::asio::detached);
+  }
+  join->done.expires_at(clock::time_point::max());
+  while (join->pending > 0) co_await join->done.async_wait(on_loop);
+  co_return join->all;
+}
+
+task<> tier::fan_one(std::size_t i, downstream::context from, std::shared_ptr<fan_join> join) {
+  const downstream::result one = co_await calls_->call(i, from);
+  if (!one.ok) {
+    join->all.ok = false;
+    join->all.do_not_retry = join->all.do_not_retry || one.do_not_retry;
+  }
+  if (--join->pending == 0) join->done.cancel();
 }
 
 task<tier::seat_state> tier::wait_for_worker(systems::admission_ticket& ticket) {
@@ -320,6 +381,7 @@ void tier::set_paused(bool on) {
 
 void tier::stop() {
   stopping_ = true;
+  if (calls_) calls_->stop();
   pause_gate_.cancel();
   for (waiter* w : waiting_) {
     if (w != nullptr) w->wake.cancel();

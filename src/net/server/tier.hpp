@@ -30,10 +30,13 @@
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backoff/random.hpp"
+#include "downstream.hpp"
 #include "faults/faults.hpp"
 #include "metrics.hpp"
 #include "net/common/loop.hpp"
@@ -51,6 +54,7 @@ class tier {
     faults::request_view view;                  // path and headers, for the fault plan
     std::optional<clock::time_point> deadline;  // its caller's, from the deadline headers
     bool retry = false;                         // sent as a retry (x-envoy-attempt-count > 1)
+    std::string key;                            // its operation's x-backoff-key, passed down
   };
 
   enum class answer_kind : std::uint8_t {
@@ -62,6 +66,9 @@ class tier {
   struct answer {
     answer_kind kind = answer_kind::ok;
     int status = 200;
+    // A call downstream gave up on an edge with on_give_up = "do-not-retry": the answer says
+    // not to retry it (grpc-retry-pushback-ms: -1).
+    bool do_not_retry = false;
   };
 
   // Its path and headers (borrowed: `req` must outlive the request), the deadline its caller
@@ -69,8 +76,9 @@ class tier {
   static request request_of(
       const boost::beast::http::request<boost::beast::http::string_body>& req);
 
+  // `calls`: the service's calls downstream, one per service.NAME.calls entry, in order.
   tier(const systems::service_spec& service, std::uint64_t seed, loop_executor executor,
-       server_metrics& metrics);
+       server_metrics& metrics, std::vector<downstream_spec> calls = {});
   tier(const tier&) = delete;
   tier& operator=(const tier&) = delete;
 
@@ -81,6 +89,7 @@ class tier {
 
  private:
   struct waiter;
+  struct fan_join;
   enum class seat_state : std::uint8_t { waiting, seated, dropped };
 
   systems::time_ns now_ns() const;
@@ -92,6 +101,8 @@ class tier {
   task<bool> work_for(std::chrono::nanoseconds d);
   task<bool> sleep_until(clock::time_point until);
   task<bool> tick_curve();
+  task<downstream::result> make_calls(const request& r);
+  task<> fan_one(std::size_t i, downstream::context from, std::shared_ptr<fan_join> join);
   void seat_waiting();
   void finish(systems::admission_ticket& ticket, bool ok, bool had_worker);
   void shed(server_metrics::shed_reason why);
@@ -102,6 +113,7 @@ class tier {
   loop_executor executor_;
   server_metrics& metrics_;
   systems::replica_gate gate_;
+  std::unique_ptr<downstream> calls_;  // none when the service calls no other
   random_generator work_rng_, fault_rng_;
   std::vector<waiter*> waiting_;  // by the id the waiting room holds
   std::vector<std::uint32_t> free_ids_;

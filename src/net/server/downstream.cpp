@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "downstream.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include "backoff/deadline_headers.hpp"
+#include "backoff/duration.hpp"
+#include "backoff/http.hpp"
+#include "backoff/retry.hpp"
+
+namespace backoff::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using clock = std::chrono::steady_clock;
+
+// A stop ends a long wait within this.
+constexpr auto slice = std::chrono::milliseconds(100);
+
+duration now_d() {
+  return std::chrono::duration_cast<duration>(clock::now().time_since_epoch());
+}
+
+// The largest answer a tier reads: its services answer a few bytes.
+constexpr std::uint64_t answer_limit = 64 * 1024;
+
+}  // namespace
+
+struct downstream::connection {
+  explicit connection(loop_executor executor) : socket(executor) {}
+  socket_type socket;
+  beast::flat_buffer buffer;
+};
+
+// One call's edge at this tier: its guards (its own, as each real caller process has), its
+// policy, and its kept-alive connections per replica.
+struct downstream::edge_state {
+  explicit edge_state(downstream_spec s)
+      : spec(std::move(s)),
+        policy(spec.guards.retry()),
+        live(spec.guards.instantiate()),
+        idle(spec.replicas.size()),
+        in_flight(spec.replicas.size(), 0) {}
+  downstream_spec spec;
+  retry_policy policy;
+  backoff::strategy::live live;
+  std::vector<std::vector<std::unique_ptr<connection>>> idle;
+  std::vector<std::uint32_t> in_flight;  // this tier's attempts in flight, per replica
+  std::vector<connection*> busy;         // connections an attempt uses now (closed at stop)
+  std::uint64_t round_robin = 0;
+};
+
+// How an attempt ended.
+struct downstream::answer {
+  enum class kind : std::uint8_t { ok, failed, do_not_retry, refused, timeout, gone } what;
+};
+
+downstream::downstream(std::vector<downstream_spec> calls, loop_executor executor,
+                       std::uint64_t seed)
+    : executor_(executor), rng_(derive_seed(seed, 3)) {
+  for (downstream_spec& c : calls) edges_.push_back(std::make_unique<edge_state>(std::move(c)));
+}
+
+downstream::~downstream() = default;
+
+std::size_t downstream::size() const noexcept {
+  return edges_.size();
+}
+
+bool downstream::drawn(std::size_t i) {
+  return uniform01(rng_) < edges_[i]->spec.call.probability;
+}
+
+void downstream::stop() {
+  stopping_ = true;
+  for (auto& e : edges_) {
+    for (auto& pool : e->idle) pool.clear();
+    for (connection* c : e->busy) {
+      beast::error_code ignored;
+      c->socket.close(ignored);
+    }
+  }
+}
+
+// The balancer over the replicas given; a retry avoids the replica of the attempt before when
+// there is another (the simulator's choose_replica, without ejection: least-request compares
+// this tier's own attempts in flight, which is all a real caller knows).
+std::uint32_t downstream::choose_replica(edge_state& e, std::uint32_t attempt, std::uint32_t last) {
+  const auto n = static_cast<std::uint32_t>(e.spec.replicas.size());
+  if (n == 1) return 0;
+  std::uint32_t choice = 0;
+  switch (e.spec.balance) {
+    case systems::balance_kind::round_robin:
+      choice = static_cast<std::uint32_t>(e.round_robin++ % n);
+      break;
+    case systems::balance_kind::random:
+      choice = static_cast<std::uint32_t>(uniform01(rng_) * n);
+      break;
+    case systems::balance_kind::least_request: {
+      const auto a = static_cast<std::uint32_t>(uniform01(rng_) * n);
+      auto b = static_cast<std::uint32_t>(uniform01(rng_) * (n - 1));
+      if (b >= a) ++b;
+      choice = e.in_flight[b] < e.in_flight[a] ? b : a;
+      break;
+    }
+  }
+  if (attempt > 1 && choice == last) choice = (choice + 1) % n;
+  return choice;
+}
+
+task<bool> downstream::sleep_for(duration d) {
+  if (d.count() <= 0) co_return !stopping_;
+  timer_type timer(executor_);
+  const auto until = saturating_add(clock::now(), d);
+  for (;;) {
+    if (stopping_) co_return false;
+    const auto now = clock::now();
+    if (now >= until) co_return true;
+    timer.expires_at(until - now > slice ? now + slice : until);
+    co_await timer.async_wait(on_loop);
+  }
+}
+
+// One request and its answer on a kept-alive connection to `replica` (a new one when none is
+// idle); `limit` > 0 closes the connection when it passes. A kept-alive connection the replica
+// closed meanwhile is replaced once, as HTTP clients do.
+task<downstream::answer> downstream::exchange(edge_state& e, std::uint32_t replica,
+                                              const std::string& request, duration limit) {
+  using kind = answer::kind;
+  const auto until =
+      limit.count() > 0 ? saturating_add(clock::now(), limit) : clock::time_point::max();
+  for (int tries = 0; tries < 2; ++tries) {
+    if (stopping_) co_return answer{kind::gone};
+    std::unique_ptr<connection> c;
+    const bool pooled = !e.idle[replica].empty();
+    if (pooled) {
+      c = std::move(e.idle[replica].back());
+      e.idle[replica].pop_back();
+    } else {
+      c = std::make_unique<connection>(executor_);
+    }
+    e.busy.push_back(c.get());
+    // The watchdog: closing the socket ends whatever the attempt waits on.
+    auto watch = std::make_shared<bool>(false);  // true once fired, or once the attempt is over
+    timer_type watchdog(executor_);
+    bool fired = false;
+    if (until != clock::time_point::max()) {
+      watchdog.expires_at(until);
+      watchdog.async_wait([watch, socket = &c->socket, &fired](const beast::error_code& ec) {
+        if (ec || *watch) return;
+        *watch = true;
+        fired = true;
+        beast::error_code ignored;
+        socket->close(ignored);
+      });
+    }
+    const auto done = [&](answer a) {
+      *watch = true;
+      watchdog.cancel();
+      std::erase(e.busy, c.get());
+      return a;
+    };
+    beast::error_code ec;
+    if (!pooled) {
+      std::tie(ec) = co_await c->socket.async_connect(e.spec.replicas[replica], on_loop);
+      if (ec)
+        co_return done(answer{fired ? kind::timeout : stopping_ ? kind::gone : kind::refused});
+      c->socket.set_option(asio::ip::tcp::no_delay(true), ec);
+    }
+    std::tie(ec, std::ignore) =
+        co_await asio::async_write(c->socket, asio::buffer(request), on_loop);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(answer_limit);
+    if (!ec)
+      std::tie(ec, std::ignore) = co_await http::async_read(c->socket, c->buffer, parser, on_loop);
+    if (fired) co_return done(answer{kind::timeout});
+    if (stopping_) co_return done(answer{kind::gone});
+    if (ec) {
+      const bool nothing_read = !parser.got_some() && c->buffer.size() == 0;
+      done(answer{kind::failed});
+      if (nothing_read && pooled) continue;  // the replica had closed it: once more, anew
+      co_return answer{nothing_read ? kind::refused : kind::failed};
+    }
+    const auto& res = parser.get();
+    kind what = res.result_int() == 200 ? kind::ok : kind::failed;
+    if (const auto it = res.find("grpc-retry-pushback-ms"); it != res.end() && what != kind::ok) {
+      if (!parse_grpc_retry_pushback(std::string_view(it->value()))) what = kind::do_not_retry;
+    }
+    const answer a = done(answer{what});
+    if (res.keep_alive()) e.idle[replica].push_back(std::move(c));
+    co_return a;
+  }
+  co_return answer{kind::refused};
+}
+
+task<downstream::result> downstream::call(std::size_t i, const context& from) {
+  edge_state& e = *edges_[i];
+  const downstream_spec& s = e.spec;
+  retry_gates gates = e.live.gates();
+  if (s.options.breaker_first_tries) gates.breaker = nullptr;  // asked before the first try
+  retry_controller control(e.policy, now_d(), gates);
+  result r;
+  std::uint32_t last = 0;
+  clock::time_point first_sent{};
+  bool paced = false;
+  for (;;) {
+    if (stopping_ || (from.deadline && clock::now() >= *from.deadline)) break;
+    if (!paced) {
+      const auto g = control.before_attempt(now_d(), rng_);
+      if (!g.send) break;
+      if (g.wait.count() > 0) {
+        if (!co_await sleep_for(g.wait)) break;
+        paced = true;
+        continue;
+      }
+    }
+    paced = false;
+    circuit_breaker::permit permit;
+    if (s.options.breaker_first_tries) {
+      // Isaev's client.py: the breaker is asked before a call's first try, which it may refuse;
+      // a retry always goes, recorded when the breaker allows it.
+      permit = e.live.breaker->try_acquire(now_d(), r.attempts == 0);
+      if (r.attempts == 0 && !permit) break;
+    }
+    ++r.attempts;
+    const std::uint32_t replica = choose_replica(e, r.attempts, last);
+    last = replica;
+    const auto sent = clock::now();
+    if (r.attempts == 1) first_sent = sent;
+    // This attempt's timeout, and the deadline it carries (the simulator's attempt()).
+    duration limit{0};
+    std::optional<clock::time_point> carried = from.deadline;
+    if (s.guards.deadline) {
+      const duration per = s.guards.deadline->per_attempt;
+      if (per.count() > 0) {
+        limit = per;
+        if (control.has_deadline() && !control.at_deadline()) {
+          limit = std::clamp(control.deadline() - now_d(), duration{1}, per);
+        }
+      }
+      if (s.guards.deadline->propagate) {
+        std::optional<clock::time_point> own;
+        if (limit.count() > 0) own = sent + limit;
+        if (control.has_deadline() && control.deadline() != duration::max()) {
+          const clock::time_point total{
+              std::chrono::duration_cast<clock::duration>(control.deadline())};
+          own = own ? std::min(*own, total) : total;
+        }
+        if (own) carried = carried ? std::min(*carried, *own) : *own;
+      }
+    }
+    std::string request = fmt::format(
+        "GET /api HTTP/1.1\r\nHost: {}\r\nx-envoy-attempt-count: {}\r\n", s.to, r.attempts);
+    if (r.attempts > 1)
+      request += fmt::format("grpc-previous-rpc-attempts: {}\r\n", r.attempts - 1);
+    if (carried) {
+      const duration left =
+          std::max(duration{1}, std::chrono::duration_cast<duration>(*carried - sent));
+      request += "grpc-timeout: " + format_grpc_timeout(left) + "\r\n";
+      request += "x-envoy-expected-rq-timeout-ms: " + format_timeout_ms(left) + "\r\n";
+    }
+    if (!from.key.empty()) request += "x-backoff-key: " + from.key + "\r\n";
+    request += fmt::format("x-backoff-since-first-attempt: {:.6f}\r\n\r\n",
+                           std::chrono::duration<double, std::milli>(sent - first_sent).count());
+    ++e.in_flight[replica];
+    // The network's way there and back (call.latency), inside the attempt's time.
+    answer a{answer::kind::timeout};
+    const duration there{s.call.latency.sample(rng_, 0)};
+    if (limit.count() > 0 && there >= limit) {
+      if (!co_await sleep_for(limit)) a = answer{answer::kind::gone};
+    } else if (co_await sleep_for(there)) {
+      a = co_await exchange(e, replica, request, limit.count() > 0 ? limit - there : duration{0});
+      const duration back{s.call.latency.sample(rng_, 0)};
+      if (a.what != answer::kind::timeout && a.what != answer::kind::gone) {
+        if (limit.count() > 0 && clock::now() + back - sent > limit) {
+          co_await sleep_for(limit - std::chrono::duration_cast<duration>(clock::now() - sent));
+          a = answer{answer::kind::timeout};
+        } else if (!co_await sleep_for(back)) {
+          a = answer{answer::kind::gone};
+        }
+      }
+    } else {
+      a = answer{answer::kind::gone};
+    }
+    --e.in_flight[replica];
+    if (a.what == answer::kind::gone) break;
+    verdict v = verdict::success();
+    if (a.what != answer::kind::ok) {
+      v = a.what == answer::kind::do_not_retry ? verdict::permanent() : verdict::retryable();
+      v.timeout = a.what == answer::kind::timeout;
+      v.not_sent = a.what == answer::kind::refused;
+    }
+    if (permit.allowed) e.live.breaker->record(now_d(), permit, v.kind == verdict_kind::retryable);
+    const auto d = control.after(v, now_d(), rng_);
+    if (v.kind == verdict_kind::success) {
+      r.ok = true;
+      co_return r;
+    }
+    if (!d.retry || !co_await sleep_for(d.delay)) break;
+  }
+  r.do_not_retry = s.options.do_not_retry_on_give_up;
+  co_return r;
+}
+
+}  // namespace backoff::net

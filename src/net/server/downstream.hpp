@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// A tier's calls to the services below it (docs/NETWORK.md, "Calls downstream"): each call runs
+// its edge's strategy through the library's retry_controller, step for step as the simulator's
+// callers do (sim/models/system/system_model.cpp: open_call, attempt, on_answer), over HTTP/1.1
+// kept-alive connections to the called service's replicas, picked by its balancer.
+//
+//   downstream calls{std::move(specs), executor, seed};  // one per tier: its own guards
+//   if (calls.drawn(i)) {                                   // the call's probability
+//     const downstream::result r = co_await calls.call(i, {deadline, key});
+//     if (!r.ok) ... r.do_not_retry: answer "do not retry" upward
+//   }
+//   calls.stop();                                           // from the tier's thread
+//
+// What an attempt carries, as the simulator's requests do: x-envoy-attempt-count (and
+// grpc-previous-rpc-attempts); with an edge that propagates its deadline, grpc-timeout and
+// x-envoy-expected-rq-timeout-ms of the tighter of its own (this attempt's timeout, the call's
+// total) and the one the request received; the operation's key it received (x-backoff-key); how
+// long ago the call's first attempt left (x-backoff-since-first-attempt, ms). An answer is a
+// success when it is 200, "do not retry" (permanent) when it carries a negative
+// grpc-retry-pushback-ms, and a retryable failure otherwise (the simulator's rule: every failure
+// is retried while the strategy allows). A connection reset before any byte of the answer is a
+// refusal (the accept limit): retryable, not sent. A timed-out attempt's connection is closed,
+// and its answer is not read.
+//
+// Single-threaded, on the tier's own io_context.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backoff/random.hpp"
+#include "backoff/strategy.hpp"
+#include "net/common/loop.hpp"
+#include "systems/system_spec.hpp"
+
+namespace backoff::net {
+
+// One call a service makes (service.NAME.calls), and where the called service listens.
+struct downstream_spec {
+  systems::call_spec call;  // to, edge, latency (each way), probability
+  std::string to;           // the called service's name (the Host of its requests)
+  systems::balance_kind balance = systems::balance_kind::round_robin;
+  std::vector<boost::asio::ip::tcp::endpoint> replicas;
+  backoff::strategy guards;  // the edge's, under the strategy served
+  systems::edge_options options;
+};
+
+class downstream {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  // What the request making the call carries down.
+  struct context {
+    std::optional<clock::time_point> deadline;  // the one it received
+    std::string key;                            // the x-backoff-key it received ("": none)
+  };
+  struct result {
+    bool ok = false;
+    bool do_not_retry = false;  // it failed on an edge with on_give_up = "do-not-retry"
+    std::uint32_t attempts = 0;
+  };
+
+  downstream(std::vector<downstream_spec> calls, loop_executor executor, std::uint64_t seed);
+  ~downstream();
+  downstream(const downstream&) = delete;
+  downstream& operator=(const downstream&) = delete;
+
+  std::size_t size() const noexcept;
+  // Whether the request makes call i (its probability; one draw).
+  bool drawn(std::size_t i);
+  task<result> call(std::size_t i, const context& from);
+  void stop();
+
+ private:
+  struct edge_state;
+  struct connection;
+  struct answer;
+
+  std::uint32_t choose_replica(edge_state& e, std::uint32_t attempt, std::uint32_t last);
+  task<answer> exchange(edge_state& e, std::uint32_t replica, const std::string& request,
+                        duration limit);
+  task<bool> sleep_for(duration d);
+
+  loop_executor executor_;
+  random_generator rng_;
+  std::vector<std::unique_ptr<edge_state>> edges_;
+  bool stopping_ = false;
+};
+
+}  // namespace backoff::net
