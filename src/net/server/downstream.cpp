@@ -200,6 +200,49 @@ task<downstream::answer> downstream::exchange(edge_state& e, std::uint32_t repli
   co_return answer{kind::refused};
 }
 
+// An attempt's request: its number, the deadline it carries, the key the request received and
+// how long ago its call's first attempt left.
+std::string downstream::request_text(const downstream_spec& s, std::uint32_t attempt,
+                                     std::optional<clock::time_point> carried,
+                                     const std::string& key, clock::duration since_first) {
+  std::string request =
+      fmt::format("GET /api HTTP/1.1\r\nHost: {}\r\nx-envoy-attempt-count: {}\r\n", s.to, attempt);
+  if (attempt > 1) request += fmt::format("grpc-previous-rpc-attempts: {}\r\n", attempt - 1);
+  if (carried) {
+    const duration left =
+        std::max(duration{1}, std::chrono::duration_cast<duration>(*carried - clock::now()));
+    request += "grpc-timeout: " + format_grpc_timeout(left) + "\r\n";
+    request += "x-envoy-expected-rq-timeout-ms: " + format_timeout_ms(left) + "\r\n";
+  }
+  if (!key.empty()) request += "x-backoff-key: " + key + "\r\n";
+  request += fmt::format("x-backoff-since-first-attempt: {:.6f}\r\n\r\n",
+                         std::chrono::duration<double, std::milli>(since_first).count());
+  return request;
+}
+
+// One attempt: the call's latency on the way there, the exchange, the latency back, all inside
+// the attempt's `limit` (0: none).
+task<downstream::answer> downstream::attempt(edge_state& e, std::uint32_t replica,
+                                             const std::string& request, duration limit) {
+  const auto sent = clock::now();
+  const duration there{e.spec.call.latency.sample(rng_, 0)};
+  if (limit.count() > 0 && there >= limit) {
+    co_return answer{co_await sleep_for(limit) ? answer::kind::timeout : answer::kind::gone};
+  }
+  if (!co_await sleep_for(there)) co_return answer{answer::kind::gone};
+  answer a =
+      co_await exchange(e, replica, request, limit.count() > 0 ? limit - there : duration{0});
+  if (a.what == answer::kind::timeout || a.what == answer::kind::gone) co_return a;
+  const duration back{e.spec.call.latency.sample(rng_, 0)};
+  const auto spent = std::chrono::duration_cast<duration>(clock::now() - sent);
+  if (limit.count() > 0 && spent + back > limit) {
+    co_return answer{co_await sleep_for(limit - spent) ? answer::kind::timeout
+                                                       : answer::kind::gone};
+  }
+  if (!co_await sleep_for(back)) co_return answer{answer::kind::gone};
+  co_return a;
+}
+
 task<downstream::result> downstream::call(std::size_t i, const context& from) {
   edge_state& e = *edges_[i];
   const downstream_spec& s = e.spec;
@@ -256,39 +299,9 @@ task<downstream::result> downstream::call(std::size_t i, const context& from) {
         if (own) carried = carried ? std::min(*carried, *own) : *own;
       }
     }
-    std::string request = fmt::format(
-        "GET /api HTTP/1.1\r\nHost: {}\r\nx-envoy-attempt-count: {}\r\n", s.to, r.attempts);
-    if (r.attempts > 1)
-      request += fmt::format("grpc-previous-rpc-attempts: {}\r\n", r.attempts - 1);
-    if (carried) {
-      const duration left =
-          std::max(duration{1}, std::chrono::duration_cast<duration>(*carried - sent));
-      request += "grpc-timeout: " + format_grpc_timeout(left) + "\r\n";
-      request += "x-envoy-expected-rq-timeout-ms: " + format_timeout_ms(left) + "\r\n";
-    }
-    if (!from.key.empty()) request += "x-backoff-key: " + from.key + "\r\n";
-    request += fmt::format("x-backoff-since-first-attempt: {:.6f}\r\n\r\n",
-                           std::chrono::duration<double, std::milli>(sent - first_sent).count());
+    const std::string request = request_text(s, r.attempts, carried, from.key, sent - first_sent);
     ++e.in_flight[replica];
-    // The network's way there and back (call.latency), inside the attempt's time.
-    answer a{answer::kind::timeout};
-    const duration there{s.call.latency.sample(rng_, 0)};
-    if (limit.count() > 0 && there >= limit) {
-      if (!co_await sleep_for(limit)) a = answer{answer::kind::gone};
-    } else if (co_await sleep_for(there)) {
-      a = co_await exchange(e, replica, request, limit.count() > 0 ? limit - there : duration{0});
-      const duration back{s.call.latency.sample(rng_, 0)};
-      if (a.what != answer::kind::timeout && a.what != answer::kind::gone) {
-        if (limit.count() > 0 && clock::now() + back - sent > limit) {
-          co_await sleep_for(limit - std::chrono::duration_cast<duration>(clock::now() - sent));
-          a = answer{answer::kind::timeout};
-        } else if (!co_await sleep_for(back)) {
-          a = answer{answer::kind::gone};
-        }
-      }
-    } else {
-      a = answer{answer::kind::gone};
-    }
+    const answer a = co_await attempt(e, replica, request, limit);
     --e.in_flight[replica];
     if (a.what == answer::kind::gone) break;
     verdict v = verdict::success();

@@ -84,6 +84,11 @@ class downstream {
   std::uint32_t choose_replica(edge_state& e, std::uint32_t attempt, std::uint32_t last);
   task<answer> exchange(edge_state& e, std::uint32_t replica, const std::string& request,
                         duration limit);
+  task<answer> attempt(edge_state& e, std::uint32_t replica, const std::string& request,
+                       duration limit);
+  static std::string request_text(const downstream_spec& s, std::uint32_t attempt,
+                                  std::optional<clock::time_point> carried, const std::string& key,
+                                  clock::duration since_first);
   task<bool> sleep_for(duration d);
 
   loop_executor executor_;
