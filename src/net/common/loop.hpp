@@ -36,4 +36,20 @@ using timer_type = boost::asio::basic_waitable_timer<
 inline constexpr auto on_loop =
     boost::asio::as_tuple(boost::asio::use_awaitable_t<loop_executor>{});
 
+// Waits until `until` on a timer of `executor`, in slices of at most 100 ms so that a stop
+// (`stopping` turning true, read between slices) ends a long wait soon. False when it did.
+inline task<bool> wait_until_or_stop(loop_executor executor,
+                                     std::chrono::steady_clock::time_point until,
+                                     const bool& stopping) {
+  constexpr auto slice = std::chrono::milliseconds(100);
+  timer_type timer(executor);
+  for (;;) {
+    if (stopping) co_return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) co_return true;
+    timer.expires_at(until - now > slice ? now + slice : until);
+    co_await timer.async_wait(on_loop);
+  }
+}
+
 }  // namespace backoff::net

@@ -21,9 +21,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using clock = std::chrono::steady_clock;
 
-// A stop ends a long wait within this.
-constexpr auto slice = std::chrono::milliseconds(100);
-
 duration now_d() {
   return std::chrono::duration_cast<duration>(clock::now().time_since_epoch());
 }
@@ -117,15 +114,7 @@ std::uint32_t downstream::choose_replica(edge_state& e, std::uint32_t attempt, s
 
 task<bool> downstream::sleep_for(duration d) {
   if (d.count() <= 0) co_return !stopping_;
-  timer_type timer(executor_);
-  const auto until = saturating_add(clock::now(), d);
-  for (;;) {
-    if (stopping_) co_return false;
-    const auto now = clock::now();
-    if (now >= until) co_return true;
-    timer.expires_at(until - now > slice ? now + slice : until);
-    co_await timer.async_wait(on_loop);
-  }
+  co_return co_await wait_until_or_stop(executor_, saturating_add(clock::now(), d), stopping_);
 }
 
 // One request and its answer on a kept-alive connection to `replica` (a new one when none is

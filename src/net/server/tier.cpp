@@ -286,17 +286,19 @@ task<tier::answer> tier::work(const request& r, const faults::fault_decision& fa
   co_return a;
 }
 
+// Waits out a pause; false when the tier stops.
+task<bool> tier::unpaused() {
+  while (paused_ && !stopping_) co_await pause_gate_.async_wait(on_loop);
+  co_return !stopping_;
+}
+
 // `d` of work: a pause stops it, and it goes on after. False when the tier stops.
 task<bool> tier::work_for(nanoseconds d) {
   const auto begin = clock::now();
   const auto paused_at_begin = paused_so_far(begin);
   timer_type timer(executor_);
   for (;;) {
-    if (stopping_) co_return false;
-    if (paused_) {
-      co_await pause_gate_.async_wait(on_loop);
-      continue;
-    }
+    if (!co_await unpaused()) co_return false;
     const auto now = clock::now();
     const auto due = saturating_add(begin + (paused_so_far(now) - paused_at_begin), d);
     if (now >= due) co_return true;
@@ -313,11 +315,7 @@ task<bool> tier::tick_curve() {
   const nanoseconds tick(service_.service_time.tick);
   timer_type timer(executor_);
   for (;;) {
-    if (stopping_) co_return false;
-    if (paused_) {
-      co_await pause_gate_.async_wait(on_loop);
-      continue;
-    }
+    if (!co_await unpaused()) co_return false;
     const nanoseconds due(
         service_.service_time.sample(work_rng_, static_cast<std::int64_t>(gate_.busy())));
     metrics_.last_delay_ns.store(due.count(), std::memory_order_relaxed);
@@ -328,16 +326,9 @@ task<bool> tier::tick_curve() {
   }
 }
 
-// Waits until `until` (a hang fault), in slices so that a stop ends it; false when it did.
+// Waits until `until` (a hang fault); false when the tier stops meanwhile.
 task<bool> tier::sleep_until(clock::time_point until) {
-  timer_type timer(executor_);
-  for (;;) {
-    if (stopping_) co_return false;
-    const auto now = clock::now();
-    if (now >= until) co_return true;
-    timer.expires_at(until - now > slice ? now + slice : until);
-    co_await timer.async_wait(on_loop);
-  }
+  return wait_until_or_stop(executor_, until, stopping_);
 }
 
 void tier::finish(systems::admission_ticket& ticket, bool ok, bool had_worker) {

@@ -101,6 +101,7 @@ class tier {
   task<bool> work_for(std::chrono::nanoseconds d);
   task<bool> sleep_until(clock::time_point until);
   task<bool> tick_curve();
+  task<bool> unpaused();
   task<downstream::result> make_calls(const request& r);
   task<> fan_one(std::size_t i, downstream::context from, std::shared_ptr<fan_join> join);
   void seat_waiting();
