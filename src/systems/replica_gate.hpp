@@ -108,7 +108,7 @@ class replica_gate {
   std::uint32_t workers_now(time_ns now) const {
     const service_spec& s = *service_;
     if (s.workers == 0) return UINT32_MAX;
-    if (s.faults.empty()) return s.workers;
+    if (!s.capacity_faults) return s.workers;
     const double share = faults::capacity_share(s.faults, duration{now});
     if (share >= 1) return s.workers;
     return std::max<std::uint32_t>(

@@ -243,8 +243,9 @@ void read_faults(config_reader& keys, const std::string& prefix, service_spec& s
     if (f.what.kind == faults::fault_kind::slow_body) {
       keys.fail(key, "slow_body shapes an HTTP body, and a system's services answer with none");
     }
-    if (f.what.kind == faults::fault_kind::capacity && f.when.end != duration::max()) {
-      s.capacity_returns.push_back(f.when.end.count());
+    if (f.what.kind == faults::fault_kind::capacity) {
+      s.capacity_faults = true;
+      if (f.when.end != duration::max()) s.capacity_returns.push_back(f.when.end.count());
     }
   }
   std::sort(s.pauses.begin(), s.pauses.end(),

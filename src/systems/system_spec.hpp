@@ -75,6 +75,7 @@ struct service_spec {
   std::optional<faults::fault_window> outage;  // the first outage, for recovery_s
   std::vector<faults::fault_window> pauses;    // outage(action=pause): the replicas stop
   std::vector<time_ns> capacity_returns;  // when a capacity(...) window ends: workers come back
+  bool capacity_faults = false;           // a capacity(...) fault: workers are counted per moment
   time_ns expired_cost = 0;
   // Deadlines and faults as Isaev's server (server.py _base_handle) treats them, each unset by
   // default: an expired request costs this share of the work it would have taken (instead of

@@ -13,6 +13,7 @@
 #include "backoff/strategy.hpp"
 #include "config/toml_text.hpp"
 #include "scenario.hpp"
+#include "systems/system_spec.hpp"
 
 namespace backoff::sim {
 
@@ -50,12 +51,11 @@ std::vector<edge_setting> read_edge_settings(const toml::node& edges, const std:
     throw scenario_error(position(edges.source(), path) +
                          ": strategy.edge: expected a table of edges (edge.NAME.KEY = VALUE)");
   }
-  // An edge's own keys beside a strategy's (the system model's on_give_up and breaker_asks,
-  // docs/SYSTEMS.md).
+  // An edge's own keys beside a strategy's (on_give_up, breaker_asks: docs/SYSTEMS.md).
   std::vector<std::string_view> keys(backoff::strategy::keys().begin(),
                                      backoff::strategy::keys().end());
-  keys.push_back("on_give_up");
-  keys.push_back("breaker_asks");
+  keys.insert(keys.end(), std::begin(systems::edge_option_keys),
+              std::end(systems::edge_option_keys));
   std::vector<std::pair<std::pair<std::uint32_t, std::uint32_t>, edge_setting>> found;
   for (const auto& [edge, settings] : *t) {
     const toml::table* s = settings.as_table();
