@@ -86,6 +86,14 @@ TEST(TierCalls, RetriesFollowTheEdgesStrategyAndAreCountedWhereTheyLand) {
   EXPECT_NEAR(static_cast<double>(ok) / calls, 0.875, 5 * std::sqrt(0.875 * 0.125 / calls));
   EXPECT_EQ(t.a->metrics().snapshot().other_statuses[502 - 100],
             static_cast<std::uint64_t>(calls - ok));
+  t.b->stop();
+  t.b->wait();
+  const auto at_b_figures = t.b->service_figures();
+  ASSERT_TRUE(at_b_figures);
+  EXPECT_EQ(at_b_figures->total.arrivals, static_cast<std::uint64_t>(calls));  // first attempts
+  EXPECT_EQ(at_b_figures->total.attempts, at_b.ok + at_b.rejected);
+  EXPECT_EQ(at_b_figures->total.failed, at_b.rejected);  // the fault's answers: served, failed
+  EXPECT_EQ(at_b_figures->total.completed, at_b.ok);
 }
 
 TEST(TierCalls, AGiveUpOnADoNotRetryEdgeTellsTheCallerNotToRetry) {

@@ -80,7 +80,9 @@ bool eventually(const net::server& s, F condition) {
 }
 
 TEST(Tier, TwoWorkersAndAQueueOfThreeServeFiveOfEightAndShedThreeAtOnce) {
-  net::server s(tier_options("workers = 2\nqueue = 3\nservice_time = \"150ms\""));
+  net::server_options o = tier_options("workers = 2\nqueue = 3\nservice_time = \"150ms\"");
+  o.tier_bucket = 100ms;
+  net::server s(o);
   s.start();
   const auto start = steady::now();
   std::vector<sent> requests;
@@ -107,6 +109,30 @@ TEST(Tier, TwoWorkersAndAQueueOfThreeServeFiveOfEightAndShedThreeAtOnce) {
   }
   EXPECT_LT(answers[4].second - answers[0].second, 450ms);
   EXPECT_EQ(s.metrics().snapshot().tier_held, 0);
+  s.stop();
+  s.wait();
+  // Counted as the simulator counts a service.
+  const auto figures = s.service_figures();
+  ASSERT_TRUE(figures);
+  EXPECT_EQ(figures->total.attempts, 8u);
+  EXPECT_EQ(figures->total.arrivals, 8u);  // none said it was a retry
+  EXPECT_EQ(figures->total.completed, 5u);
+  EXPECT_EQ(figures->total.rejected, 3u);
+  EXPECT_EQ(figures->total.failed, 0u);
+  EXPECT_EQ(figures->total.peak_in_flight, 5);
+  EXPECT_EQ(figures->total.peak_queue, 3);
+  EXPECT_EQ(figures->latency.count(), 5u);
+  // The fifth waited two works, then did its own (from its arrival, a little after `start`).
+  EXPECT_GE(figures->latency.max(), 400'000'000);
+  std::uint64_t attempts = 0, completed = 0;
+  for (const auto& b : figures->buckets) {
+    attempts += b.attempts;
+    completed += b.completed;
+    EXPECT_LE(b.peak_in_flight, 5);
+  }
+  EXPECT_EQ(attempts, 8u);
+  EXPECT_EQ(completed, 5u);
+  EXPECT_GE(figures->buckets.size(), 5u);  // 100 ms buckets over at least 450 ms
 }
 
 TEST(Tier, LifoServesTheNewestWaitingRequestFirst) {

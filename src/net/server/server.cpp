@@ -641,9 +641,9 @@ server::server(const server_options& options) : impl_(std::make_unique<impl>()) 
   }
   if (impl_->options.tier) {
     worker& w = *impl_->workers[0];
-    w.service_tier =
-        std::make_unique<tier>(*impl_->options.tier, options.fault_seed, w.context.get_executor(),
-                               impl_->metrics, impl_->options.tier_calls);
+    w.service_tier = std::make_unique<tier>(*impl_->options.tier, options.fault_seed,
+                                            w.context.get_executor(), impl_->metrics,
+                                            impl_->options.tier_calls, impl_->options.tier_bucket);
   }
   impl_->auto_resume = std::make_unique<asio::steady_timer>(impl_->workers[0]->context);
   impl_->ticker = std::make_unique<timer_type>(impl_->workers[0]->context.get_executor());
@@ -660,6 +660,11 @@ std::uint16_t server::port() const noexcept {
 }
 const server_metrics& server::metrics() const noexcept {
   return impl_->metrics;
+}
+std::optional<tier_figures> server::service_figures() const {
+  const auto& t = impl_->workers[0]->service_tier;
+  if (!t) return std::nullopt;
+  return t->figures();
 }
 
 void server::start() {

@@ -49,6 +49,7 @@
 #include "metrics.hpp"
 #include "service_model.hpp"
 #include "systems/system_spec.hpp"
+#include "tier.hpp"
 
 namespace backoff::net {
 
@@ -81,6 +82,8 @@ struct server_options {
   // draws come from `fault_seed`'s streams.
   std::optional<systems::service_spec> tier;
   std::vector<downstream_spec> tier_calls;  // its calls downstream (downstream.hpp)
+  // > 0: the tier keeps its figures per bucket of this width too (tier_figures::buckets).
+  std::chrono::nanoseconds tier_bucket{0};
 };
 
 // The connections a server with `threads` threads can hold within the soft RLIMIT_NOFILE: the
@@ -111,6 +114,8 @@ class server {
   void wait();
 
   const server_metrics& metrics() const noexcept;
+  // A tier's figures (tier.hpp), once wait() has returned; none for plain serve.
+  std::optional<tier_figures> service_figures() const;
 
  private:
   struct impl;

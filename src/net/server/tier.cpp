@@ -40,14 +40,15 @@ struct tier::waiter {
 };
 
 tier::tier(const systems::service_spec& service, std::uint64_t seed, loop_executor executor,
-           server_metrics& metrics, std::vector<downstream_spec> calls)
+           server_metrics& metrics, std::vector<downstream_spec> calls, nanoseconds bucket)
     : service_(service),
       executor_(executor),
       metrics_(metrics),
       gate_(service),
       work_rng_(derive_seed(seed, 1)),
       fault_rng_(derive_seed(seed, 2)),
-      pause_gate_(executor) {
+      pause_gate_(executor),
+      bucket_(bucket) {
   if (!calls.empty()) calls_ = std::make_unique<downstream>(std::move(calls), executor, seed);
   metrics_.tier = true;
   publish();
@@ -70,6 +71,7 @@ tier::request tier::request_of(
 
 void tier::start(clock::time_point origin) {
   origin_ = origin;
+  started_ = true;
   publish();
 }
 
@@ -79,6 +81,13 @@ systems::time_ns tier::now_ns() const {
 
 task<tier::answer> tier::serve(const request& r) {
   if (stopping_) co_return answer{answer_kind::gone};
+  const auto arrived = clock::now();
+  ++figures_.total.attempts;
+  if (!r.retry) ++figures_.total.arrivals;
+  if (auto* b = bucket_now()) {
+    ++b->attempts;
+    if (!r.retry) ++b->arrivals;
+  }
   systems::admission_ticket ticket;
   switch (gate_.arrive(now_ns(), ticket)) {
     case systems::door::refused:
@@ -97,6 +106,7 @@ task<tier::answer> tier::serve(const request& r) {
     if (fault.any()) metrics_.faults_fired(fault.fired);
     if (fault.reset || fault.abort_status) {
       finish(ticket, false, false);
+      ended(false, arrived);
       co_return fault.reset ? answer{answer_kind::reset}
                             : answer{answer_kind::status, *fault.abort_status};
     }
@@ -105,13 +115,13 @@ task<tier::answer> tier::serve(const request& r) {
       co_return answer{answer_kind::gone};
     }
   }
-  co_return co_await serve_admitted(r, ticket, fault);
+  co_return co_await serve_admitted(r, ticket, fault, arrived);
 }
 
 // A worker now, or a place in the queue; then the work and its answer.
 task<tier::answer> tier::serve_admitted(const request& r, systems::admission_ticket& ticket,
-                                        const faults::fault_decision& fault) {
-  const auto arrived = clock::now();
+                                        const faults::fault_decision& fault,
+                                        clock::time_point arrived) {
   if (!gate_.seat(now_ns())) {
     if (gate_.queue_full()) {
       finish(ticket, false, false);
@@ -127,6 +137,8 @@ task<tier::answer> tier::serve_admitted(const request& r, systems::admission_tic
         finish(ticket, false, false);
         co_return answer{answer_kind::gone};
     }
+  } else {
+    note_peaks();
   }
   publish();
   nanoseconds answer_delay{0};
@@ -144,6 +156,7 @@ task<tier::answer> tier::serve_admitted(const request& r, systems::admission_tic
     }
   }
   finish(ticket, a.kind == answer_kind::ok, true);
+  if (a.kind != answer_kind::gone) ended(a.kind == answer_kind::ok, arrived);
   if (a.kind == answer_kind::ok) metrics_.observe_service(clock::now() - arrived);
   if (answer_delay.count() > 0 && a.kind != answer_kind::gone &&
       !co_await sleep_until(saturating_add(clock::now(), answer_delay))) {
@@ -203,6 +216,7 @@ task<tier::seat_state> tier::wait_for_worker(systems::admission_ticket& ticket) 
     waiting_[id] = &w;
   }
   gate_.wait(id, now_ns());
+  note_peaks();
   publish();
   w.wake.expires_at(clock::time_point::max());
   while (w.now == seat_state::waiting && !stopping_) {
@@ -339,7 +353,51 @@ void tier::finish(systems::admission_ticket& ticket, bool ok, bool had_worker) {
 
 void tier::shed(server_metrics::shed_reason why) {
   metrics_.shed(why);
+  ++figures_.total.rejected;
+  if (auto* b = bucket_now()) ++b->rejected;
   publish();
+}
+
+// A request served: its answer a success or not.
+void tier::ended(bool ok, clock::time_point arrived) {
+  auto* b = bucket_now();
+  if (ok) {
+    ++figures_.total.completed;
+    if (b != nullptr) ++b->completed;
+    figures_.latency.record(
+        std::chrono::duration_cast<nanoseconds>(clock::now() - arrived).count());
+  } else {
+    ++figures_.total.failed;
+    if (b != nullptr) ++b->failed;
+  }
+}
+
+// The bucket of now (none without a bucket width); one no event has touched yet starts at the
+// levels held now, so that a quiet bucket with requests held shows them (as the simulator's).
+report::service_counts_bucket* tier::bucket_now() {
+  if (bucket_.count() <= 0 || !started_) return nullptr;
+  const auto i =
+      static_cast<std::size_t>(std::max<systems::time_ns>(now_ns(), 0) / bucket_.count());
+  if (figures_.buckets.size() <= i) {
+    report::service_counts_bucket level;
+    level.peak_in_flight = gate_.held();
+    level.peak_queue = static_cast<std::int64_t>(gate_.queued());
+    figures_.buckets.resize(i + 1, level);
+  }
+  return &figures_.buckets[i];
+}
+
+// The peaks, when a request has a worker or a place in the queue (as the simulator's note_load:
+// one that the full queue turns away was never held).
+void tier::note_peaks() {
+  const auto held = static_cast<std::int64_t>(gate_.held());
+  const auto queued = static_cast<std::int64_t>(gate_.queued());
+  figures_.total.peak_in_flight = std::max(figures_.total.peak_in_flight, held);
+  figures_.total.peak_queue = std::max(figures_.total.peak_queue, queued);
+  if (auto* b = bucket_now()) {
+    b->peak_in_flight = std::max(b->peak_in_flight, held);
+    b->peak_queue = std::max(b->peak_queue, queued);
+  }
 }
 
 void tier::publish() {

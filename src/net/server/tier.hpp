@@ -40,10 +40,24 @@
 #include "faults/faults.hpp"
 #include "metrics.hpp"
 #include "net/common/loop.hpp"
+#include "report/hdr_histogram.hpp"
+#include "report/result.hpp"
 #include "systems/replica_gate.hpp"
 #include "systems/system_spec.hpp"
 
 namespace backoff::net {
+
+// What a tier saw, counted as the simulator counts a service (summary.json's `services`,
+// services.csv): attempts (every request that reached it) and arrivals (first attempts);
+// completed and failed (served, the answer a success or not); rejected (refused at the accept
+// limit, or shed: admission, a full queue, CoDel); the peaks of requests held and queued; the
+// latency of the completed ones, from arrival to answer. With a bucket width, the same per bucket
+// of time from the start (each bucket starts at the levels held then).
+struct tier_figures {
+  report::service_counts_bucket total;
+  report::hdr_histogram latency{86'400'000'000'000, report::hdr_precision::significant_digits(3)};
+  std::vector<report::service_counts_bucket> buckets;
+};
 
 class tier {
  public:
@@ -77,8 +91,11 @@ class tier {
       const boost::beast::http::request<boost::beast::http::string_body>& req);
 
   // `calls`: the service's calls downstream, one per service.NAME.calls entry, in order.
+  // `bucket` > 0: figures().buckets of that width are kept (a run that ends; a server that runs
+  // for days keeps totals only).
   tier(const systems::service_spec& service, std::uint64_t seed, loop_executor executor,
-       server_metrics& metrics, std::vector<downstream_spec> calls = {});
+       server_metrics& metrics, std::vector<downstream_spec> calls = {},
+       std::chrono::nanoseconds bucket = std::chrono::nanoseconds{0});
   tier(const tier&) = delete;
   tier& operator=(const tier&) = delete;
 
@@ -86,6 +103,8 @@ class tier {
   task<answer> serve(const request& r);
   void set_paused(bool on);
   void stop();
+  // From the tier's thread, or once it has ended.
+  const tier_figures& figures() const noexcept { return figures_; }
 
  private:
   struct waiter;
@@ -94,7 +113,9 @@ class tier {
 
   systems::time_ns now_ns() const;
   task<answer> serve_admitted(const request& r, systems::admission_ticket& ticket,
-                              const faults::fault_decision& fault);
+                              const faults::fault_decision& fault, clock::time_point arrived);
+  void ended(bool ok, clock::time_point arrived);
+  report::service_counts_bucket* bucket_now();
   task<seat_state> wait_for_worker(systems::admission_ticket& ticket);
   task<answer> work(const request& r, const faults::fault_decision& fault,
                     std::chrono::nanoseconds& answer_delay);
@@ -108,6 +129,7 @@ class tier {
   void finish(systems::admission_ticket& ticket, bool ok, bool had_worker);
   void shed(server_metrics::shed_reason why);
   void publish();
+  void note_peaks();
   clock::duration paused_so_far(clock::time_point now) const;
 
   const systems::service_spec& service_;
@@ -115,6 +137,7 @@ class tier {
   server_metrics& metrics_;
   systems::replica_gate gate_;
   std::unique_ptr<downstream> calls_;  // none when the service calls no other
+  tier_figures figures_;
   random_generator work_rng_, fault_rng_;
   std::vector<waiter*> waiting_;  // by the id the waiting room holds
   std::vector<std::uint32_t> free_ids_;
@@ -123,6 +146,8 @@ class tier {
   bool paused_ = false, stopping_ = false;
   clock::time_point paused_since_{};
   clock::duration paused_before_{0};  // pauses that ended
+  std::chrono::nanoseconds bucket_;   // figures_.buckets' width (0: none)
+  bool started_ = false;
 };
 
 }  // namespace backoff::net
