@@ -30,9 +30,17 @@ namespace {
 
 // Plain serve's own service and guards, which a system's service does not use: its keys say how
 // it serves.
-constexpr std::array<std::string_view, 9> seed_server_flags = {
-    "--limit",    "--factor",  "--base-delay",    "--k",           "--tick",
-    "--max-busy", "--threads", "--reject-status", "--expired-cost"};
+constexpr std::array<std::string_view, 11> seed_server_flags = {"--limit",
+                                                                "--factor",
+                                                                "--base-delay",
+                                                                "--k",
+                                                                "--tick",
+                                                                "--max-busy",
+                                                                "--threads",
+                                                                "--reject-status",
+                                                                "--expired-cost",
+                                                                "--retry-after",
+                                                                "--cancel-on-disconnect"};
 
 // The keys of [service.NAME] as flags, and the key each one writes.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 6> key_flags = {{

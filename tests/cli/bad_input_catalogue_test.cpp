@@ -570,6 +570,12 @@ std::vector<bad_input> cli_cases() {
       {"serve", "--port", "0", "--system", "@FILE@", "--service", "api", "--max-busy", "3"}, 2,
       "backoff serve: --max-busy: a system's service serves as its keys say"));
   c.push_back(with_file(
+      "ServeSystemWithCancelOnDisconnect", "one.toml", one_system_file,
+      {"serve", "--port", "0", "--system", "@FILE@", "--service", "api", "--cancel-on-disconnect"},
+      2,
+      "backoff serve: --cancel-on-disconnect: a system's service serves as its "
+      "keys say"));
+  c.push_back(with_file(
       "ServeSystemWithFaultFlags", "one.toml", one_system_file,
       {"serve", "--port", "0", "--system", "@FILE@", "--service", "api", "--errors", "5%"}, 2,
       "backoff serve: the fault flags do not go with --system"));
