@@ -29,6 +29,7 @@
 #include "experiments/outage_experiment.hpp"
 #include "fault_flags.hpp"
 #include "faults/faults.hpp"
+#include "load_system.hpp"
 #include "net/server/server.hpp"
 #include "output.hpp"
 #include "report/output_files.hpp"
@@ -563,7 +564,15 @@ void setup_load(CLI::App& app, int& status) {
                                      "The clients of smira's experiment (2016): N virtual clients "
                                      "that retry with a library strategy");
   for (const flag_row& row : load_flag_rows) add_flag_row(*sub, *f, row);
-  sub->callback([f, sub, &status] {
+  auto system = std::make_shared<system_flags>();
+  add_system_flags(sub, *system);
+  sub->callback([f, system, sub, &status] {
+    if (system->system || !system->sets.empty() || system->plot) {
+      const auto seed =
+          sub->count("--seed") > 0 ? std::optional<std::uint64_t>(f->seed) : std::nullopt;
+      status = load_a_system(*system, *sub, seed, f->out);
+      return;
+    }
     // The experiment needs time after the resume for recovery_s (5 s at 90 % of the earlier
     // goodput): the simulator puts exponential's at about 30 s after a 10 s pause.
     if (f->experiment == "outage" && !f->duration_total) {

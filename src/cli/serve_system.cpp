@@ -138,10 +138,7 @@ std::vector<net::downstream_spec> calls_of(const service_flags& o, systems::syst
           s.name, to.name));
     }
     const backoff::strategy& guards = spec.edge_guards[chosen][c.edge];
-    const guard_support can{.breaker = true, .deadline = true};
-    std::optional<guard_refusal> refused = guards.refusal(can);
-    if (!refused && guards.window) refused = guard_refusal{"window", "not in serve's calls yet"};
-    if (refused) {
+    if (const auto refused = net::caller_refusal(guards)) {
       throw config::config_error(fmt::format(
           "--service {}: edge {} under strategy {}: serve's calls cannot honour {}: {}", s.name,
           spec.edges[c.edge].name, sc.strategies()[chosen].name(), refused->key, refused->why));

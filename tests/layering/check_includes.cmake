@@ -16,7 +16,8 @@
 #   - the drivers sim, net and tool: the library, report (tool excepted: the statically linked
 #     backoff-try carries no report layer), config, seed_models, faults and systems (tool
 #     excepted), and their own folder, never each other;
-#   - experiments (runs several drivers): net, report, faults and systems, not sim;
+#   - experiments (runs several drivers, SPEC 7.1: "an experiment that runs two drivers lives
+#     above the drivers"): sim, net, report, faults and systems;
 #   - cli: everything.
 # An include is placed by where it resolves: a path relative to the including file first (so
 # "../dispatch.hpp" or "model.hpp" count as the folder they land in), then the folder it names
@@ -45,7 +46,7 @@ set(allowed_systems ${library} config seed_models report faults systems)
 set(allowed_sim ${library} config seed_models report faults systems sim)
 set(allowed_net ${library} config seed_models report faults systems net)
 set(allowed_tool ${library} config tool)
-set(allowed_experiments ${library} config seed_models report faults systems net experiments)
+set(allowed_experiments ${library} config seed_models report faults systems sim net experiments)
 set(allowed_cli ${project_folders})
 
 # The layer a path of the tree is in: include/backoff/... -> backoff, src/<layer>/... -> layer;

@@ -52,7 +52,7 @@ check(backoff_net MUST backoff_report backoff_asio backoff_systems
   NEVER backoff_sim backoff_tool backoff_experiments backoff_cli)
 check(backoff_tool MUST backoff_asio
   NEVER backoff_sim backoff_net backoff_report backoff_experiments backoff_cli)
-check(backoff_experiments MUST backoff_net backoff_report NEVER backoff_sim backoff_cli)
+check(backoff_experiments MUST backoff_net backoff_sim backoff_report NEVER backoff_cli)
 # backoff-try is the retry tool alone (issue 24: start-up as cheap as `retry`).
 check(backoff_cli_retry MUST backoff_tool NEVER backoff_sim backoff_net backoff_experiments)
 check(backoff_try_cli MUST backoff_cli_retry backoff_tool

@@ -59,6 +59,13 @@ struct downstream::answer {
   enum class kind : std::uint8_t { ok, failed, do_not_retry, refused, timeout, gone } what;
 };
 
+std::optional<guard_refusal> caller_refusal(const backoff::strategy& guards) {
+  const guard_support can{.breaker = true, .deadline = true};
+  std::optional<guard_refusal> refused = guards.refusal(can);
+  if (!refused && guards.window) refused = guard_refusal{"window", "not in real callers yet"};
+  return refused;
+}
+
 downstream::downstream(std::vector<downstream_spec> calls, loop_executor executor,
                        std::uint64_t seed)
     : executor_(executor), rng_(derive_seed(seed, 3)) {
@@ -238,17 +245,25 @@ task<downstream::result> downstream::call(std::size_t i, const context& from) {
   retry_gates gates = e.live.gates();
   if (s.options.breaker_first_tries) gates.breaker = nullptr;  // asked before the first try
   retry_controller control(e.policy, now_d(), gates);
+  if (from.thought) control.continue_from(*from.thought);
   result r;
+  const auto over = [&](outcome why) {
+    r.why = why;
+    r.ok = why == outcome::succeeded;
+    if (!r.ok) r.do_not_retry = s.options.do_not_retry_on_give_up;
+    return r;
+  };
   std::uint32_t last = 0;
   clock::time_point first_sent{};
   bool paced = false;
   for (;;) {
-    if (stopping_ || (from.deadline && clock::now() >= *from.deadline)) break;
+    if (stopping_) co_return over(outcome::cancelled);
+    if (from.deadline && clock::now() >= *from.deadline) co_return over(outcome::deadline_exceeded);
     if (!paced) {
       const auto g = control.before_attempt(now_d(), rng_);
-      if (!g.send) break;
+      if (!g.send) co_return over(g.stop);
       if (g.wait.count() > 0) {
-        if (!co_await sleep_for(g.wait)) break;
+        if (!co_await sleep_for(g.wait)) co_return over(outcome::cancelled);
         paced = true;
         continue;
       }
@@ -259,9 +274,10 @@ task<downstream::result> downstream::call(std::size_t i, const context& from) {
       // Isaev's client.py: the breaker is asked before a call's first try, which it may refuse;
       // a retry always goes, recorded when the breaker allows it.
       permit = e.live.breaker->try_acquire(now_d(), r.attempts == 0);
-      if (r.attempts == 0 && !permit) break;
+      if (r.attempts == 0 && !permit) co_return over(outcome::breaker_open);
     }
     ++r.attempts;
+    if (from.watch != nullptr) from.watch->sent();
     const std::uint32_t replica = choose_replica(e, r.attempts, last);
     last = replica;
     const auto sent = clock::now();
@@ -292,23 +308,20 @@ task<downstream::result> downstream::call(std::size_t i, const context& from) {
     ++e.in_flight[replica];
     const answer a = co_await attempt(e, replica, request, limit);
     --e.in_flight[replica];
-    if (a.what == answer::kind::gone) break;
+    if (a.what == answer::kind::gone) co_return over(outcome::cancelled);
     verdict v = verdict::success();
     if (a.what != answer::kind::ok) {
       v = a.what == answer::kind::do_not_retry ? verdict::permanent() : verdict::retryable();
       v.timeout = a.what == answer::kind::timeout;
       v.not_sent = a.what == answer::kind::refused;
+      if (from.watch != nullptr) from.watch->failed(v.timeout);
     }
     if (permit.allowed) e.live.breaker->record(now_d(), permit, v.kind == verdict_kind::retryable);
     const auto d = control.after(v, now_d(), rng_);
-    if (v.kind == verdict_kind::success) {
-      r.ok = true;
-      co_return r;
-    }
-    if (!d.retry || !co_await sleep_for(d.delay)) break;
+    if (v.kind == verdict_kind::success) co_return over(outcome::succeeded);
+    if (!d.retry) co_return over(d.stop);
+    if (!co_await sleep_for(d.delay)) co_return over(outcome::cancelled);
   }
-  r.do_not_retry = s.options.do_not_retry_on_give_up;
-  co_return r;
 }
 
 }  // namespace backoff::net

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "backoff/outcome.hpp"
 #include "backoff/random.hpp"
 #include "backoff/strategy.hpp"
 #include "net/common/loop.hpp"
@@ -50,19 +51,39 @@ struct downstream_spec {
   systems::edge_options options;
 };
 
+// What the caller below cannot honour of an edge's guards (a hedge, an AIMD window, a
+// bulkhead's line), with why; none when it runs them all.
+std::optional<guard_refusal> caller_refusal(const backoff::strategy& guards);
+
 class downstream {
  public:
   using clock = std::chrono::steady_clock;
+
+  // Told of each attempt of a call (a client group's operation counts them: load --system).
+  class attempt_watch {
+   public:
+    virtual void sent() = 0;                  // an attempt leaves
+    virtual void failed(bool timed_out) = 0;  // its answer was a failure, or it timed out
+   protected:
+    ~attempt_watch() = default;
+  };
 
   // What the request making the call carries down.
   struct context {
     std::optional<clock::time_point> deadline;  // the one it received
     std::string key;                            // the x-backoff-key it received ("": none)
+    // A closed client group's operation with backoff_from_think: its first backoff grows from
+    // the think time before it (the simulator's start_operation).
+    std::optional<duration> thought;
+    attempt_watch* watch = nullptr;  // none: nobody counts the attempts
   };
   struct result {
     bool ok = false;
     bool do_not_retry = false;  // it failed on an edge with on_give_up = "do-not-retry"
     std::uint32_t attempts = 0;
+    // Why it ended: succeeded, the retry loop's reason to stop, deadline_exceeded when the
+    // deadline it received passed, cancelled when the tier stopped.
+    outcome why = outcome::cancelled;
   };
 
   downstream(std::vector<downstream_spec> calls, loop_executor executor, std::uint64_t seed);

@@ -561,6 +561,7 @@ struct server::impl {
   std::uint16_t port = 0;
   std::mutex control;  // pause/resume/stop from any thread
   std::uint64_t pause_generation = 0;
+  std::optional<std::string> failure;  // guarded by `control`: why a thread's loop ended
   bool stopped = false;
   std::unique_ptr<asio::steady_timer> auto_resume;  // on worker 0
   std::unique_ptr<timer_type> ticker;               // the per-second line, on worker 0
@@ -667,10 +668,10 @@ std::optional<tier_figures> server::service_figures() const {
   return t->figures();
 }
 
-void server::start() {
+void server::start(std::optional<steady::time_point> origin) {
   const duration period =
       sweep_period(std::min(impl_->options.header_timeout, impl_->options.idle_timeout));
-  const auto started = steady::now();
+  const auto started = origin.value_or(steady::now());
   for (auto& w : impl_->workers) {
     w->started = started;
     if (w->service_tier) w->service_tier->start(started);
@@ -698,8 +699,21 @@ void server::start() {
         asio::detached);
   }
   for (auto& w : impl_->workers) {
-    impl_->threads.emplace_back([ctx = &w->context] { ctx->run(); });
+    impl_->threads.emplace_back([this, ctx = &w->context] {
+      try {
+        ctx->run();
+      } catch (const std::exception& e) {
+        // Not expected (network outcomes are values): the loop died, and says why to failure().
+        const std::lock_guard lock(impl_->control);
+        if (!impl_->failure) impl_->failure = e.what();
+      }
+    });
   }
+}
+
+std::optional<std::string> server::failure() const {
+  const std::lock_guard lock(impl_->control);
+  return impl_->failure;
 }
 
 void server::pause(std::optional<duration> for_duration) {

@@ -104,7 +104,12 @@ class server {
   ~server();  // stops and waits
 
   std::uint16_t port() const noexcept;
-  void start();
+  // Serves from now on. `origin`: time 0 of the fault schedule and of a tier's figures (now when
+  // none), so that the replicas of one system share one clock.
+  void start(std::optional<std::chrono::steady_clock::time_point> origin = std::nullopt);
+  // Set when a thread's loop ended on an exception (not an expected network outcome): what it
+  // said. Thread-safe.
+  std::optional<std::string> failure() const;
   // Pauses /api service; with a duration, resumes by itself after it. Thread-safe.
   void pause(std::optional<duration> for_duration = std::nullopt);
   void resume();

@@ -175,7 +175,9 @@ struct tier::fan_join {
 };
 
 task<downstream::result> tier::make_calls(const request& r) {
-  const downstream::context from{r.deadline, r.key};
+  downstream::context from;
+  from.deadline = r.deadline;
+  from.key = r.key;
   if (!service_.fan_out) {
     for (std::size_t i = 0; i < calls_->size(); ++i) {
       if (!calls_->drawn(i)) continue;
