@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// `backoff load --system SCENARIO [--set K=V] [--seed N] [--out DIR] [--plot]` (docs/NETWORK.md,
+// `backoff load --system SCENARIO [--set K=V] [--seed N] [--compare] [--out DIR] [--plot]`
+// (docs/NETWORK.md,
 // "A system for real"): a system file's services as real servers on loopback and its client
 // groups as real callers, each strategy against fresh servers; the simulator's outputs with real
 // figures (experiments/system_load.hpp). The file says everything: load's own flags of clients,
@@ -21,6 +22,7 @@ struct system_flags {
   std::optional<std::string> system;
   std::vector<std::string> sets;
   bool plot = false;
+  bool compare = false;
 };
 
 void add_system_flags(CLI::App* sub, system_flags& flags);

@@ -365,10 +365,10 @@ strategy_outcome run_one(const system_spec& spec, std::size_t strategy, const st
 
 }  // namespace
 
-report::scenario_result run_system_load(const sim::scenario_source& source,
-                                        const std::vector<std::string>& sets,
-                                        std::optional<std::uint64_t> seed,
-                                        const system_load_options& options) {
+system_load_result run_system_load(const sim::scenario_source& source,
+                                   const std::vector<std::string>& sets,
+                                   std::optional<std::uint64_t> seed,
+                                   const system_load_options& options) {
   sim::scenario whole = sim::scenario::load(source, sets);
   if (whole.model() != "system") {
     throw config::config_error(fmt::format(
@@ -441,7 +441,13 @@ report::scenario_result run_system_load(const sim::scenario_source& source,
     }
   }
   result.wall_s = std::chrono::duration<double>(clock::now() - wall_start).count();
-  return result;
+  system_load_result both{std::move(result), std::nullopt};
+  if (options.compare && !both.real.stopped) {
+    sim::scenario again = sim::scenario::load(source, sets);
+    if (seed) again.set_seed(*seed);
+    both.simulated = sim::run_scenario(again, {});
+  }
+  return both;
 }
 
 }  // namespace backoff::net

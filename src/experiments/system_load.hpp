@@ -9,8 +9,8 @@
 // scenario reader and model check the file, and run it beside (--compare).
 //
 //   system_load_options o{.progress = print_line, .stop = [] { return interrupted.load(); }};
-//   report::scenario_result r = run_system_load(source, sets, std::nullopt, o);
-//   report::write_run_files(r, folder);   // r.stopped set when a stop cut it short
+//   system_load_result r = run_system_load(source, sets, std::nullopt, o);
+//   report::write_run_files(r.real, folder);   // r.real.stopped set when a stop cut it short
 //
 // Resources are checked before anything starts (check_system_resources): a system whose
 // replicas, connections or threads would not fit this machine's limits is refused with what
@@ -34,6 +34,13 @@ struct system_load_options {
   std::function<void(const std::string&)> progress;  // one line per second of each run
   std::function<bool()> stop;  // polled every 10 ms; true ends the run (partial outputs)
   int stop_signal = 0;         // what `stop` stands for (SIGINT, SIGTERM), for run_stop
+  // Also simulate the same scenario and seed (--compare): system_load_result::simulated.
+  bool compare = false;
+};
+
+struct system_load_result {
+  report::scenario_result real;
+  std::optional<report::scenario_result> simulated;  // with compare, unless the real run stopped
 };
 
 // What the real run would hold at its peak, and this machine's limits.
@@ -52,12 +59,12 @@ struct system_resources {
 system_resources check_system_resources(const systems::system_spec& spec);
 
 // Loads `source` with `sets` (a system scenario, not a sweep nor a map: config_error in one line
-// otherwise), checks it as `backoff sim` does, then runs each strategy for real. `seed`
-// replaces the scenario's. A replica that cannot bind, or whose loop dies, ends the run with
-// std::runtime_error naming its service and replica.
-report::scenario_result run_system_load(const sim::scenario_source& source,
-                                        const std::vector<std::string>& sets,
-                                        std::optional<std::uint64_t> seed,
-                                        const system_load_options& options);
+// otherwise), checks it as `backoff sim` does, then runs each strategy for real, and with
+// options.compare simulates it. `seed` replaces the scenario's. A replica that cannot bind, or
+// whose loop dies, ends the run with std::runtime_error naming its service and replica.
+system_load_result run_system_load(const sim::scenario_source& source,
+                                   const std::vector<std::string>& sets,
+                                   std::optional<std::uint64_t> seed,
+                                   const system_load_options& options);
 
 }  // namespace backoff::net
