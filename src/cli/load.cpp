@@ -567,7 +567,7 @@ void setup_load(CLI::App& app, int& status) {
   auto system = std::make_shared<system_flags>();
   add_system_flags(sub, *system);
   sub->callback([f, system, sub, &status] {
-    if (system->system || !system->sets.empty() || system->plot) {
+    if (system->system || !system->sets.empty() || system->plot || system->compare) {
       const auto seed =
           sub->count("--seed") > 0 ? std::optional<std::uint64_t>(f->seed) : std::nullopt;
       status = load_a_system(*system, *sub, seed, f->out);

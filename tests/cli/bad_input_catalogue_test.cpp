@@ -637,6 +637,21 @@ std::vector<bad_input> cli_cases() {
                         {"load", "--experiment", "@FILE@", "--url", "http://127.0.0.1:1/api"}, 2,
                         "backoff load: --url: not with --experiment FILE"));
 
+  c.push_back(cli("LoadSystemWithClients",
+                  {"load", "--system", "twin-three-tier", "--clients", "5"}, 2,
+                  "backoff load: --clients: not with --system (the file's [[clients]]"));
+  c.push_back(cli("LoadCompareWithoutSystem", {"load", "--compare"}, 2,
+                  "backoff load: --set, --compare and --plot go with --system SCENARIO"));
+  c.push_back(cli("LoadSystemNotASystem", {"load", "--system", "outage-recovery"}, 2,
+                  "backoff load: --system: builtin/outage-recovery.toml: a scenario of model "
+                  "'outage-recovery', not a system"));
+  c.push_back(cli("LoadSystemUnknownScenario", {"load", "--system", "twin-three-teir"}, 2,
+                  "backoff load: --system:", "twin-three-tier"));
+  c.push_back(cli("LoadSystemBadSet", {"load", "--system", "twin-three-tier", "--set", "rate=-5"},
+                  2, "backoff load: --system:", "rate"));
+  c.push_back(cli("LoadSystemPlotWithoutOut", {"load", "--system", "twin-three-tier", "--plot"}, 2,
+                  "backoff load: --plot needs --out DIR"));
+
   // --- load flags ------------------------------------------------------------------------------
   c.push_back(cli("LoadBreakerBadSpec", {"load", "--breaker", "breaker(kind=rate, threshold=150%)"},
                   2,

@@ -257,6 +257,28 @@ TEST(Load, AnExperimentFollowsAFaultSchedule) {
   EXPECT_GT(s["attempts"].get<int>(), s["completed"].get<int>() + 5);
 }
 
+// A system run for real, stopped by SIGINT: its outputs are written and marked partial, the
+// strategies not run are named, and it exits 130 with nothing left behind (every server and
+// client is a thread of this one process).
+TEST(Load, ASystemStoppedBySigintWritesPartialOutputs) {
+  const backoff::test::test_scratch scratch("load");
+  const auto out = scratch / "out";
+  backoff::test::process_probe load({"load", "--system", "twin-three-tier", "--set",
+                                     "run.duration=\"60s\"", "--out", out.string()});
+  ASSERT_TRUE(backoff::test::wait_for_text(load.out_path(), "retry-every-layer: 1 s:"));
+  load.signal(SIGINT);
+  const auto r = load.wait();
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_LT(r.elapsed_s, 20);
+  EXPECT_NE(r.err.find("partial outputs written to"), std::string::npos) << r.err;
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  EXPECT_EQ(summary["partial"], true);
+  ASSERT_EQ(summary["strategies"].size(), 1u);
+  EXPECT_EQ(summary["strategies"][0]["name"], "retry-every-layer");
+  EXPECT_GT(summary["strategies"][0]["operations"].get<int>(), 500);
+  EXPECT_EQ(slurp(out / "services.csv").rfind("strategy,service,", 0), 0u);
+}
+
 // Open loop: a rate with its unit, a ramp, the summary's late and dropped sends and p99.99, the
 // closing latency line, and an HdrHistogram log that holds every completed operation.
 TEST(Load, AnOpenLoopRampWritesItsCountsAndAHistogramLog) {
