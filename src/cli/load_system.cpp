@@ -112,10 +112,15 @@ int load_a_system(const system_flags& f, const CLI::App& load, std::optional<std
       }
       report::write_run_files(result, folder);
       if (f.plot && !result.stopped) {
-        (void)report::write_plots(result, folder.dir(), {source.path, source.text, f.sets});
+        report::report_inputs inputs{source.path, source.text, f.sets};
+        if (both.simulated) inputs.simulated = &*both.simulated;
+        (void)report::write_plots(result, folder.dir(), inputs);
       }
     } catch (const report::write_error& e) {
       std::cerr << "backoff load: " << e.what() << '\n';
+      return exit_failure;
+    } catch (const report::plot_error& e) {
+      std::cerr << "backoff load: --plot: " << escape_controls(e.what()) << '\n';
       return exit_failure;
     }
   }

@@ -59,6 +59,14 @@ void work_chart(const plain_run& run, std::vector<chart>& out);
 inline constexpr std::size_t max_charted_services = 8;
 void service_charts(const plain_run& run, std::vector<chart>& out);
 
+// A system run for real beside its simulation (twin_charts.cpp): per strategy, the real and the
+// simulated curve on one panel: goodput (twin-goodput), the clients' attempts (twin-attempts),
+// the requests that reached each service (twin-service-NAME); and the HTML of the agreement
+// table (the bounded figures of twin_comparison.hpp, each within its bound or not).
+void twin_charts(const scenario_result& real, const scenario_result& simulated,
+                 std::vector<chart>& out);
+std::string twin_html(const scenario_result& real, const scenario_result& simulated);
+
 // Per strategy (strategy_charts.cpp): latency percentiles and totals; per operation from
 // clients.csv (sorted latency and attempts, the latency distribution); the model's own fields.
 void summary_charts(const plain_run& run, std::vector<chart>& out);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chart_choice.hpp"
 #include "html_tables.hpp"
 #include "ranking.hpp"
 #include "summary.hpp"
@@ -256,6 +257,7 @@ void write_report(const scenario_result& r, output_folder& folder, const report_
   if (!advice.table.empty()) {
     h += "<h2 id=\"advice\">" + html_escape(advice.heading) + "</h2>\n" + advice.table;
   }
+  if (inputs.simulated != nullptr) h += twin_html(r, *inputs.simulated);
   h += beside_html(r, advice.answers);
   h += facts_html(r, inputs, sets);
   const std::string services = services_html(r);

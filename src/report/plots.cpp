@@ -15,7 +15,9 @@ namespace fs = std::filesystem;
 std::vector<std::string> write_plots(const scenario_result& r, const fs::path& dir,
                                      const report_inputs& inputs, const plot_options& options) {
   output_folder folder(dir, output_folder::manifest::add);
-  const std::vector<plotting::chart> charts = plotting::charts_of(r, dir);
+  std::vector<plotting::chart> charts;
+  if (inputs.simulated != nullptr) plotting::twin_charts(r, *inputs.simulated, charts);
+  for (plotting::chart& c : plotting::charts_of(r, dir)) charts.push_back(std::move(c));
   if (!charts.empty()) plotting::draw(charts, dir, options);
   std::vector<std::string> names;
   for (const auto& c : charts) {

@@ -38,6 +38,9 @@ struct report_inputs {
   std::string scenario_path;      // e.g. "scenarios/tick-burst.toml" or "builtin/tick-burst.toml"
   std::string scenario_toml;      // the scenario's source text, shown verbatim
   std::vector<std::string> sets;  // --set overrides as given ("server.max_busy=100")
+  // The simulation of a run made for real (`backoff load --system --compare`): the report adds
+  // the real and simulated curves overlaid, and how far apart their figures are.
+  const scenario_result* simulated = nullptr;
 };
 
 // Draws the charts of `r` into `dir` (which already holds the run's outputs: clients.csv is read

@@ -8,6 +8,7 @@
 //   const auto rows = report::compare_twins(simulated, real);
 //   report::write_comparison_csv(rows, out);
 //   std::cout << report::agreement_table(rows);    // the bounded metrics, each within or not
+//   report::write_plots(real, dir, {.simulated = &simulated});  // curves overlaid (plots.hpp)
 #pragma once
 
 #include <optional>
