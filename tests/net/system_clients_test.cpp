@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// A system file's client groups for real (net/client/system_clients.hpp) against one in-process
+// tier: what the clients count is what the tier counts, and a stop ends the calls in flight,
+// their operations counted unfinished. Small and short, so that they run under the sanitizers
+// too (the whole `load --system` is tested in tests/experiments, in the plain build).
+#include "net/client/system_clients.hpp"
+
+#include <gtest/gtest.h>
+#include <toml++/toml.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config_reader.hpp"
+#include "net/server/server.hpp"
+#include "report/recorder.hpp"
+#include "systems/system_spec.hpp"
+
+namespace system_clients_test {
+
+using namespace std::chrono_literals;
+namespace net = backoff::net;
+namespace systems = backoff::systems;
+namespace report = backoff::report;
+using steady = std::chrono::steady_clock;
+
+// One service `api` with `service_keys`, called by one client group with `group_keys`, on an
+// edge tried twice at once; resolved under one strategy that keeps the edges as written.
+systems::system_spec one_service(const std::string& service_keys, const std::string& group_keys) {
+  const std::string text =
+      "[run]\nduration = \"400ms\"\n[service.api]\n" + service_keys +
+      "\n[[clients]]\nto = \"api\"\n" + group_keys +
+      "\nedge = \"front\"\n[edge.front]\npolicy = \"none\"\nmax_attempts = 2\n";
+  auto root = std::make_shared<toml::table>(toml::parse(text, std::string_view{"one.toml"}));
+  backoff::config::config_reader keys{root, "one.toml", {}};
+  systems::system_spec spec = systems::read_system(keys);
+  static const backoff::strategy top;
+  static const std::vector<systems::edge_setting> none;
+  spec.resolve(std::vector<systems::strategy_edges>{{"as-is", "one.toml", &top, &none}});
+  return spec;
+}
+
+struct served {
+  explicit served(const systems::system_spec& spec) {
+    net::server_options o;
+    o.port = 0;
+    o.tier = spec.services[0];
+    server = std::make_unique<net::server>(o);
+    where = {{boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"),
+                                             server->port())}};
+  }
+  std::unique_ptr<net::server> server;
+  std::vector<net::system_clients::endpoints> where;
+};
+
+report::recorder recorder_of(const systems::system_spec& spec) {
+  report::recorder_options o;
+  o.strategy = "as-is";
+  o.bucket = spec.bucket;
+  return report::recorder(o, nullptr);
+}
+
+TEST(SystemClients, WhatTheClientsCountIsWhatTheServiceCounts) {
+  // A fifth of the answers fail, and each failure is tried once more at once.
+  const systems::system_spec spec = one_service(
+      "workers = 4\nqueue = 100\nservice_time = \"constant(value=1ms)\"\nerrors = \"20%:503\"",
+      "arrivals = { kind = \"poisson\", rate = 400 }");
+  served s(spec);
+  const auto origin = steady::now() + 10ms;
+  s.server->start(origin);
+  report::recorder out = recorder_of(spec);
+  boost::asio::io_context io(1);
+  net::system_clients clients(spec, 0, s.where, 3, out, io.get_executor());
+  clients.start(origin);
+  // Until the arrivals are over and every operation has ended (or 5 s: a hung client fails).
+  boost::asio::steady_timer watch(io);
+  std::function<void()> poll = [&] {
+    watch.expires_after(10ms);
+    watch.async_wait([&](const boost::system::error_code&) {
+      if (clients.done() || steady::now() - origin > 5s) return clients.stop(steady::now());
+      poll();
+    });
+  };
+  poll();
+  io.run();
+  s.server->stop();
+  s.server->wait();
+  const auto end = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - origin);
+  const report::strategy_summary summary = out.finish(end.count(), 0);
+  const auto figures = s.server->service_figures();
+  ASSERT_TRUE(figures.has_value());
+  EXPECT_GT(summary.operations, 80u);  // 400/s over 400 ms: 160 expected
+  EXPECT_EQ(summary.operations, clients.operations());
+  EXPECT_EQ(summary.unfinished, 0u);
+  EXPECT_EQ(summary.attempts, figures->total.attempts);
+  EXPECT_EQ(summary.operations, figures->total.arrivals);
+  EXPECT_EQ(summary.completed, figures->total.completed);
+  // An operation fails when both its tries failed: 4 % of them.
+  EXPECT_EQ(summary.gave_up, summary.operations - summary.completed);
+  EXPECT_LT(summary.gave_up, summary.operations / 10 + 3);
+  std::uint64_t failed_attempts = 0;
+  for (const auto& b : summary.buckets) failed_attempts += b.errors;
+  EXPECT_EQ(failed_attempts, figures->total.failed);
+}
+
+TEST(SystemClients, AStopEndsTheCallsInFlightAndCountsThemUnfinished) {
+  // Every request hangs for a minute: the users' first operations are in flight at the stop.
+  const systems::system_spec spec =
+      one_service("workers = 0\nservice_time = \"constant(value=60s)\"",
+                  "arrivals = { kind = \"closed\", users = 12 }\nthink = \"constant(value=1ms)\"");
+  served s(spec);
+  const auto origin = steady::now();
+  s.server->start(origin);
+  report::recorder out = recorder_of(spec);
+  boost::asio::io_context io(1);
+  net::system_clients clients(spec, 0, s.where, 3, out, io.get_executor());
+  clients.start(origin);
+  boost::asio::steady_timer stop(io);
+  stop.expires_after(300ms);
+  stop.async_wait([&](const boost::system::error_code&) { clients.stop(steady::now()); });
+  const auto before = steady::now();
+  io.run();
+  EXPECT_LT(steady::now() - before, 3s);
+  EXPECT_TRUE(clients.done());
+  s.server->stop();
+  s.server->wait();
+  const report::strategy_summary summary = out.finish(400'000'000, 0);
+  EXPECT_EQ(summary.operations, 12u);
+  EXPECT_EQ(summary.unfinished, 12u);
+  EXPECT_EQ(summary.completed, 0u);
+  EXPECT_EQ(summary.attempts, 12u);
+}
+
+}  // namespace system_clients_test
