@@ -342,7 +342,7 @@ strategy_outcome run_one(const system_spec& spec, std::size_t strategy, const st
   boost::asio::io_context io(1);
   strategy_outcome result;
   std::string failure;
-  std::uint64_t operations = 0;
+  std::uint64_t operations = 0, local_errors = 0;
   {
     system_clients clients(spec, strategy, f.endpoints, seed, out, io.get_executor());
     clients.start(origin);
@@ -354,10 +354,18 @@ strategy_outcome run_one(const system_spec& spec, std::size_t strategy, const st
       o.progress(fmt::format("{}: {} of {} operations sent more than 1 ms after their time", name,
                              clients.late_sends(), operations));
     }
+    local_errors = clients.local_errors();
+    if (local_errors > 0 && o.progress) {
+      o.progress(fmt::format(
+          "{}: warning: {} attempts could not connect for want of this machine's descriptors, "
+          "ports or memory (summary.json's local_errors): the real run is not the system's",
+          name, local_errors));
+    }
   }
   f.stop_all();
   if (!failure.empty()) throw std::runtime_error(failure);
   report_services(spec, f, operations, out, result.requests);
+  out.field("local_errors", static_cast<double>(local_errors));
   result.summary = out.finish(result.end, result.requests);
   sim::add_felt_outage(model, result.end, result.summary);
   return result;

@@ -107,6 +107,14 @@ void system_clients::stop(clock::time_point end) {
   }
 }
 
+std::uint64_t system_clients::local_errors() const noexcept {
+  std::uint64_t n = 0;
+  for (const auto& group : instances_) {
+    for (const auto& i : group) n += i->caller.local_errors();
+  }
+  return n;
+}
+
 bool system_clients::done() const noexcept {
   return sources_ == 0 && in_flight_ == 0;
 }

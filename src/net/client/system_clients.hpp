@@ -61,6 +61,8 @@ class system_clients {
   std::uint64_t operations() const noexcept { return operations_; }
   std::uint64_t in_flight() const noexcept { return in_flight_; }
   std::uint64_t late_sends() const noexcept { return late_sends_; }
+  // Attempts that could not connect for want of this machine's resources (downstream.hpp).
+  std::uint64_t local_errors() const noexcept;
 
  private:
   struct instance;

@@ -12,6 +12,7 @@
 #include "backoff/duration.hpp"
 #include "backoff/http.hpp"
 #include "backoff/retry.hpp"
+#include "net/client/load.hpp"
 
 namespace backoff::net {
 namespace {
@@ -166,6 +167,7 @@ task<downstream::answer> downstream::exchange(edge_state& e, std::uint32_t repli
     beast::error_code ec;
     if (!pooled) {
       std::tie(ec) = co_await c->socket.async_connect(e.spec.replicas[replica], on_loop);
+      if (ec && is_local_error(ec)) ++local_errors_;  // this machine's, not the replica's
       if (ec)
         co_return done(answer{fired ? kind::timeout : stopping_ ? kind::gone : kind::refused});
       c->socket.set_option(asio::ip::tcp::no_delay(true), ec);

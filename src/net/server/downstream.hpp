@@ -92,6 +92,10 @@ class downstream {
   downstream& operator=(const downstream&) = delete;
 
   std::size_t size() const noexcept;
+  // Connections that failed for want of this machine's resources (descriptors, ports, memory:
+  // load.hpp's is_local_error): retried as refusals, and counted here, since the replica never
+  // saw them.
+  std::uint64_t local_errors() const noexcept { return local_errors_; }
   // Whether the request makes call i (its probability; one draw).
   bool drawn(std::size_t i);
   task<result> call(std::size_t i, const context& from);
@@ -116,6 +120,7 @@ class downstream {
   random_generator rng_;
   std::vector<std::unique_ptr<edge_state>> edges_;
   bool stopping_ = false;
+  std::uint64_t local_errors_ = 0;
 };
 
 }  // namespace backoff::net
