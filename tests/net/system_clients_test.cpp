@@ -9,10 +9,13 @@
 #include <toml++/toml.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/config_reader.hpp"
@@ -133,6 +136,60 @@ TEST(SystemClients, AStopEndsTheCallsInFlightAndCountsThemUnfinished) {
   EXPECT_EQ(summary.unfinished, 12u);
   EXPECT_EQ(summary.completed, 0u);
   EXPECT_EQ(summary.attempts, 12u);
+}
+
+// A server that sends an interim answer (103 Early Hints) before each final one: the clients skip
+// it and count the final answer, once.
+TEST(SystemClients, AnInterimAnswerIsSkippedAndTheFinalOneCounted) {
+  const systems::system_spec spec =
+      one_service("workers = 0",
+                  "arrivals = { kind = \"closed\", users = 1 }\noperations = 3\n"
+                  "think = \"constant(value=1ms)\"");
+  boost::asio::io_context server_io(1);
+  boost::asio::ip::tcp::acceptor acceptor(server_io,
+                                          {boost::asio::ip::make_address("127.0.0.1"), 0});
+  std::thread answering([&] {
+    boost::asio::ip::tcp::socket socket(server_io);
+    acceptor.accept(socket);
+    std::string pending;
+    char chunk[1024];
+    for (int answered = 0; answered < 3;) {
+      boost::system::error_code ec;
+      const std::size_t n = socket.read_some(boost::asio::buffer(chunk), ec);
+      if (ec) return;
+      pending.append(chunk, n);
+      for (std::size_t end; (end = pending.find("\r\n\r\n")) != std::string::npos; ++answered) {
+        pending.erase(0, end + 4);
+        boost::asio::write(
+            socket,
+            boost::asio::buffer(std::string_view("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+                                                 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")),
+            ec);
+      }
+    }
+  });
+  const std::vector<net::system_clients::endpoints> where{{boost::asio::ip::tcp::endpoint(
+      boost::asio::ip::make_address("127.0.0.1"), acceptor.local_endpoint().port())}};
+  report::recorder out = recorder_of(spec);
+  boost::asio::io_context io(1);
+  net::system_clients clients(spec, 0, where, 3, out, io.get_executor());
+  const auto origin = steady::now();
+  clients.start(origin);
+  boost::asio::steady_timer watch(io);
+  std::function<void()> poll = [&] {
+    watch.expires_after(10ms);
+    watch.async_wait([&](const boost::system::error_code&) {
+      if (clients.done() || steady::now() - origin > 5s) return clients.stop(steady::now());
+      poll();
+    });
+  };
+  poll();
+  io.run();
+  answering.join();
+  const report::strategy_summary summary = out.finish(1'000'000'000, 0);
+  EXPECT_EQ(summary.operations, 3u);
+  EXPECT_EQ(summary.completed, 3u);
+  EXPECT_EQ(summary.attempts, 3u);  // the interim answers neither failed nor were retried
 }
 
 }  // namespace system_clients_test

@@ -174,19 +174,24 @@ task<downstream::answer> downstream::exchange(edge_state& e, std::uint32_t repli
     }
     std::tie(ec, std::ignore) =
         co_await asio::async_write(c->socket, asio::buffer(request), on_loop);
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(answer_limit);
+    std::optional<http::response_parser<http::string_body>> parser;
+    parser.emplace().body_limit(answer_limit);
     if (!ec)
-      std::tie(ec, std::ignore) = co_await http::async_read(c->socket, c->buffer, parser, on_loop);
+      std::tie(ec, std::ignore) = co_await http::async_read(c->socket, c->buffer, *parser, on_loop);
+    // An interim answer (1xx) is not the answer: read on to the final one.
+    while (!ec && !fired && parser->get().result_int() / 100 == 1) {
+      parser.emplace().body_limit(answer_limit);
+      std::tie(ec, std::ignore) = co_await http::async_read(c->socket, c->buffer, *parser, on_loop);
+    }
     if (fired) co_return done(answer{kind::timeout});
     if (stopping_) co_return done(answer{kind::gone});
     if (ec) {
-      const bool nothing_read = !parser.got_some() && c->buffer.size() == 0;
+      const bool nothing_read = !parser->got_some() && c->buffer.size() == 0;
       done(answer{kind::failed});
       if (nothing_read && pooled) continue;  // the replica had closed it: once more, anew
       co_return answer{nothing_read ? kind::refused : kind::failed};
     }
-    const auto& res = parser.get();
+    const auto& res = parser->get();
     kind what = res.result_int() == 200 ? kind::ok : kind::failed;
     if (const auto it = res.find("grpc-retry-pushback-ms"); it != res.end() && what != kind::ok) {
       if (!parse_grpc_retry_pushback(std::string_view(it->value()))) what = kind::do_not_retry;
