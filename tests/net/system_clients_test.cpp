@@ -67,6 +67,23 @@ report::recorder recorder_of(const systems::system_spec& spec) {
   return report::recorder(o, nullptr);
 }
 
+// Runs the clients from `origin` until the arrivals are over and every operation has ended (or
+// 5 s: a client that hangs fails its test instead of the suite).
+void run_until_done(net::system_clients& clients, boost::asio::io_context& io,
+                    steady::time_point origin) {
+  clients.start(origin);
+  boost::asio::steady_timer watch(io);
+  std::function<void()> poll = [&] {
+    watch.expires_after(10ms);
+    watch.async_wait([&](const boost::system::error_code&) {
+      if (clients.done() || steady::now() - origin > 5s) return clients.stop(steady::now());
+      poll();
+    });
+  };
+  poll();
+  io.run();
+}
+
 TEST(SystemClients, WhatTheClientsCountIsWhatTheServiceCounts) {
   // A fifth of the answers fail, and each failure is tried once more at once.
   const systems::system_spec spec = one_service(
@@ -78,18 +95,7 @@ TEST(SystemClients, WhatTheClientsCountIsWhatTheServiceCounts) {
   report::recorder out = recorder_of(spec);
   boost::asio::io_context io(1);
   net::system_clients clients(spec, 0, s.where, 3, out, io.get_executor());
-  clients.start(origin);
-  // Until the arrivals are over and every operation has ended (or 5 s: a hung client fails).
-  boost::asio::steady_timer watch(io);
-  std::function<void()> poll = [&] {
-    watch.expires_after(10ms);
-    watch.async_wait([&](const boost::system::error_code&) {
-      if (clients.done() || steady::now() - origin > 5s) return clients.stop(steady::now());
-      poll();
-    });
-  };
-  poll();
-  io.run();
+  run_until_done(clients, io, origin);
   s.server->stop();
   s.server->wait();
   const auto end = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - origin);
@@ -173,18 +179,7 @@ TEST(SystemClients, AnInterimAnswerIsSkippedAndTheFinalOneCounted) {
   report::recorder out = recorder_of(spec);
   boost::asio::io_context io(1);
   net::system_clients clients(spec, 0, where, 3, out, io.get_executor());
-  const auto origin = steady::now();
-  clients.start(origin);
-  boost::asio::steady_timer watch(io);
-  std::function<void()> poll = [&] {
-    watch.expires_after(10ms);
-    watch.async_wait([&](const boost::system::error_code&) {
-      if (clients.done() || steady::now() - origin > 5s) return clients.stop(steady::now());
-      poll();
-    });
-  };
-  poll();
-  io.run();
+  run_until_done(clients, io, steady::now());
   answering.join();
   const report::strategy_summary summary = out.finish(1'000'000'000, 0);
   EXPECT_EQ(summary.operations, 3u);
