@@ -35,6 +35,13 @@ constexpr std::uint64_t descriptor_reserve = 64;
 constexpr std::uint64_t descriptors_per_server = 3;
 // The most replicas one run starts: a thread each.
 constexpr std::uint64_t most_servers = 256;
+// Memory: each connection held at once (both ends: buffers, the coroutines of its request and
+// its caller; the kernel's socket buffers are not counted), each replica (its thread's stack as
+// touched, its loop, its figures), and the rest of the process. Generous, as a refusal costs a
+// second and running out of memory ends the run.
+constexpr std::uint64_t bytes_per_connection = 64 * 1024;
+constexpr std::uint64_t bytes_per_server = 1024 * 1024;
+constexpr std::uint64_t bytes_base = 64 * 1024 * 1024;
 
 // How long one operation of `edge` can last, when its guards bound it; none when they do not.
 std::optional<double> operation_bound_s(const backoff::strategy& g) {
@@ -45,6 +52,18 @@ std::optional<double> operation_bound_s(const backoff::strategy& g) {
     // Attempts at most per_attempt each; the waits between them are not counted: a bound on
     // what is in flight at once, not on the operation's length.
     return std::chrono::duration<double>(g.deadline->per_attempt).count() * g.max_attempts;
+  }
+  return std::nullopt;
+}
+
+// MemAvailable of /proc/meminfo in bytes; none when it cannot be read.
+std::optional<std::uint64_t> memory_available() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
   }
   return std::nullopt;
 }
@@ -113,6 +132,16 @@ system_resources check_system_resources(const system_spec& spec) {
     if (s.calls.empty()) continue;
     const std::uint64_t workers = s.workers > 0 ? s.workers : (s.queue > 0 ? s.queue : 1000);
     calls += s.replicas * workers * s.calls.size();
+  }
+  r.memory = bytes_base + bytes_per_server * r.servers + bytes_per_connection * (clients + calls);
+  r.memory_available = memory_available().value_or(0);
+  if (r.memory_available > 0 && r.memory > r.memory_available) {
+    const std::uint64_t fixed = bytes_base + bytes_per_server * r.servers;
+    throw config::config_error(fmt::format(
+        "the system can hold {} connections at once, about {} MiB with its {} replicas, over the "
+        "{} MiB this machine has available; about {} connections would fit",
+        clients + calls, r.memory >> 20, r.servers, r.memory_available >> 20,
+        r.memory_available > fixed ? (r.memory_available - fixed) / bytes_per_connection : 0));
   }
   r.descriptors = 2 * (clients + calls) + descriptors_per_server * r.servers + descriptor_reserve;
   if (r.descriptors > r.descriptor_limit) {

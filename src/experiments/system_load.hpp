@@ -50,12 +50,14 @@ struct system_resources {
   std::uint64_t descriptor_limit = 0;
   std::uint64_t threads = 0;
   std::uint64_t thread_limit = 0;
+  std::uint64_t memory = 0;            // bytes, estimated
+  std::uint64_t memory_available = 0;  // MemAvailable (0: unknown, not checked)
 };
 
 // The peak the system can reach (its closed users and the open groups' rate over the longest
 // attempt, every caller's workers on its calls) against RLIMIT_NOFILE (raised to its hard limit
-// first) and the threads this process may start. Throws config_error naming what does not fit,
-// and how much would.
+// first), the threads this process may start, and the memory available (MemAvailable). Throws
+// config_error naming what does not fit, and how much would.
 system_resources check_system_resources(const systems::system_spec& spec);
 
 // Loads `source` with `sets` (a system scenario, not a sweep nor a map: config_error in one line

@@ -6,14 +6,16 @@
 #include "experiments/system_load.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "report/twin_comparison.hpp"
 #include "builtin_scenario.hpp"
+#include "report/twin_comparison.hpp"
 #include "system_scenario.hpp"
 
 namespace {
@@ -174,10 +176,21 @@ TEST(SystemLoadWallClock, WhatARealRunCannotHonourIsRefusedInOneLine) {
 }
 
 TEST(SystemLoadWallClock, ASystemTooLargeForThisMachineIsRefusedWithWhatWouldFit) {
+  // As many users as descriptors: both ends of their connections cannot fit.
+  rlimit files{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &files), 0);
+  const auto users = std::to_string(std::min<rlim_t>(files.rlim_max, 5'000'000));
   const std::string why = refusal_of(
-      two_tiers, {"clients.0.arrivals={kind=\"closed\", users=900000}", "clients.0.think=\"1s\""});
+      two_tiers,
+      {"clients.0.arrivals={kind=\"closed\", users=" + users + "}", "clients.0.think=\"1s\""});
   EXPECT_NE(why.find("descriptors, over this machine's limit"), std::string::npos) << why;
   EXPECT_NE(why.find("connections would fit"), std::string::npos) << why;
+  // Ten million users (the most a group takes): some 600 GiB of connections, more than a machine
+  // running this has available.
+  const std::string memory = refusal_of(
+      two_tiers,
+      {"clients.0.arrivals={kind=\"closed\", users=10000000}", "clients.0.think=\"1s\""});
+  EXPECT_NE(memory.find("MiB this machine has available; about"), std::string::npos) << memory;
   const std::string replicas = refusal_of(two_tiers, {"service.back.replicas=400"});
   EXPECT_NE(replicas.find("at most 256 fit here"), std::string::npos) << replicas;
 }
@@ -192,11 +205,11 @@ namespace {
 TEST(TwinWallClock, ThreeTierScaledDownAgreesWithItsSimulation) {
   net::system_load_options o;
   o.compare = true;
-  const net::system_load_result r = net::run_system_load(
-      test::builtin_source("twin-three-tier"),
-      {"run.duration=\"4s\"", "run.drain=\"2s\"", "service.db.faults.0.at=\"1s\"",
-       "brownout=\"2s\""},
-      std::nullopt, o);
+  const net::system_load_result r =
+      net::run_system_load(test::builtin_source("twin-three-tier"),
+                           {"run.duration=\"4s\"", "run.drain=\"2s\"",
+                            "service.db.faults.0.at=\"1s\"", "brownout=\"2s\""},
+                           std::nullopt, o);
   ASSERT_TRUE(r.simulated.has_value());
   ASSERT_EQ(r.real.strategies.size(), 4u);
   const auto rows = report::compare_twins(*r.simulated, r.real);
