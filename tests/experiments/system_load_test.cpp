@@ -158,15 +158,13 @@ TEST(SystemLoadWallClock, AStopEndsTheRunAndSaysWhatDidNotRun) {
 }
 
 TEST(SystemLoadWallClock, WhatARealRunCannotHonourIsRefusedInOneLine) {
-  std::string hedged = two_tiers.substr(0, two_tiers.find("[[strategy]]\nname = \"one-try"));
+  std::string windowed = two_tiers;
   const std::string retries =
-      "policy = \"exponential(initial=5ms, factor=2, max=50ms, jitter=full)\"\nmax_attempts = 3";
-  hedged.replace(hedged.find(retries), retries.size(),
-                 "hedge = \"hedge(max_attempts=2, delay=10ms)\"");
-  const std::string per_attempt = "deadline = \"deadline(per_attempt=500ms)\"";
-  hedged.replace(hedged.find(per_attempt), per_attempt.size(), "deadline = \"deadline(total=1s)\"");
-  const std::string why = refusal_of(hedged);
-  EXPECT_NE(why.find("edge inner: a real run cannot honour hedge yet"), std::string::npos) << why;
+      "policy = \"exponential(initial=5ms, factor=2, max=50ms, jitter=full)\"";
+  windowed.replace(windowed.find(retries), retries.size(),
+                   "policy = \"none\"\nwindow = \"aimd()\"");
+  const std::string why = refusal_of(windowed);
+  EXPECT_NE(why.find("edge inner: a real run cannot honour window yet"), std::string::npos) << why;
   const std::string queueing = refusal_of(
       "scenario = \"x\"\nmodel = \"mm1\"\n[[strategy]]\nname = \"a\"\npolicy = \"none\"\n");
   EXPECT_NE(queueing.find("not a system"), std::string::npos) << queueing;

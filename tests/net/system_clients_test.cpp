@@ -32,12 +32,14 @@ namespace report = backoff::report;
 using steady = std::chrono::steady_clock;
 
 // One service `api` with `service_keys`, called by one client group with `group_keys`, on an
-// edge tried twice at once; resolved under one strategy that keeps the edges as written.
-systems::system_spec one_service(const std::string& service_keys, const std::string& group_keys) {
-  const std::string text =
-      "[run]\nduration = \"400ms\"\n[service.api]\n" + service_keys +
-      "\n[[clients]]\nto = \"api\"\n" + group_keys +
-      "\nedge = \"front\"\n[edge.front]\npolicy = \"none\"\nmax_attempts = 2\n";
+// edge with `edge_keys` (by default: tried twice at once); resolved under one strategy that keeps
+// the edges as written.
+systems::system_spec one_service(
+    const std::string& service_keys, const std::string& group_keys,
+    const std::string& edge_keys = "policy = \"none\"\nmax_attempts = 2") {
+  const std::string text = "[run]\nduration = \"400ms\"\n[service.api]\n" + service_keys +
+                           "\n[[clients]]\nto = \"api\"\n" + group_keys +
+                           "\nedge = \"front\"\n[edge.front]\n" + edge_keys + "\n";
   auto root = std::make_shared<toml::table>(toml::parse(text, std::string_view{"one.toml"}));
   backoff::config::config_reader keys{root, "one.toml", {}};
   systems::system_spec spec = systems::read_system(keys);
@@ -185,6 +187,59 @@ TEST(SystemClients, AnInterimAnswerIsSkippedAndTheFinalOneCounted) {
   EXPECT_EQ(summary.operations, 3u);
   EXPECT_EQ(summary.completed, 3u);
   EXPECT_EQ(summary.attempts, 3u);  // the interim answers neither failed nor were retried
+}
+
+// A hedged edge (gRPC A6): a second copy 50 ms after the first when the first has not answered;
+// the first answer wins and the other copy's connection is closed. The service counts both.
+TEST(SystemClients, AHedgedCallSendsItsCopiesAndTheFirstAnswerWins) {
+  const systems::system_spec spec =
+      one_service("workers = 0\nservice_time = \"constant(value=150ms)\"",
+                  "arrivals = { kind = \"closed\", users = 4 }\noperations = 8\n"
+                  "think = \"constant(value=1ms)\"",
+                  "hedge = \"hedge(max_attempts=2, delay=50ms)\"");
+  served s(spec);
+  const auto origin = steady::now();
+  s.server->start(origin);
+  report::recorder out = recorder_of(spec);
+  boost::asio::io_context io(1);
+  net::system_clients clients(spec, 0, s.where, 3, out, io.get_executor());
+  run_until_done(clients, io, origin);
+  s.server->stop();
+  s.server->wait();
+  const report::strategy_summary summary = out.finish(2'000'000'000, 0);
+  EXPECT_EQ(summary.operations, 8u);
+  EXPECT_EQ(summary.completed, 8u);
+  EXPECT_EQ(summary.attempts, 16u);  // every call sent its second copy at 50 ms
+  EXPECT_EQ(s.server->service_figures()->total.attempts, 16u);
+  ASSERT_TRUE(summary.latency_s.has_value());
+  EXPECT_LT(summary.latency_s->max, 0.19);  // the first copy's answer, not the second's (200 ms)
+}
+
+// A fatal answer (a status not in non_fatal) ends the hedged call at once; a non-fatal one sends
+// the next copy at once, without waiting for the delay.
+TEST(SystemClients, AHedgedCallEndsOnAFatalAnswerAndHurriesOnANonFatalOne) {
+  for (const auto& [status, attempts] : {std::pair{"500", 1u}, std::pair{"503", 3u}}) {
+    SCOPED_TRACE(status);
+    const systems::system_spec spec = one_service(
+        std::string("workers = 0\nservice_time = \"constant(value=1ms)\"\nerrors = \"100%:") +
+            status + "\"",
+        "arrivals = { kind = \"closed\", users = 1 }\noperations = 1",
+        "hedge = \"hedge(max_attempts=3, delay=10s, non_fatal=[503])\"");
+    served s(spec);
+    const auto origin = steady::now();
+    s.server->start(origin);
+    report::recorder out = recorder_of(spec);
+    boost::asio::io_context io(1);
+    net::system_clients clients(spec, 0, s.where, 3, out, io.get_executor());
+    const auto before = steady::now();
+    run_until_done(clients, io, origin);
+    EXPECT_LT(steady::now() - before, 2s);  // never the 10 s delay
+    s.server->stop();
+    s.server->wait();
+    const report::strategy_summary summary = out.finish(1'000'000'000, 0);
+    EXPECT_EQ(summary.gave_up, 1u);
+    EXPECT_EQ(summary.attempts, attempts);
+  }
 }
 
 }  // namespace system_clients_test

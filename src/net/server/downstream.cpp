@@ -4,12 +4,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
 #include "backoff/deadline_headers.hpp"
 #include "backoff/duration.hpp"
+#include "backoff/hedge.hpp"
 #include "backoff/http.hpp"
 #include "backoff/retry.hpp"
 #include "net/client/load.hpp"
@@ -58,10 +62,18 @@ struct downstream::edge_state {
 // How an attempt ended.
 struct downstream::answer {
   enum class kind : std::uint8_t { ok, failed, do_not_retry, refused, timeout, gone } what;
+  int status = 0;  // the answer's HTTP status, when there was one
+};
+
+// A copy of a hedged call while it is on the wire: the connection it uses, so that the call can
+// close it when another copy won; once abandoned, the copy sends nothing more.
+struct downstream::copy_handle {
+  socket_type* socket = nullptr;
+  bool abandoned = false;
 };
 
 std::optional<guard_refusal> caller_refusal(const backoff::strategy& guards) {
-  const guard_support can{.breaker = true, .deadline = true};
+  const guard_support can{.breaker = true, .hedge = true, .deadline = true};
   std::optional<guard_refusal> refused = guards.refusal(can);
   if (!refused && guards.window) refused = guard_refusal{"window", "not in real callers yet"};
   return refused;
@@ -129,12 +141,13 @@ task<bool> downstream::sleep_for(duration d) {
 // idle); `limit` > 0 closes the connection when it passes. A kept-alive connection the replica
 // closed meanwhile is replaced once, as HTTP clients do.
 task<downstream::answer> downstream::exchange(edge_state& e, std::uint32_t replica,
-                                              const std::string& request, duration limit) {
+                                              const std::string& request, duration limit,
+                                              copy_handle* handle) {
   using kind = answer::kind;
   const auto until =
       limit.count() > 0 ? saturating_add(clock::now(), limit) : clock::time_point::max();
   for (int tries = 0; tries < 2; ++tries) {
-    if (stopping_) co_return answer{kind::gone};
+    if (stopping_ || (handle != nullptr && handle->abandoned)) co_return answer{kind::gone};
     std::unique_ptr<connection> c;
     const bool pooled = !e.idle[replica].empty();
     if (pooled) {
@@ -144,6 +157,7 @@ task<downstream::answer> downstream::exchange(edge_state& e, std::uint32_t repli
       c = std::make_unique<connection>(executor_);
     }
     e.busy.push_back(c.get());
+    if (handle != nullptr) handle->socket = &c->socket;
     // The watchdog: closing the socket ends whatever the attempt waits on.
     auto watch = std::make_shared<bool>(false);  // true once fired, or once the attempt is over
     timer_type watchdog(executor_);
@@ -162,6 +176,7 @@ task<downstream::answer> downstream::exchange(edge_state& e, std::uint32_t repli
       *watch = true;
       watchdog.cancel();
       std::erase(e.busy, c.get());
+      if (handle != nullptr) handle->socket = nullptr;
       return a;
     };
     beast::error_code ec;
@@ -184,7 +199,7 @@ task<downstream::answer> downstream::exchange(edge_state& e, std::uint32_t repli
       std::tie(ec, std::ignore) = co_await http::async_read(c->socket, c->buffer, *parser, on_loop);
     }
     if (fired) co_return done(answer{kind::timeout});
-    if (stopping_) co_return done(answer{kind::gone});
+    if (stopping_ || (handle != nullptr && handle->abandoned)) co_return done(answer{kind::gone});
     if (ec) {
       const bool nothing_read = !parser->got_some() && c->buffer.size() == 0;
       done(answer{kind::failed});
@@ -196,7 +211,7 @@ task<downstream::answer> downstream::exchange(edge_state& e, std::uint32_t repli
     if (const auto it = res.find("grpc-retry-pushback-ms"); it != res.end() && what != kind::ok) {
       if (!parse_grpc_retry_pushback(std::string_view(it->value()))) what = kind::do_not_retry;
     }
-    const answer a = done(answer{what});
+    const answer a = done(answer{what, static_cast<int>(res.result_int())});
     if (res.keep_alive()) e.idle[replica].push_back(std::move(c));
     co_return a;
   }
@@ -226,15 +241,16 @@ std::string downstream::request_text(const downstream_spec& s, std::uint32_t att
 // One attempt: the call's latency on the way there, the exchange, the latency back, all inside
 // the attempt's `limit` (0: none).
 task<downstream::answer> downstream::attempt(edge_state& e, std::uint32_t replica,
-                                             const std::string& request, duration limit) {
+                                             const std::string& request, duration limit,
+                                             copy_handle* handle) {
   const auto sent = clock::now();
   const duration there{e.spec.call.latency.sample(rng_, 0)};
   if (limit.count() > 0 && there >= limit) {
     co_return answer{co_await sleep_for(limit) ? answer::kind::timeout : answer::kind::gone};
   }
   if (!co_await sleep_for(there)) co_return answer{answer::kind::gone};
-  answer a =
-      co_await exchange(e, replica, request, limit.count() > 0 ? limit - there : duration{0});
+  answer a = co_await exchange(e, replica, request, limit.count() > 0 ? limit - there : duration{0},
+                               handle);
   if (a.what == answer::kind::timeout || a.what == answer::kind::gone) co_return a;
   const duration back{e.spec.call.latency.sample(rng_, 0)};
   const auto spent = std::chrono::duration_cast<duration>(clock::now() - sent);
@@ -248,6 +264,7 @@ task<downstream::answer> downstream::attempt(edge_state& e, std::uint32_t replic
 
 task<downstream::result> downstream::call(std::size_t i, const context& from) {
   edge_state& e = *edges_[i];
+  if (e.spec.guards.hedge) co_return co_await call_hedged(e, from);
   const downstream_spec& s = e.spec;
   retry_gates gates = e.live.gates();
   if (s.options.breaker_first_tries) gates.breaker = nullptr;  // asked before the first try
@@ -329,6 +346,143 @@ task<downstream::result> downstream::call(std::size_t i, const context& from) {
     if (!d.retry) co_return over(d.stop);
     if (!co_await sleep_for(d.delay)) co_return over(outcome::cancelled);
   }
+}
+
+// ---- hedged calls (gRPC A6) -------------------------------------------------------------------
+
+// One hedged call, shared with its copies' coroutines, which may outlive it: the answers not yet
+// handled, the copies on the wire (to close when the call ends), and what each copy carries.
+struct downstream::hedged_call {
+  explicit hedged_call(loop_executor executor) : wake(executor) {}
+  timer_type wake;  // the call waits on it; an answer cancels it
+  std::vector<std::pair<std::uint32_t, verdict>> answers;
+  std::array<copy_handle, hedge_policy::max_attempts_limit> copies{};
+  std::array<std::uint32_t, hedge_policy::max_attempts_limit> replicas{};
+  std::uint32_t sent = 0;
+  clock::time_point first_sent{};
+  std::optional<clock::time_point> carried;  // the deadline the copies carry
+  std::string key;
+  attempt_watch* watch = nullptr;  // the caller's, while the call lasts
+  bool over = false;
+};
+
+// The balancer's choice, moved on to a replica that holds none of this call's copies when there
+// is one (the simulator's choose_replica for hedged copies).
+std::uint32_t downstream::replica_for_copy(edge_state& e, const hedged_call& call,
+                                           std::uint32_t copy) {
+  const auto n = static_cast<std::uint32_t>(e.spec.replicas.size());
+  std::uint32_t choice = choose_replica(e, 1, 0);
+  const auto taken = [&](std::uint32_t r) {
+    return std::find(call.replicas.begin(), call.replicas.begin() + (copy - 1), r) !=
+           call.replicas.begin() + (copy - 1);
+  };
+  for (std::uint32_t tried = 0; tried < n && taken(choice); ++tried) choice = (choice + 1) % n;
+  return choice;
+}
+
+// Copy `copy` (from 1): after the throttle's pacing, a request to its replica; its answer goes to
+// the call, unless the call is over by then.
+task<> downstream::send_copy(edge_state& e, std::shared_ptr<hedged_call> call, std::uint32_t copy,
+                             duration pacing) {
+  if (pacing.count() > 0 && !co_await sleep_for(pacing)) co_return;
+  copy_handle& handle = call->copies[copy - 1];
+  if (call->over || handle.abandoned) co_return;
+  const std::uint32_t replica = replica_for_copy(e, *call, copy);
+  call->replicas[copy - 1] = replica;
+  const auto sent = clock::now();
+  if (call->sent++ == 0) call->first_sent = sent;
+  if (call->watch != nullptr) call->watch->sent();
+  const std::string request =
+      request_text(e.spec, copy, call->carried, call->key, sent - call->first_sent);
+  ++e.in_flight[replica];
+  const answer a = co_await attempt(e, replica, request, duration{0}, &handle);
+  --e.in_flight[replica];
+  if (call->over || a.what == answer::kind::gone) co_return;
+  verdict v = verdict::success();
+  if (a.what != answer::kind::ok) {
+    // The simulator's rule: a refusal, or an answer without a status, counts as a 503.
+    const int status = a.status != 0 ? a.status : 503;
+    const bool fatal =
+        a.what == answer::kind::do_not_retry || !e.spec.guards.hedge->is_non_fatal(status);
+    v = fatal ? verdict::permanent() : verdict::retryable();
+    v.not_sent = a.what == answer::kind::refused;
+    if (call->watch != nullptr) call->watch->failed(false);
+  }
+  call->answers.emplace_back(copy, v);
+  call->wake.cancel();
+}
+
+task<downstream::result> downstream::call_hedged(edge_state& e, const context& from) {
+  const downstream_spec& s = e.spec;
+  result r;
+  const auto over = [&](outcome why) {
+    r.why = why;
+    r.ok = why == outcome::succeeded;
+    if (!r.ok) r.do_not_retry = s.options.do_not_retry_on_give_up;
+    return r;
+  };
+  // The call ends at its own total (the edge's deadline) or at the deadline it received,
+  // whichever comes first, whatever is in flight then.
+  duration limit = e.policy.max_elapsed;
+  if (from.deadline) {
+    const auto left = std::chrono::duration_cast<duration>(*from.deadline - clock::now());
+    if (left.count() <= 0) co_return over(outcome::deadline_exceeded);
+    limit = limit.count() > 0 ? std::min(limit, left) : left;
+  }
+  auto call = std::make_shared<hedged_call>(executor_);
+  call->key = from.key;
+  call->watch = from.watch;
+  hedge_controller control(*s.guards.hedge, e.live.gates(), limit);
+  hedge_controller::step step = control.start(now_d(), rng_);
+  if (s.guards.deadline && s.guards.deadline->propagate && control.deadline() != duration::max()) {
+    const clock::time_point own{std::chrono::duration_cast<clock::duration>(control.deadline())};
+    call->carried = from.deadline ? std::min(*from.deadline, own) : own;
+  } else {
+    call->carried = from.deadline;
+  }
+  for (;;) {
+    // Do what the controller says until it waits for an answer or for its timer.
+    while (step.what != hedge_controller::action::done) {
+      if (step.what == hedge_controller::action::send) {
+        asio::co_spawn(executor_, send_copy(e, call, step.attempt, step.wait), asio::detached);
+      }
+      if (!control.timer_due(now_d())) break;
+      step = control.on_timer(now_d(), rng_);
+    }
+    if (step.what == hedge_controller::action::done) break;
+    if (call->answers.empty()) {
+      // An answer cancels the wait; a stop is seen within 100 ms.
+      const duration wake = control.wake_at();
+      auto until = clock::now() + std::chrono::milliseconds(100);
+      if (wake != duration::max()) {
+        until =
+            std::min(until, clock::time_point{std::chrono::duration_cast<clock::duration>(wake)});
+      }
+      call->wake.expires_at(until);
+      co_await call->wake.async_wait(on_loop);
+    }
+    if (stopping_) {
+      step = control.cancel();
+    } else if (!call->answers.empty()) {
+      const auto [copy, v] = call->answers.front();
+      call->answers.erase(call->answers.begin());
+      step = control.on_answer(copy, v, now_d(), rng_);
+    } else {
+      step = control.on_timer(now_d(), rng_);
+    }
+  }
+  // The copies still on the wire lost: their connections are closed, their answers not read.
+  call->over = true;
+  call->watch = nullptr;
+  for (copy_handle& h : call->copies) {
+    h.abandoned = true;
+    if (h.socket != nullptr) {
+      beast::error_code ignored;
+      h.socket->close(ignored);
+    }
+  }
+  r.attempts = call->sent;
+  co_return over(step.why);
 }
 
 }  // namespace backoff::net

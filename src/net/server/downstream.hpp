@@ -105,12 +105,20 @@ class downstream {
   struct edge_state;
   struct connection;
   struct answer;
+  struct copy_handle;
+  struct hedged_call;
 
   std::uint32_t choose_replica(edge_state& e, std::uint32_t attempt, std::uint32_t last);
   task<answer> exchange(edge_state& e, std::uint32_t replica, const std::string& request,
-                        duration limit);
+                        duration limit, copy_handle* handle = nullptr);
   task<answer> attempt(edge_state& e, std::uint32_t replica, const std::string& request,
-                       duration limit);
+                       duration limit, copy_handle* handle = nullptr);
+  // A call on an edge that hedges: copies through the library's hedge_controller, as the
+  // simulator's hedged callers send them (gRPC A6).
+  task<result> call_hedged(edge_state& e, const context& from);
+  task<> send_copy(edge_state& e, std::shared_ptr<hedged_call> call, std::uint32_t copy,
+                   duration pacing);
+  std::uint32_t replica_for_copy(edge_state& e, const hedged_call& call, std::uint32_t copy);
   static std::string request_text(const downstream_spec& s, std::uint32_t attempt,
                                   std::optional<clock::time_point> carried, const std::string& key,
                                   clock::duration since_first);
