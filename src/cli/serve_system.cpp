@@ -132,11 +132,6 @@ std::vector<net::downstream_spec> calls_of(const service_flags& o, systems::syst
           "--service {}: it calls {}: say where with --upstream {}=HOST:PORT[,HOST:PORT...]",
           s.name, to.name, to.name));
     }
-    if (to.ejection.on) {
-      throw config::config_error(fmt::format(
-          "--service {}: service.{}.outlier_ejection: serve's calls do not eject replicas yet",
-          s.name, to.name));
-    }
     const backoff::strategy& guards = spec.edge_guards[chosen][c.edge];
     if (const auto refused = net::caller_refusal(guards)) {
       throw config::config_error(fmt::format(
@@ -144,7 +139,7 @@ std::vector<net::downstream_spec> calls_of(const service_flags& o, systems::syst
           spec.edges[c.edge].name, sc.strategies()[chosen].name(), refused->key, refused->why));
     }
     calls.push_back({c, to.name, to.balance, upstream_endpoints(to.name, given->second), guards,
-                     spec.edge_options_of[chosen][c.edge]});
+                     spec.edge_options_of[chosen][c.edge], to.ejection});
   }
   return calls;
 }

@@ -187,7 +187,7 @@ std::vector<downstream_spec> calls_of(const system_spec& spec, std::size_t strat
   for (const systems::call_spec& c : s.calls) {
     const systems::service_spec& to = spec.services[c.to];
     calls.push_back({c, to.name, to.balance, f.endpoints[c.to], spec.edge_guards[strategy][c.edge],
-                     spec.edge_options_of[strategy][c.edge]});
+                     spec.edge_options_of[strategy][c.edge], to.ejection});
   }
   return calls;
 }
@@ -439,13 +439,6 @@ system_load_result run_system_load(const sim::scenario_source& source,
                         whole.strategies()[s].where(), whole.strategies()[s].name(),
                         spec.edges[e].name, refused->key, refused->why));
       }
-    }
-  }
-  for (const systems::service_spec& s : spec.services) {
-    if (s.ejection.on) {
-      throw config::config_error(fmt::format(
-          "{}: service.{}.outlier_ejection: a real run's callers do not eject replicas yet",
-          source.path, s.name));
     }
   }
   check_system_resources(spec);

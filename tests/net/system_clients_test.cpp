@@ -242,4 +242,37 @@ TEST(SystemClients, AHedgedCallEndsOnAFatalAnswerAndHurriesOnANonFatalOne) {
   }
 }
 
+// Outlier ejection from the caller's own answers: of two replicas, the one that fails every
+// request is left out after three failures in a row, and every later operation goes to the other.
+TEST(SystemClients, AReplicaThatFailsInARowIsEjectedByItsCaller) {
+  const std::string group =
+      "arrivals = { kind = \"closed\", users = 1 }\noperations = 20\n"
+      "think = \"constant(value=1ms)\"";
+  const std::string edge = "max_attempts = 1";
+  const systems::system_spec spec = one_service(
+      "replicas = 2\nworkers = 0\nservice_time = \"constant(value=1ms)\"\n"
+      "outlier_ejection = \"consecutive(failures=3, base=30s, max_share=50%)\"",
+      group, edge);
+  // Replica 0 fails everything; replica 1 serves.
+  const served bad(one_service("workers = 0\nerrors = \"100%:503\"", group, edge));
+  const served good(one_service("workers = 0", group, edge));
+  const std::vector<net::system_clients::endpoints> where{{bad.where[0][0], good.where[0][0]}};
+  const auto origin = steady::now();
+  bad.server->start(origin);
+  good.server->start(origin);
+  report::recorder out = recorder_of(spec);
+  boost::asio::io_context io(1);
+  net::system_clients clients(spec, 0, where, 3, out, io.get_executor());
+  run_until_done(clients, io, origin);
+  bad.server->stop();
+  good.server->stop();
+  bad.server->wait();
+  good.server->wait();
+  const report::strategy_summary summary = out.finish(1'000'000'000, 0);
+  EXPECT_EQ(summary.operations, 20u);
+  EXPECT_EQ(summary.gave_up, 3u);  // round robin: operations 1, 3 and 5 met the bad replica
+  EXPECT_EQ(bad.server->service_figures()->total.attempts, 3u);
+  EXPECT_EQ(good.server->service_figures()->total.attempts, 17u);
+}
+
 }  // namespace system_clients_test

@@ -64,7 +64,8 @@ struct pair_of_tiers {
          spec.services[1].balance,
          {boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), b->port())},
          spec.edge_guards[0][call.edge],
-         spec.edge_options_of[0][call.edge]});
+         spec.edge_options_of[0][call.edge],
+         spec.services[1].ejection});
     a = std::make_unique<net::server>(oa);
     a->start();
   }

@@ -63,7 +63,8 @@ system_clients::system_clients(const systems::system_spec& spec, std::size_t str
                            .balance = to.balance,
                            .replicas = replicas[g.to],
                            .guards = spec.edge_guards[strategy][g.edge],
-                           .options = spec.edge_options_of[strategy][g.edge]};
+                           .options = spec.edge_options_of[strategy][g.edge],
+                           .ejection = to.ejection};
       std::vector<downstream_spec> one;
       one.push_back(std::move(call));
       mine.push_back(

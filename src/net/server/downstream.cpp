@@ -49,13 +49,21 @@ struct downstream::edge_state {
         policy(spec.guards.retry()),
         live(spec.guards.instantiate()),
         idle(spec.replicas.size()),
-        in_flight(spec.replicas.size(), 0) {}
+        in_flight(spec.replicas.size(), 0),
+        ejection(spec.replicas.size()) {}
   downstream_spec spec;
   retry_policy policy;
   backoff::strategy::live live;
   std::vector<std::vector<std::unique_ptr<connection>>> idle;
   std::vector<std::uint32_t> in_flight;  // this tier's attempts in flight, per replica
-  std::vector<connection*> busy;         // connections an attempt uses now (closed at stop)
+  // Outlier ejection (the called service's outlier_ejection), per replica, from this caller's
+  // own answers: each caller decides alone, as each Envoy does.
+  struct replica_health {
+    std::uint32_t failures_in_a_row = 0, times_ejected = 0;
+    clock::time_point ejected_until{};
+  };
+  std::vector<replica_health> ejection;
+  std::vector<connection*> busy;  // connections an attempt uses now (closed at stop)
   std::uint64_t round_robin = 0;
 };
 
@@ -128,8 +136,34 @@ std::uint32_t downstream::choose_replica(edge_state& e, std::uint32_t attempt, s
       break;
     }
   }
-  if (attempt > 1 && choice == last) choice = (choice + 1) % n;
+  // The first usable from the balancer's pick on: not ejected, and not the replica of the
+  // attempt before for a retry; the pick itself when none is.
+  const auto now = clock::now();
+  for (std::uint32_t step = 0; step < n; ++step) {
+    const std::uint32_t r = (choice + step) % n;
+    if ((attempt <= 1 || r != last) && e.ejection[r].ejected_until <= now) return r;
+  }
   return choice;
+}
+
+// Envoy's consecutive_5xx, as the simulator ejects: a replica that answered `failures` failures
+// in a row is left out of balancing for base times the times it was, while no more than
+// max_share of the replicas are out (one may always be). Refusals and timeouts are not answers.
+void downstream::note_answer(edge_state& e, std::uint32_t replica, bool ok) {
+  const systems::ejection_spec& rule = e.spec.ejection;
+  if (!rule.on) return;
+  auto& health = e.ejection[replica];
+  const auto now = clock::now();
+  health.failures_in_a_row = ok ? 0 : health.failures_in_a_row + 1;
+  if (health.failures_in_a_row < rule.failures || health.ejected_until > now) return;
+  const auto n = static_cast<std::uint32_t>(e.ejection.size());
+  std::uint32_t out = 0;
+  for (const auto& h : e.ejection) out += h.ejected_until > now ? 1 : 0;
+  if (static_cast<double>(out + 1) <= rule.max_share * n || out == 0) {
+    health.ejected_until = now + std::chrono::nanoseconds(
+                                     rule.base * static_cast<std::int64_t>(++health.times_ejected));
+    health.failures_in_a_row = 0;
+  }
 }
 
 task<bool> downstream::sleep_for(duration d) {
@@ -333,6 +367,10 @@ task<downstream::result> downstream::call(std::size_t i, const context& from) {
     const answer a = co_await attempt(e, replica, request, limit);
     --e.in_flight[replica];
     if (a.what == answer::kind::gone) co_return over(outcome::cancelled);
+    if (a.what == answer::kind::ok || a.what == answer::kind::failed ||
+        a.what == answer::kind::do_not_retry) {
+      note_answer(e, replica, a.what == answer::kind::ok);
+    }
     verdict v = verdict::success();
     if (a.what != answer::kind::ok) {
       v = a.what == answer::kind::do_not_retry ? verdict::permanent() : verdict::retryable();
@@ -397,6 +435,10 @@ task<> downstream::send_copy(edge_state& e, std::shared_ptr<hedged_call> call, s
   ++e.in_flight[replica];
   const answer a = co_await attempt(e, replica, request, duration{0}, &handle);
   --e.in_flight[replica];
+  if (a.what == answer::kind::ok || a.what == answer::kind::failed ||
+      a.what == answer::kind::do_not_retry) {
+    note_answer(e, replica, a.what == answer::kind::ok);
+  }
   if (call->over || a.what == answer::kind::gone) co_return;
   verdict v = verdict::success();
   if (a.what != answer::kind::ok) {

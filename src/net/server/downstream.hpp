@@ -49,10 +49,11 @@ struct downstream_spec {
   std::vector<boost::asio::ip::tcp::endpoint> replicas;
   backoff::strategy guards;  // the edge's, under the strategy served
   systems::edge_options options;
+  systems::ejection_spec ejection;  // the called service's outlier_ejection
 };
 
-// What the caller below cannot honour of an edge's guards (a hedge, an AIMD window, a
-// bulkhead's line), with why; none when it runs them all.
+// What the caller below cannot honour of an edge's guards (an AIMD window, a bulkhead's line),
+// with why; none when it runs them all.
 std::optional<guard_refusal> caller_refusal(const backoff::strategy& guards);
 
 class downstream {
@@ -109,6 +110,7 @@ class downstream {
   struct hedged_call;
 
   std::uint32_t choose_replica(edge_state& e, std::uint32_t attempt, std::uint32_t last);
+  void note_answer(edge_state& e, std::uint32_t replica, bool ok);
   task<answer> exchange(edge_state& e, std::uint32_t replica, const std::string& request,
                         duration limit, copy_handle* handle = nullptr);
   task<answer> attempt(edge_state& e, std::uint32_t replica, const std::string& request,
