@@ -259,8 +259,9 @@ TEST(Load, AnExperimentFollowsAFaultSchedule) {
 
 // A system run for real, stopped by SIGINT: its outputs are written and marked partial, the
 // strategies not run are named, and it exits 130 with nothing left behind (every server and
-// client is a thread of this one process).
-TEST(Load, ASystemStoppedBySigintWritesPartialOutputs) {
+// client is a thread of this one process). A second of a real system on real time: WallClock
+// (plain build only; the sanitizers run the clients and tiers in tests/net).
+TEST(LoadWallClock, ASystemStoppedBySigintWritesPartialOutputs) {
   const backoff::test::test_scratch scratch("load");
   const auto out = scratch / "out";
   backoff::test::process_probe load({"load", "--system", "twin-three-tier", "--set",
