@@ -259,10 +259,13 @@ TEST(BreakerManualThreads, ForcedOpenAdmitsNothingAndDisabledCountsNothing) {
   std::vector<std::thread> pool;
   for (int t = 0; t < workers; ++t) {
     pool.emplace_back([&, t] {
-      for (int i = 0; i < rounds; ++i) {
+      // Past `rounds` until admitted once: a worker that ran its rounds while the controller was
+      // descheduled in a forced-open moment (a loaded machine) would check nothing.
+      auto& mine = admitted[static_cast<std::size_t>(t)];
+      for (int i = 0; i < rounds || (mine.empty() && i < 50'000'000); ++i) {
         const auto p = b.try_acquire(duration{i}, true);
         if (!p) continue;
-        admitted[static_cast<std::size_t>(t)].push_back(p.generation);
+        mine.push_back(p.generation);
         b.record(duration{i}, p, i % 2 == 0);
         EXPECT_EQ(b.current_counts(duration{i}).calls, 0u);
       }
