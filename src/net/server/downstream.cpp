@@ -33,6 +33,15 @@ duration now_d() {
 // The largest answer a tier reads: its services answer a few bytes.
 constexpr std::uint64_t answer_limit = 64 * 1024;
 
+// A call's result once it ends for `why`: a failure on an edge that says so tells its caller not
+// to retry.
+downstream::result ended(downstream::result r, outcome why, const systems::edge_options& edge) {
+  r.why = why;
+  r.ok = why == outcome::succeeded;
+  if (!r.ok) r.do_not_retry = edge.do_not_retry_on_give_up;
+  return r;
+}
+
 }  // namespace
 
 struct downstream::connection {
@@ -149,9 +158,12 @@ std::uint32_t downstream::choose_replica(edge_state& e, std::uint32_t attempt, s
 // Envoy's consecutive_5xx, as the simulator ejects: a replica that answered `failures` failures
 // in a row is left out of balancing for base times the times it was, while no more than
 // max_share of the replicas are out (one may always be). Refusals and timeouts are not answers.
-void downstream::note_answer(edge_state& e, std::uint32_t replica, bool ok) {
+void downstream::note_answer(edge_state& e, std::uint32_t replica, const answer& a) {
   const systems::ejection_spec& rule = e.spec.ejection;
-  if (!rule.on) return;
+  using kind = answer::kind;
+  if (!rule.on || (a.what != kind::ok && a.what != kind::failed && a.what != kind::do_not_retry))
+    return;
+  const bool ok = a.what == kind::ok;
   auto& health = e.ejection[replica];
   const auto now = clock::now();
   health.failures_in_a_row = ok ? 0 : health.failures_in_a_row + 1;
@@ -305,12 +317,7 @@ task<downstream::result> downstream::call(std::size_t i, const context& from) {
   retry_controller control(e.policy, now_d(), gates);
   if (from.thought) control.continue_from(*from.thought);
   result r;
-  const auto over = [&](outcome why) {
-    r.why = why;
-    r.ok = why == outcome::succeeded;
-    if (!r.ok) r.do_not_retry = s.options.do_not_retry_on_give_up;
-    return r;
-  };
+  const auto over = [&](outcome why) { return ended(r, why, s.options); };
   std::uint32_t last = 0;
   clock::time_point first_sent{};
   bool paced = false;
@@ -367,10 +374,7 @@ task<downstream::result> downstream::call(std::size_t i, const context& from) {
     const answer a = co_await attempt(e, replica, request, limit);
     --e.in_flight[replica];
     if (a.what == answer::kind::gone) co_return over(outcome::cancelled);
-    if (a.what == answer::kind::ok || a.what == answer::kind::failed ||
-        a.what == answer::kind::do_not_retry) {
-      note_answer(e, replica, a.what == answer::kind::ok);
-    }
+    note_answer(e, replica, a);
     verdict v = verdict::success();
     if (a.what != answer::kind::ok) {
       v = a.what == answer::kind::do_not_retry ? verdict::permanent() : verdict::retryable();
@@ -435,10 +439,7 @@ task<> downstream::send_copy(edge_state& e, std::shared_ptr<hedged_call> call, s
   ++e.in_flight[replica];
   const answer a = co_await attempt(e, replica, request, duration{0}, &handle);
   --e.in_flight[replica];
-  if (a.what == answer::kind::ok || a.what == answer::kind::failed ||
-      a.what == answer::kind::do_not_retry) {
-    note_answer(e, replica, a.what == answer::kind::ok);
-  }
+  note_answer(e, replica, a);
   if (call->over || a.what == answer::kind::gone) co_return;
   verdict v = verdict::success();
   if (a.what != answer::kind::ok) {
@@ -457,12 +458,7 @@ task<> downstream::send_copy(edge_state& e, std::shared_ptr<hedged_call> call, s
 task<downstream::result> downstream::call_hedged(edge_state& e, const context& from) {
   const downstream_spec& s = e.spec;
   result r;
-  const auto over = [&](outcome why) {
-    r.why = why;
-    r.ok = why == outcome::succeeded;
-    if (!r.ok) r.do_not_retry = s.options.do_not_retry_on_give_up;
-    return r;
-  };
+  const auto over = [&](outcome why) { return ended(r, why, s.options); };
   // The call ends at its own total (the edge's deadline) or at the deadline it received,
   // whichever comes first, whatever is in flight then.
   duration limit = e.policy.max_elapsed;

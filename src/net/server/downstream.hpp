@@ -110,7 +110,7 @@ class downstream {
   struct hedged_call;
 
   std::uint32_t choose_replica(edge_state& e, std::uint32_t attempt, std::uint32_t last);
-  void note_answer(edge_state& e, std::uint32_t replica, bool ok);
+  void note_answer(edge_state& e, std::uint32_t replica, const answer& a);
   task<answer> exchange(edge_state& e, std::uint32_t replica, const std::string& request,
                         duration limit, copy_handle* handle = nullptr);
   task<answer> attempt(edge_state& e, std::uint32_t replica, const std::string& request,
