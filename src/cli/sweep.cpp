@@ -14,6 +14,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "sim/run/runner.hpp"
 #include "sim/run/shards.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sweep_job_folder.hpp"
 #include "sweep_jobs.hpp"
 #include "typed_options.hpp"
 
@@ -48,6 +50,7 @@ struct sweep_options {
   unsigned retries = 3;
   std::string image;
   std::string volume_claim = "backoff-results";
+  std::string mount_path = "/backoff";
   std::string executable;
   std::string job_name = "backoff-sweep";
   std::vector<std::string> emit_only;  // the --emit flags given, for the message without --emit
@@ -99,6 +102,33 @@ void plot(const report::scenario_result& r, const std::string& out,
             << escape_controls((std::filesystem::path(out) / "report.html").string()) << '\n';
 }
 
+// Shards in a folder that `--emit` wrote must be of the sweep its job runs: the folder's
+// scenario.toml with the job's overrides and seed (an earlier sweep's shards left there are not).
+void check_against_job_folder(const std::filesystem::path& input, const std::string& merged) {
+  const std::optional<std::filesystem::path> folder = emitted_folder_of(input);
+  if (!folder) return;
+  const job_record record = read_job_record(*folder);
+  const std::filesystem::path scenario = *folder / "scenario.toml";
+  sim::scenario sc = sim::scenario::load(resolve_scenario(scenario.string()), record.sets);
+  if (!record.seed.empty()) {
+    std::string why;
+    const auto seed =
+        parse_whole_number(record.seed, 0, std::numeric_limits<std::uint64_t>::max(), why);
+    if (!seed) {
+      throw job_folder_error(escape_controls((*folder / job_record_file).string()) + ": seed " +
+                             quote_for_message(record.seed) + ": " + why);
+    }
+    sc.set_seed(*seed);
+  }
+  if (sc.fingerprint() == merged) return;
+  throw job_folder_error(escape_controls(input.string()) + " holds shards of another sweep " +
+                         "(fingerprint " + escape_controls(merged) +
+                         ") than the job emitted into " + escape_controls(folder->string()) +
+                         " runs (" + escape_controls(scenario.string()) +
+                         " with its overrides and seed: " + sc.fingerprint() +
+                         "); remove the stale shards and run the job again");
+}
+
 // `--merge DIR...`: joins a sweep's shards into the outputs of the whole sweep.
 int merge_command(const sweep_options& o) {
   if (!o.scenario.empty() || !o.shard.empty() || !o.sets.empty() || o.seed) {
@@ -110,6 +140,12 @@ int merge_command(const sweep_options& o) {
   const sim::merged_sweep merged =
       sim::merge_sweep(inputs, memory_limit_or_default(o.memory_limit));
   const report::scenario_result& r = merged.result;
+  try {
+    for (const auto& input : inputs) check_against_job_folder(input, r.fingerprint);
+  } catch (const job_folder_error& e) {
+    std::cerr << "backoff sweep: --merge: " << e.what() << '\n';
+    return exit_usage;
+  }
   if (!o.out.empty()) {
     report::output_folder folder(o.out);
     report::write_run_files(r, folder);
@@ -234,6 +270,39 @@ int sweep_command(const sweep_options& o) {
   return exit_ok;
 }
 
+// Whether an array of tasks 0 to shards-1 fits the cluster's MaxArraySize, read from `scontrol
+// show config` when it answers (else Slurm's default is assumed, with a note above it). False
+// after one line saying so.
+bool slurm_array_fits(std::uint32_t shards) {
+  const slurm_array_limit limit = query_slurm_array_limit();
+  const std::uint64_t most = limit.max_array_size.value_or(slurm_default_max_array_size);
+  if (shards <= most) return true;
+  const std::string advice = "give --shards " + std::to_string(most) +
+                             " or fewer (each shard then runs more of the sweep), or ask for a "
+                             "larger MaxArraySize in slurm.conf";
+  if (limit.max_array_size) {
+    std::cerr << "backoff sweep: --emit slurm: --shards " << shards << " needs array tasks 0 to "
+              << shards - 1 << ", but this cluster's MaxArraySize is " << most
+              << " (scontrol show config: tasks 0 to " << most - 1 << "); " << advice << '\n';
+    return false;
+  }
+  std::cerr << "backoff sweep: note: --shards " << shards << " needs array tasks 0 to "
+            << shards - 1 << ", past Slurm's default MaxArraySize of " << most
+            << " (the cluster's own could not be read: " << limit.why_unknown
+            << "); sbatch refuses the array unless MaxArraySize is above " << shards - 1 << ": "
+            << advice << '\n';
+  return true;
+}
+
+// Eight hex digits, fresh per emit: the Kubernetes Job's name and its folder on the volume.
+std::string fresh_suffix() {
+  std::random_device entropy;
+  const std::uint32_t value = entropy();
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", static_cast<unsigned>(value));
+  return text;
+}
+
 // `--emit slurm|condor|k8s --shards N --out DIR`: the job file whose tasks run the shards.
 int emit_command(const sweep_options& o) {
   if (o.scenario.empty() || o.out.empty() || o.shards == 0) {
@@ -249,9 +318,12 @@ int emit_command(const sweep_options& o) {
   spec.kind = o.emit == "slurm"    ? job_kind::slurm
               : o.emit == "condor" ? job_kind::condor
                                    : job_kind::k8s;
-  if (spec.kind != job_kind::k8s && !o.image.empty()) {
-    std::cerr << "backoff sweep: --image goes with --emit k8s\n";
-    return exit_usage;
+  for (const std::string& given : o.emit_only) {
+    if (spec.kind != job_kind::k8s &&
+        (given == "--image" || given == "--volume-claim" || given == "--mount-path")) {
+      std::cerr << "backoff sweep: " << given << " goes with --emit k8s\n";
+      return exit_usage;
+    }
   }
   // The scenario is checked now, point by point, so a mistake fails here and not in N tasks.
   const sim::scenario_source source = resolve_scenario(o.scenario);
@@ -271,6 +343,9 @@ int emit_command(const sweep_options& o) {
   spec.memory_limit = o.memory_limit_text;
   spec.image = o.image;
   spec.volume_claim = o.volume_claim;
+  spec.mount_path = o.mount_path;
+  spec.fingerprint = sc.fingerprint();
+  if (spec.kind == job_kind::k8s) spec.unique_suffix = fresh_suffix();
   spec.name = o.job_name;
   spec.retries = o.retries;
   spec.executable = o.executable;
@@ -282,29 +357,26 @@ int emit_command(const sweep_options& o) {
   }
   emitted_job job;
   try {
+    if (spec.kind == job_kind::slurm && !slurm_array_fits(spec.shards)) return exit_usage;
+    // Shards already there must be this sweep's, of this split: the tasks skip those.
+    if (spec.kind != job_kind::k8s)
+      refuse_foreign_shards(out / "shards", sc.fingerprint(), o.shards);
     job = emit_job(spec);
   } catch (const job_text_error& e) {
+    std::cerr << "backoff sweep: --emit " << o.emit << ": " << e.what() << '\n';
+    return exit_usage;
+  } catch (const job_folder_error& e) {
     std::cerr << "backoff sweep: --emit " << o.emit << ": " << e.what() << '\n';
     return exit_usage;
   }
   std::cout << job.merge << '\n';
   if (!flush_stdout("backoff sweep")) return exit_failure;
-  // Shards of another split left in the folder would make the merge refuse the set.
-  const std::string ours = "-of-" + std::to_string(spec.shards) + ".json";
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(out / "shards", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with("shard-") && name.ends_with(".json") && !name.ends_with(ours)) {
-      std::cerr << "backoff sweep: note: " << escape_controls(entry.path().string())
-                << " is of another split: remove it before the merge\n";
-      break;
-    }
-  }
   std::cerr << "backoff sweep: wrote " << escape_controls(job.files.front().string()) << " ("
             << spec.shards << " shards of "
             << sc.point_count() * sc.strategies().size() * sc.replications() << " runs, up to "
             << spec.retries << " retries each); submit it with: " << escape_controls(job.submit)
-            << "; once every task has succeeded, merge with the command on stdout\n";
+            << "; once every task has succeeded, merge with the command on stdout"
+            << (job.merge_where.empty() ? "" : ", " + escape_controls(job.merge_where)) << '\n';
   return exit_ok;
 }
 
@@ -362,7 +434,12 @@ void setup_sweep(CLI::App& app, int& status) {
       cmd->add_option("--image", options->image,
                       "With --emit k8s: the container image the pods run (backoff on its PATH)"),
       cmd->add_option("--volume-claim", options->volume_claim,
-                      "With --emit k8s: the PersistentVolumeClaim mounted at --out in every pod")
+                      "With --emit k8s: the PersistentVolumeClaim every pod mounts, where the "
+                      "shards go")
+          ->capture_default_str(),
+      cmd->add_option("--mount-path", options->mount_path,
+                      "With --emit k8s: where the pods mount the claim; the shards go to "
+                      "MOUNT/NAME/shards, NAME the Job's fresh name")
           ->capture_default_str(),
       cmd->add_option("--executable", options->executable,
                       "With --emit: the backoff the tasks run (default: this one; k8s: backoff)"),

@@ -14,6 +14,7 @@
 
 #include "backoff/error.hpp"
 #include "report/output_files.hpp"
+#include "sweep_job_folder.hpp"
 #include "typed_options.hpp"
 
 namespace backoff::cli {
@@ -252,15 +253,22 @@ constexpr const char* scenario_copy = "scenario.toml";
 constexpr const char* shards_folder = "shards";
 constexpr const char* merged_folder = "merged";
 
+// The scenario copy as the tasks see it: in the folder, or in the pods' ConfigMap.
+std::string tasks_scenario(const job_spec& spec) {
+  return spec.kind == job_kind::k8s
+             ? (std::filesystem::path(k8s_scenario_mount) / scenario_copy).string()
+             : (spec.out / scenario_copy).string();
+}
+
 // What every task runs: the shard that --shard auto finds, of the scenario copy, into shards/.
 std::vector<std::string> task_command(const job_spec& spec) {
-  std::vector<std::string> args{spec.executable, "sweep", (spec.out / scenario_copy).string()};
+  std::vector<std::string> args{spec.executable, "sweep", tasks_scenario(spec)};
   for (const auto& s : spec.sets) args.insert(args.end(), {"--set", s});
   if (!spec.seed.empty()) args.insert(args.end(), {"--seed", spec.seed});
   args.insert(args.end(), {"--threads", std::to_string(spec.threads)});
   if (!spec.memory_limit.empty()) args.insert(args.end(), {"--memory-limit", spec.memory_limit});
   args.insert(args.end(), {"--shard", "auto", "--shard-count", std::to_string(spec.shards), "--out",
-                           (spec.out / shards_folder).string(), "--no-progress"});
+                           (tasks_folder(spec) / shards_folder).string(), "--no-progress"});
   return args;
 }
 
@@ -275,11 +283,17 @@ std::string slurm_script(const job_spec& spec) {
   return lines({
       "#!/bin/bash",
       "# One backoff sweep as a Slurm job array, written by `backoff sweep --emit slurm`: array",
-      "# task I runs shard I of " + n +
+      "# task I runs shard I + 1 of " + n +
           " (`--shard auto` reads SLURM_ARRAY_TASK_ID, _MIN and _COUNT).",
-      "# Submit with sbatch; merge with `backoff sweep --merge SHARDS` once every task succeeded.",
+      "# Submit with sbatch from anywhere; merge with `backoff sweep --merge SHARDS` once every",
+      "# task succeeded. The tasks run in this folder (--chdir), each logging to logs/ here. The",
+      "# task index is 0 to " + std::to_string(spec.shards - 1) +
+          ": Slurm's MaxArraySize (default 1001) must be above it.",
       "#SBATCH --job-name=" + spec.name,
-      "#SBATCH --array=1-" + n,
+      "#SBATCH --array=0-" + std::to_string(spec.shards - 1),
+      "#SBATCH --chdir=" + sbatch_argument(spec.out.string()),
+      "#SBATCH --output=logs/%x-%A_%a.out",
+      "#SBATCH --error=logs/%x-%A_%a.err",
       "#SBATCH --cpus-per-task=" + std::to_string(spec.threads),
       "#SBATCH --requeue",
       "#SBATCH --open-mode=append",
@@ -342,18 +356,63 @@ std::string condor_submit_file(const job_spec& spec) {
   });
 }
 
+// The pods' volumes: the claim at the mount path, and (for the shards' Job) the scenario's
+// ConfigMap, read-only.
+std::vector<std::string> k8s_pod_volumes(const job_spec& spec, bool with_scenario) {
+  std::vector<std::string> out{
+      "          volumeMounts:",
+      "            - name: results",
+      "              mountPath: " + yaml_double_quote(spec.mount_path),
+  };
+  if (with_scenario) {
+    out.insert(out.end(), {"            - name: scenario",
+                           "              mountPath: " + yaml_double_quote(k8s_scenario_mount),
+                           "              readOnly: true"});
+  }
+  out.insert(out.end(),
+             {"      volumes:", "        - name: results", "          persistentVolumeClaim:",
+              "            claimName: " + yaml_double_quote(spec.volume_claim)});
+  if (with_scenario) {
+    out.insert(out.end(), {"        - name: scenario", "          configMap:",
+                           "            name: " + yaml_double_quote(job_name(spec) + "-scenario")});
+  }
+  return out;
+}
+
+std::vector<std::string> k8s_scenario_map(const job_spec& spec) {
+  return {
+      "apiVersion: v1",
+      "kind: ConfigMap",
+      "metadata:",
+      "  name: " + yaml_double_quote(job_name(spec) + "-scenario"),
+      "data:",
+      // A JSON string is a YAML double-quoted scalar: every line end and tab escaped, exactly.
+      "  scenario.toml: " + nlohmann::json(spec.scenario_text).dump(),
+  };
+}
+
 std::string k8s_job(const job_spec& spec) {
   const std::string n = std::to_string(spec.shards);
-  return lines({
+  const std::string folder = tasks_folder(spec).string();
+  std::vector<std::string> out{
       "# One backoff sweep as a Kubernetes Indexed Job, written by `backoff sweep --emit k8s`: the",
       "# pod with completion index I (0 to " + std::to_string(spec.shards - 1) +
-          ") runs shard I + 1 of " + n + ". The claim below holds the",
-      "# scenario copy and the shards, mounted at the folder the job was written to.",
+          ") runs shard I + 1 of " + n + ". Create both documents with",
+      "# `kubectl create -f` (the name is fresh per emit; `apply` would not make it so). The",
+      "# scenario travels in the ConfigMap, mounted in every pod at " +
+          std::string(k8s_scenario_mount) + "; the shards go",
+      "# to the claim " + spec.volume_claim + " at " + spec.mount_path + ", in " + folder +
+          "/shards, where backoff-sweep-merge.yaml joins them.",
       "# Needs Kubernetes 1.29 or later (backoffLimitPerIndex, podFailurePolicy FailIndex).",
+  };
+  const std::vector<std::string> map = k8s_scenario_map(spec);
+  out.insert(out.end(), map.begin(), map.end());
+  const std::vector<std::string> job{
+      "---",
       "apiVersion: batch/v1",
       "kind: Job",
       "metadata:",
-      "  name: " + yaml_double_quote(spec.name),
+      "  name: " + yaml_double_quote(job_name(spec)),
       "spec:",
       "  completionMode: Indexed",
       "  completions: " + n,
@@ -383,14 +442,71 @@ std::string k8s_job(const job_spec& spec) {
       "          resources:",
       "            requests:",
       "              cpu: \"" + std::to_string(spec.threads) + "\"",
-      "          volumeMounts:",
-      "            - name: results",
-      "              mountPath: " + yaml_double_quote(spec.out.string()),
-      "      volumes:",
-      "        - name: results",
-      "          persistentVolumeClaim:",
-      "            claimName: " + yaml_double_quote(spec.volume_claim),
-  });
+  };
+  out.insert(out.end(), job.begin(), job.end());
+  const std::vector<std::string> volumes = k8s_pod_volumes(spec, true);
+  out.insert(out.end(), volumes.begin(), volumes.end());
+  return lines(out);
+}
+
+// The command that joins the shards, as it runs where the claim is mounted at the mount path.
+std::vector<std::string> k8s_merge_command(const job_spec& spec) {
+  const std::filesystem::path folder = tasks_folder(spec);
+  return {spec.executable, "sweep",
+          "--merge",       (folder / shards_folder).string(),
+          "--out",         (folder / merged_folder).string()};
+}
+
+std::string k8s_merge_job(const job_spec& spec) {
+  std::vector<std::string> out{
+      "# Joins the shards of " + job_name(spec) +
+          " once every index has succeeded, written by `backoff sweep --emit",
+      "# k8s`: `kubectl create -f` this file; the merged outputs go to the claim, in " +
+          (tasks_folder(spec) / merged_folder).string() + ", and",
+      "# the table to the pod's log (`kubectl logs job/" + job_name(spec) + "-merge`).",
+      "apiVersion: batch/v1",
+      "kind: Job",
+      "metadata:",
+      "  name: " + yaml_double_quote(job_name(spec) + "-merge"),
+      "spec:",
+      "  backoffLimit: 2",
+      "  template:",
+      "    spec:",
+      "      restartPolicy: Never",
+      "      containers:",
+      "        - name: merge",
+      "          image: " + yaml_double_quote(spec.image),
+      "          command: " + json_words(k8s_merge_command(spec)),
+  };
+  const std::vector<std::string> volumes = k8s_pod_volumes(spec, false);
+  out.insert(out.end(), volumes.begin(), volumes.end());
+  return lines(out);
+}
+
+// A ConfigMap holds at most 1 MiB; an Indexed Job's pod hostname NAME-INDEX at most 63 bytes.
+constexpr std::size_t k8s_scenario_most = 1000000;
+constexpr std::size_t k8s_name_most = 63 - 7 - 9;  // "-" + 6 digits of index, "-" + 8 of suffix
+
+void check_k8s_texts(const job_spec& spec) {
+  if (spec.name.size() > k8s_name_most) {
+    throw job_text_error("--job-name " + quote_for_message(spec.name) + ": at most " +
+                         std::to_string(k8s_name_most) +
+                         " characters with --emit k8s (a fresh 8-character suffix and the pods' "
+                         "index follow it in a 63-character host name)");
+  }
+  const std::filesystem::path mount(spec.mount_path);
+  const bool climbs = std::any_of(mount.begin(), mount.end(),
+                                  [](const std::filesystem::path& part) { return part == ".."; });
+  if (!mount.is_absolute() || climbs || mount == "/" ||
+      mount.lexically_normal() == std::filesystem::path(k8s_scenario_mount)) {
+    throw job_text_error("--mount-path " + quote_for_message(spec.mount_path) +
+                         ": expected an absolute path inside the pods, not /, without '..', not " +
+                         k8s_scenario_mount);
+  }
+  if (spec.scenario_text.size() > k8s_scenario_most) {
+    throw job_text_error("the scenario is " + std::to_string(spec.scenario_text.size()) +
+                         " bytes, more than a Kubernetes ConfigMap holds (1 MiB)");
+  }
 }
 
 void check_texts(const job_spec& spec) {
@@ -402,6 +518,13 @@ void check_texts(const job_spec& spec) {
   if (spec.kind == job_kind::k8s) {
     texts.emplace_back("--image", spec.image);
     texts.emplace_back("--volume-claim", spec.volume_claim);
+    texts.emplace_back("--mount-path", spec.mount_path);
+    // The ConfigMap carries the scenario's line ends and tabs escaped; nothing else unprintable.
+    std::string scenario = spec.scenario_text;
+    std::replace_if(
+        scenario.begin(), scenario.end(),
+        [](char c) { return c == '\n' || c == '\t' || c == '\r'; }, ' ');
+    texts.emplace_back("the scenario", scenario);
   }
   for (const auto& [what, text] : texts) {
     if (const std::string why = unrepresentable(what, text); !why.empty()) {
@@ -413,6 +536,7 @@ void check_texts(const job_spec& spec) {
                          ": expected a DNS-1123 label (a-z, 0-9 and '-', at most 63, no '-' at "
                          "either end), as Kubernetes requires");
   }
+  if (spec.kind == job_kind::k8s) check_k8s_texts(spec);
   if (spec.executable.empty()) throw job_text_error("--executable: empty");
   if (spec.kind == job_kind::k8s && (spec.image.empty() || spec.volume_claim.empty())) {
     throw job_text_error(
@@ -520,25 +644,56 @@ std::string unrepresentable(std::string_view what, std::string_view text) {
   return {};
 }
 
+std::string job_name(const job_spec& spec) {
+  return spec.kind == job_kind::k8s && !spec.unique_suffix.empty()
+             ? spec.name + "-" + spec.unique_suffix
+             : spec.name;
+}
+
+std::filesystem::path tasks_folder(const job_spec& spec) {
+  return spec.kind == job_kind::k8s ? std::filesystem::path(spec.mount_path) / job_name(spec)
+                                    : spec.out;
+}
+
+std::string sbatch_argument(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+    if (!plain) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 emitted_job emit_job(const job_spec& spec) {
   namespace detail = sweep_jobs_detail;
   detail::check_texts(spec);
   namespace fs = std::filesystem;
   report::output_folder folder(spec.out, report::output_folder::manifest::none);
   emitted_job job;
-  const fs::path shards = spec.out / detail::shards_folder;
-  // The scenario first, the job file last: a job file on disk always has its scenario.
+  const char* kinds[] = {"slurm", "condor", "k8s"};
   folder.write(detail::scenario_copy, spec.scenario_text);
+  folder.write(job_record_file, job_record_text({kinds[static_cast<int>(spec.kind)], job_name(spec),
+                                                 spec.shards, spec.sets, spec.seed,
+                                                 spec.fingerprint, tasks_folder(spec).string()}));
   const auto created = [&](const std::string& name, const std::string& text) {
     folder.write(name, text);
     job.files.push_back(spec.out / name);
   };
+  // The scheduler writes its logs there, and needs the folder to exist when a task starts.
+  const auto log_folder = [&] {
+    report::output_folder logs(spec.out / "logs", report::output_folder::manifest::none);
+    (void)logs;
+  };
   switch (spec.kind) {
     case job_kind::slurm:
+      log_folder();
       created("backoff-sweep.sbatch", detail::slurm_script(spec));
       job.submit = detail::shell_words({"sbatch", (spec.out / "backoff-sweep.sbatch").string()});
       break;
     case job_kind::condor: {
+      log_folder();
       created("backoff-sweep.sub", detail::condor_submit_file(spec));
       created("backoff-sweep-task.sh", detail::condor_task_script(spec));
       const fs::path task = spec.out / "backoff-sweep-task.sh";
@@ -546,19 +701,27 @@ emitted_job emit_job(const job_spec& spec) {
       fs::permissions(task, fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                       fs::perm_options::add, ec);
       if (ec) report::throw_write_error(task, ec.value());
-      report::output_folder logs(spec.out / "logs", report::output_folder::manifest::none);
-      (void)logs;  // HTCondor writes there, and needs it to exist at submit time
       job.submit =
           detail::shell_words({"cd", spec.out.string()}) + " && condor_submit backoff-sweep.sub";
       break;
     }
     case job_kind::k8s:
       created("backoff-sweep-job.yaml", detail::k8s_job(spec));
+      created("backoff-sweep-merge.yaml", detail::k8s_merge_job(spec));
       job.submit = detail::shell_words(
           {"kubectl", "create", "-f", (spec.out / "backoff-sweep-job.yaml").string()});
+      job.merge = detail::shell_words(detail::k8s_merge_command(spec));
+      job.merge_where = "where the claim " + spec.volume_claim + " is mounted at " +
+                        spec.mount_path + ", as " +
+                        detail::shell_words({"kubectl", "create", "-f",
+                                             (spec.out / "backoff-sweep-merge.yaml").string()}) +
+                        " does";
       break;
   }
   job.files.push_back(spec.out / detail::scenario_copy);
+  job.files.push_back(spec.out / job_record_file);
+  if (spec.kind == job_kind::k8s) return job;  // the shards are on the claim, not here
+  const fs::path shards = spec.out / detail::shards_folder;
   report::output_folder made(shards, report::output_folder::manifest::none);
   (void)made;  // the tasks write there; an early mkdir shows a read-only place now
   job.merge = detail::shell_words({spec.executable, "sweep", "--merge", shards.string(), "--out",

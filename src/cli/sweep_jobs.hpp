@@ -72,21 +72,34 @@ struct job_spec {
   // The scenario's text (a file's or a built-in's), copied to out/scenario.toml, which the tasks
   // run: a snapshot that later edits cannot change, with the same fingerprint as the original.
   std::string scenario_text;
-  std::vector<std::string> sets;       // --set overrides, as given
-  std::string seed;                    // --seed, "" when not given
-  unsigned threads = 1;                // per task
-  std::string memory_limit;            // --memory-limit, "" when not given
-  std::string executable;              // the backoff the tasks run
-  std::string image;                   // k8s: the container image
-  std::string volume_claim;            // k8s: the PersistentVolumeClaim mounted at `out`
-  std::string name = "backoff-sweep";  // the job's name (a DNS-1123 label)
-  unsigned retries = 3;                // retries per shard after a retryable status
+  std::vector<std::string> sets;        // --set overrides, as given
+  std::string seed;                     // --seed, "" when not given
+  unsigned threads = 1;                 // per task
+  std::string memory_limit;             // --memory-limit, "" when not given
+  std::string executable;               // the backoff the tasks run
+  std::string image;                    // k8s: the container image
+  std::string volume_claim;             // k8s: the PersistentVolumeClaim the pods mount
+  std::string mount_path = "/backoff";  // k8s: where the pods mount it (absolute)
+  std::string name = "backoff-sweep";   // the job's name (a DNS-1123 label)
+  // k8s: appended to the name ("NAME-SUFFIX"), fresh per emit, so that a second emit never meets
+  // the first's Job (Kubernetes refuses a Job name in use) nor its folder on the volume.
+  std::string unique_suffix;
+  unsigned retries = 3;     // retries per shard after a retryable status
+  std::string fingerprint;  // the scenario's with the overrides and seed (the record)
 };
+
+// The job's name as the scheduler knows it (k8s: with its unique suffix).
+std::string job_name(const job_spec& spec);
+// Where the tasks read and write: `out`, or on Kubernetes MOUNT/NAME on the claim the pods mount.
+std::filesystem::path tasks_folder(const job_spec& spec);
+// On Kubernetes the scenario reaches each pod in a ConfigMap mounted read-only here.
+inline constexpr const char* k8s_scenario_mount = "/etc/backoff-sweep";
 
 struct emitted_job {
   std::vector<std::filesystem::path> files;  // what was written, the job file first
   std::string submit;                        // the command that submits it
   std::string merge;                         // the command that joins the shards afterwards
+  std::string merge_where;                   // k8s: where to run it ("" when anywhere here)
 };
 
 // A text a job file cannot carry (thrown before anything is written); sweep.cpp reports it as a
@@ -96,14 +109,19 @@ class job_text_error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// Writes the job file (and its companions: the scenario copy, HTCondor's task script, the log
-// folder) into spec.out, atomically, and says how to submit and merge it.
+// Writes the job file and its companions into spec.out, atomically, and says how to submit and
+// merge it: the scenario copy, the job record (sweep_job_folder.hpp), the log folder (Slurm,
+// HTCondor), HTCondor's task script, Kubernetes' merge Job. The scenario copy and the record come
+// first and the job file last, so a job file on disk always has them.
 emitted_job emit_job(const job_spec& spec);
 
 // 'text' for a POSIX shell: single quotes, each ' written as '\''. Nothing is special inside.
 std::string shell_single_quote(std::string_view text);
 // "text" as a JSON string, which YAML reads as a double-quoted scalar with the same value.
 std::string yaml_double_quote(std::string_view text);
+// An argument of an `#SBATCH` line, as sbatch reads it back: every byte but letters, digits and
+// _ @ % + = : , . / - after a backslash (sbatch's escape; it also ends a line at an unescaped #).
+std::string sbatch_argument(std::string_view text);
 // Why `text` (named `what` in the message) cannot go into a job file: "" when it can. Refused:
 // control characters (a newline would end a line of the file) and bytes that are not UTF-8.
 std::string unrepresentable(std::string_view what, std::string_view text);

@@ -122,10 +122,10 @@ class SweepSchedulerJobs : public testing::Test {
   }
 
   // Runs the printed merge command in a shell (it is shell-quoted), then compares.
-  static void expect_merge_gives_the_whole_sweep(const fs::path& dir) {
+  static void expect_merge_gives_the_whole_sweep(const fs::path& dir, fs::path merged = {}) {
     const auto m = run_scheduled({"sh", "-c", merge_command_}, {}, dir.parent_path());
     ASSERT_EQ(m.status, 0) << m.err;
-    const fs::path merged = dir / "merged";
+    if (merged.empty()) merged = dir / "merged";
     EXPECT_EQ(slurp(merged / "sweep.csv"), slurp(whole_ / "sweep.csv"));
     EXPECT_EQ(summary_without_wall_time(merged / "summary.json"),
               summary_without_wall_time(whole_ / "summary.json"));
@@ -148,32 +148,40 @@ TEST_F(SweepSchedulerJobs, SlurmArrayTasksRunByBashMergeToTheUnshardedSweep) {
   const fs::path dir = emit("slurm");
   const fs::path script = dir / "backoff-sweep.sbatch";
   const std::string text = slurp(script);
-  ASSERT_EQ(line_value(text, "#SBATCH --array="), "1-3") << text;
+  // Tasks 0 to N-1: N tasks fit a MaxArraySize of N.
+  ASSERT_EQ(line_value(text, "#SBATCH --array="), "0-2") << text;
   EXPECT_NE(text.find("#SBATCH --requeue"), std::string::npos);
   EXPECT_NE(text.find("--until success,2,126,127"), std::string::npos) << text;
-  for (int id = 1; id <= 3; ++id) {
+  // The logs go to DIR/logs wherever sbatch ran: the tasks run in DIR (an #SBATCH argument,
+  // each byte but [A-Za-z0-9_@%+=:,./-] after a backslash, as sbatch reads it) and log there.
+  EXPECT_EQ(std::regex_replace(line_value(text, "#SBATCH --chdir="), std::regex(R"(\\(.))"), "$1"),
+            dir.string());
+  EXPECT_EQ(line_value(text, "#SBATCH --output="), "logs/%x-%A_%a.out");
+  EXPECT_EQ(line_value(text, "#SBATCH --error="), "logs/%x-%A_%a.err");
+  EXPECT_TRUE(fs::is_directory(dir / "logs")) << "Slurm does not make the log folder";
+  for (int id = 0; id < 3; ++id) {
     const auto r = run_scheduled({"bash", script.string()},
                                  {{"SLURM_ARRAY_TASK_ID", std::to_string(id)},
-                                  {"SLURM_ARRAY_TASK_MIN", "1"},
-                                  {"SLURM_ARRAY_TASK_MAX", "3"},
+                                  {"SLURM_ARRAY_TASK_MIN", "0"},
+                                  {"SLURM_ARRAY_TASK_MAX", "2"},
                                   {"SLURM_ARRAY_TASK_STEP", "1"},
                                   {"SLURM_ARRAY_TASK_COUNT", "3"}},
                                  dir.parent_path());
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_NE(r.err.find("shard " + std::to_string(id) + "/3 from the Slurm job array task"),
+    EXPECT_NE(r.err.find("shard " + std::to_string(id + 1) + "/3 from the Slurm job array task"),
               std::string::npos)
         << r.err;
   }
   EXPECT_EQ(slurp(dir / "scenario.toml").empty(), false);
   // A permanent status passes through the script's retry loop at once: one attempt, status 2.
   const auto stray = run_scheduled({"bash", script.string()},
-                                   {{"SLURM_ARRAY_TASK_ID", "4"},
-                                    {"SLURM_ARRAY_TASK_MIN", "1"},
+                                   {{"SLURM_ARRAY_TASK_ID", "3"},
+                                    {"SLURM_ARRAY_TASK_MIN", "0"},
                                     {"SLURM_ARRAY_TASK_COUNT", "3"}},
                                    dir.parent_path());
   EXPECT_EQ(stray.status, 2) << stray.err;
   EXPECT_EQ(stray.err_lines().size(), 1U) << stray.err;
-  EXPECT_NE(stray.err.find("SLURM_ARRAY_TASK_ID=4 is not a task of the array"), std::string::npos)
+  EXPECT_NE(stray.err.find("SLURM_ARRAY_TASK_ID=3 is not a task of the array"), std::string::npos)
       << stray.err;
   expect_merge_gives_the_whole_sweep(dir);
 }
@@ -213,23 +221,45 @@ TEST_F(SweepSchedulerJobs, CondorProcessesRunFromTheSubmitFileMergeToTheUnsharde
   expect_merge_gives_the_whole_sweep(dir);
 }
 
+// The pods as the kubelet would start them: the claim is a local folder at the mount path, the
+// ConfigMap's scenario.toml a file written from the YAML.
 TEST_F(SweepSchedulerJobs, KubernetesIndexedPodsRunTheJobsCommandMergeToTheUnshardedSweep) {
-  const fs::path dir = emit("k8s", {"--image", "registry.example/backoff:1", "--executable",
-                                    BACKOFF_CLI_PATH, "--retries", "4"});
+  const fs::path volume = *scratch_ / "volume" / hostile_folder;
+  const fs::path dir =
+      emit("k8s", {"--image", "registry.example/backoff:1", "--executable", BACKOFF_CLI_PATH,
+                   "--retries", "4", "--mount-path", volume.string()});
   const std::string yaml = slurp(dir / "backoff-sweep-job.yaml");
   EXPECT_EQ(line_value(yaml, R"(\s*completionMode: )"), "Indexed");
   EXPECT_EQ(line_value(yaml, R"(\s*backoffLimitPerIndex: )"), "4");
   EXPECT_EQ(line_value(yaml, R"(\s*- action: )"), "FailIndex");
   EXPECT_EQ(line_value(yaml, R"(\s*values: )"), "[2, 126, 127]");
   EXPECT_EQ(line_value(yaml, R"(\s*restartPolicy: )"), "Never");
-  // The mount and the command are JSON strings (YAML double-quoted scalars): exact values back.
+  // One fresh name per emit, for the Job and its ConfigMap (created together by one file).
+  std::smatch name;
+  ASSERT_TRUE(
+      std::regex_search(yaml, name, std::regex(R"re(\n  name: "(backoff-sweep-[0-9a-f]{8})"\n)re")))
+      << yaml;
+  const std::string job = name[1].str();
+  EXPECT_NE(yaml.find("kind: ConfigMap\nmetadata:\n  name: \"" + job + "-scenario\""),
+            std::string::npos)
+      << yaml;
+  EXPECT_NE(yaml.find("configMap:\n            name: \"" + job + "-scenario\""), std::string::npos);
+  // The scenario travels in the ConfigMap, exactly (a JSON string, which YAML reads back).
+  const std::string scenario =
+      nlohmann::json::parse(line_value(yaml, R"(\s*scenario.toml: )")).get<std::string>();
+  EXPECT_EQ(scenario, slurp(dir / "scenario.toml"));
   EXPECT_EQ(nlohmann::json::parse(line_value(yaml, R"(\s*mountPath: )")).get<std::string>(),
-            dir.string());
-  const auto command =
+            volume.string());
+  const fs::path map_file = *scratch_ / "configmap" / "scenario.toml";
+  fs::create_directories(map_file.parent_path());
+  { std::ofstream(map_file, std::ios::binary) << scenario; }
+  auto command =
       nlohmann::json::parse(line_value(yaml, R"(\s*command: )")).get<std::vector<std::string>>();
   ASSERT_EQ(line_value(yaml, R"(\s*completions: )"), "3");
   ASSERT_GE(command.size(), 3U);
   EXPECT_NE(std::find(command.begin(), command.end(), hostile_description), command.end());
+  ASSERT_EQ(command[2], "/etc/backoff-sweep/scenario.toml");
+  command[2] = map_file.string();
   for (int index = 0; index < 3; ++index) {
     const auto r = run_scheduled(command, {{"JOB_COMPLETION_INDEX", std::to_string(index)}},
                                  dir.parent_path());
@@ -238,7 +268,25 @@ TEST_F(SweepSchedulerJobs, KubernetesIndexedPodsRunTheJobsCommandMergeToTheUnsha
               std::string::npos)
         << r.err;
   }
-  expect_merge_gives_the_whole_sweep(dir);
+  EXPECT_TRUE(fs::exists(volume / job / "shards" / "shard-3-of-3.json"));
+  EXPECT_FALSE(fs::exists(dir / "shards"))
+      << "the shards are on the claim, not where it was emitted";
+  // The printed merge reads from the claim, as the merge Job's pod runs it.
+  const std::string merge_yaml = slurp(dir / "backoff-sweep-merge.yaml");
+  const auto merge = nlohmann::json::parse(line_value(merge_yaml, R"(\s*command: )"))
+                         .get<std::vector<std::string>>();
+  const std::vector<std::string> expected{BACKOFF_CLI_PATH, "sweep",
+                                          "--merge",        (volume / job / "shards").string(),
+                                          "--out",          (volume / job / "merged").string()};
+  EXPECT_EQ(merge, expected);
+  expect_merge_gives_the_whole_sweep(dir, volume / job / "merged");
+  // A second emit is a second Job: another name, another folder on the claim.
+  const fs::path again = emit("k8s", {"--image", "i", "--mount-path", volume.string()});
+  std::smatch second;
+  const std::string again_yaml = slurp(again / "backoff-sweep-job.yaml");
+  ASSERT_TRUE(std::regex_search(again_yaml, second,
+                                std::regex(R"re(\n  name: "(backoff-sweep-[0-9a-f]{8})"\n)re")));
+  EXPECT_NE(second[1].str(), job);
 }
 
 // AWS Batch has no job file of ours (a job definition is JSON the user registers), only the

@@ -618,6 +618,21 @@ merged_sweep merge_sweep(const std::vector<std::filesystem::path>& inputs,
   return merged;
 }
 
+std::optional<shard_identity> read_shard_identity(const std::filesystem::path& file,
+                                                  std::string& why) {
+  try {
+    const shard_contents contents = read_shard(file);
+    check_shape(contents, file.string());
+    const nlohmann::json& doc = contents.header;
+    return shard_identity{doc.at("fingerprint").get<std::string>(),
+                          {doc.at("shard").at("index").get<std::uint32_t>(),
+                           doc.at("shard").at("count").get<std::uint32_t>()}};
+  } catch (const std::exception& e) {
+    why = escape_controls(e.what());
+    return std::nullopt;
+  }
+}
+
 existing_shard find_complete_shard(const std::filesystem::path& dir,
                                    const report::shard_spec& shard,
                                    const std::string& fingerprint) {

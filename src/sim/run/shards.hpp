@@ -47,6 +47,16 @@ struct existing_shard {
   std::string why_not;
 };
 
+// The sweep (its scenario's fingerprint) and the slice a shard file names; nullopt and `why`
+// (one line) when the file cannot be read as a shard. Used where a folder's shards must all be of
+// one sweep before anything runs (`sweep --emit` into a folder that holds shards).
+struct shard_identity {
+  std::string fingerprint;
+  report::shard_spec shard;
+};
+std::optional<shard_identity> read_shard_identity(const std::filesystem::path& file,
+                                                  std::string& why);
+
 // Looks for `dir`/shard-I-of-N.json of the sweep with `fingerprint`. Never throws on what the
 // file holds; a symbolic link or a file that is not regular is never complete.
 existing_shard find_complete_shard(const std::filesystem::path& dir,
