@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -172,6 +173,14 @@ std::optional<std::uint64_t> parse_max_array_size(std::string_view scontrol_outp
 
 slurm_array_limit query_slurm_array_limit(double timeout_s) {
   slurm_array_limit limit;
+  // scontrol retries a SLURM_CONF that names no file for a minute before it fails.
+  if (const char* conf = std::getenv("SLURM_CONF"); conf != nullptr && *conf != '\0') {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(conf, ec)) {
+      limit.why_unknown = "SLURM_CONF names no file: " + quote_for_message(conf);
+      return limit;
+    }
+  }
   const owned_fd output(::memfd_create("backoff-scontrol", MFD_CLOEXEC));
   const owned_fd nothing(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (output.get() < 0 || nothing.get() < 0) {

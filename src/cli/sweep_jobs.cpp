@@ -272,6 +272,15 @@ std::vector<std::string> task_command(const job_spec& spec) {
   return args;
 }
 
+// `#SBATCH --output` (or --error) for DIR/logs/NAME-JOBID_TASK.SUFFIX, quoted as sbatch_argument
+// does. Slurm expands the patterns in the whole path, so a % of DIR is written %%; a backslash
+// would turn the patterns off, and check_texts refuses it.
+std::string sbatch_log_pattern(const std::filesystem::path& dir, const char* suffix) {
+  std::string literal;
+  for (const char c : dir.string()) literal += c == '%' ? std::string("%%") : std::string(1, c);
+  return sbatch_argument(literal + "/logs/%x-%A_%a" + suffix);
+}
+
 // Retries with growing waits inside the task: Slurm's --requeue does not look at exit statuses.
 constexpr const char* slurm_retry_policy =
     "exponential(initial=30s, factor=2, max=10m, jitter=full)";
@@ -292,8 +301,8 @@ std::string slurm_script(const job_spec& spec) {
       "#SBATCH --job-name=" + spec.name,
       "#SBATCH --array=0-" + std::to_string(spec.shards - 1),
       "#SBATCH --chdir=" + sbatch_argument(spec.out.string()),
-      "#SBATCH --output=logs/%x-%A_%a.out",
-      "#SBATCH --error=logs/%x-%A_%a.err",
+      "#SBATCH --output=" + sbatch_log_pattern(spec.out, ".out"),
+      "#SBATCH --error=" + sbatch_log_pattern(spec.out, ".err"),
       "#SBATCH --cpus-per-task=" + std::to_string(spec.threads),
       "#SBATCH --requeue",
       "#SBATCH --open-mode=append",
@@ -537,6 +546,12 @@ void check_texts(const job_spec& spec) {
                          "either end), as Kubernetes requires");
   }
   if (spec.kind == job_kind::k8s) check_k8s_texts(spec);
+  if (spec.kind == job_kind::slurm && spec.out.string().find('\\') != std::string::npos) {
+    throw job_text_error("the output folder " + quote_for_message(spec.out.string()) +
+                         " contains a backslash, which turns off every %A and %a of a Slurm log "
+                         "file name (#SBATCH --output), so that all tasks would write one log: "
+                         "emit into a folder without one");
+  }
   if (spec.executable.empty()) throw job_text_error("--executable: empty");
   if (spec.kind == job_kind::k8s && (spec.image.empty() || spec.volume_claim.empty())) {
     throw job_text_error(
@@ -656,14 +671,12 @@ std::filesystem::path tasks_folder(const job_spec& spec) {
 }
 
 std::string sbatch_argument(std::string_view text) {
-  std::string out;
+  std::string out = "\"";
   for (const char c : text) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
-    if (!plain) out += '\\';
+    if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
-  return out;
+  return out + "\"";
 }
 
 emitted_job emit_job(const job_spec& spec) {

@@ -119,8 +119,9 @@ emitted_job emit_job(const job_spec& spec);
 std::string shell_single_quote(std::string_view text);
 // "text" as a JSON string, which YAML reads as a double-quoted scalar with the same value.
 std::string yaml_double_quote(std::string_view text);
-// An argument of an `#SBATCH` line, as sbatch reads it back: every byte but letters, digits and
-// _ @ % + = : , . / - after a backslash (sbatch's escape; it also ends a line at an unescaped #).
+// An argument of an `#SBATCH` line, as sbatch 22.05 reads it back: in double quotes (which group
+// blanks, and keep a # from ending the line), each " and \ after a backslash. A backslash cannot
+// escape a blank outside quotes. Not for --output or --error, whose patterns read % and \.
 std::string sbatch_argument(std::string_view text);
 // Why `text` (named `what` in the message) cannot go into a job file: "" when it can. Refused:
 // control characters (a newline would end a line of the file) and bytes that are not UTF-8.

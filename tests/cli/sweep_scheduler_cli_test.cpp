@@ -92,6 +92,9 @@ std::string line_value(const std::string& text, const std::string& key_pattern) 
 
 // The folders of these tests: names a shell, HTCondor or YAML would read as code if unquoted.
 const std::string hostile_folder = "out 'q' $(touch pwned) `touch pwned` \"d\" \\ #x";
+// Slurm's log file names cannot hold a backslash (it turns their patterns off: refused), but a %
+// (a pattern character, written %%) they can.
+const std::string slurm_hostile_folder = "out 'q' $(touch pwned) `touch pwned` \"d\" #x %a";
 
 // One unsharded run of scheduler_sweep, shared by the tests of the suite.
 class SweepSchedulerJobs : public testing::Test {
@@ -110,7 +113,8 @@ class SweepSchedulerJobs : public testing::Test {
 
   // Emits the job, checks the merge command it printed, and returns the folder.
   static fs::path emit(const std::string& kind, const std::vector<std::string>& more = {}) {
-    const fs::path dir = *scratch_ / kind / hostile_folder;
+    const fs::path dir =
+        *scratch_ / kind / (kind == "slurm" ? slurm_hostile_folder : hostile_folder);
     std::vector<std::string> extra{"--emit", kind, "--shards", "3", "--out", dir.string()};
     extra.insert(extra.end(), more.begin(), more.end());
     const auto r = run_cli(sweep_args(extra));
@@ -152,12 +156,18 @@ TEST_F(SweepSchedulerJobs, SlurmArrayTasksRunByBashMergeToTheUnshardedSweep) {
   ASSERT_EQ(line_value(text, "#SBATCH --array="), "0-2") << text;
   EXPECT_NE(text.find("#SBATCH --requeue"), std::string::npos);
   EXPECT_NE(text.find("--until success,2,126,127"), std::string::npos) << text;
-  // The logs go to DIR/logs wherever sbatch ran: the tasks run in DIR (an #SBATCH argument,
-  // each byte but [A-Za-z0-9_@%+=:,./-] after a backslash, as sbatch reads it) and log there.
-  EXPECT_EQ(std::regex_replace(line_value(text, "#SBATCH --chdir="), std::regex(R"(\\(.))"), "$1"),
-            dir.string());
-  EXPECT_EQ(line_value(text, "#SBATCH --output="), "logs/%x-%A_%a.out");
-  EXPECT_EQ(line_value(text, "#SBATCH --error="), "logs/%x-%A_%a.err");
+  // The logs go to DIR/logs wherever sbatch ran, and the tasks run in DIR: #SBATCH arguments in
+  // double quotes, " and \ after a backslash, as sbatch reads them; in the log's name a % of DIR
+  // is %%, since Slurm expands its patterns in the whole path.
+  const auto unquoted = [&](const std::string& key) {
+    const std::string value = line_value(text, key);
+    EXPECT_TRUE(value.size() > 2 && value.front() == '"' && value.back() == '"') << value;
+    return std::regex_replace(value.substr(1, value.size() - 2), std::regex(R"(\\(.))"), "$1");
+  };
+  const std::string pattern_dir = std::regex_replace(dir.string(), std::regex("%"), "%%");
+  EXPECT_EQ(unquoted("#SBATCH --output="), pattern_dir + "/logs/%x-%A_%a.out");
+  EXPECT_EQ(unquoted("#SBATCH --error="), pattern_dir + "/logs/%x-%A_%a.err");
+  EXPECT_EQ(unquoted("#SBATCH --chdir="), dir.string());
   EXPECT_TRUE(fs::is_directory(dir / "logs")) << "Slurm does not make the log folder";
   for (int id = 0; id < 3; ++id) {
     const auto r = run_scheduled({"bash", script.string()},
@@ -494,6 +504,8 @@ TEST(SweepSchedulerEmit, RefusesTextsAJobFileCannotCarry) {
         (scratch / "tab").string()},
        R"(--set "about.claim="a\tb"" contains a control character)"},
       {{"--emit", "k8s", "--shards", "2", "--out", (scratch / "k").string()}, "needs --image"},
+      {{"--emit", "slurm", "--shards", "2", "--out", (scratch / "back\\slash").string()},
+       "contains a backslash, which turns off every %A and %a of a Slurm log file name"},
       {{"--emit", "slurm", "--shards", "2", "--job-name", "Bad_Name", "--out",
         (scratch / "n").string()},
        "expected a DNS-1123 label"},
