@@ -9,6 +9,9 @@ set -euo pipefail
 # HTTP/1.1 parser written apart from Beast.
 # universal-ctags: the size check finds each function's first and last line with it.
 # zsh and groff-base: the tests parse the generated zsh completion and format backoff(1).
+# slurm-wlm and munge: the test slurm_sweep_one_node runs an emitted sweep on a real one-node Slurm
+# (tests/cluster/slurm_cluster.sh starts its own daemons under a temporary folder; the packages'
+# own services are neither needed nor touched).
 # pkgconf: Debian 12's pkg-config (the `pkg-config` package is a transitional one that pulls it
 # in); the test consumer_pkg_config compiles against the installed backoff.pc with it.
 packages=(
@@ -21,6 +24,7 @@ packages=(
   gnuplot-nox
   python3-h11
   universal-ctags
+  slurm-wlm munge
   "$@"
 )
 
