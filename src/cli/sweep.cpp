@@ -357,6 +357,7 @@ int emit_command(const sweep_options& o) {
   }
   emitted_job job;
   try {
+    check_job_spec(spec);  // before scontrol is asked anything
     if (spec.kind == job_kind::slurm && !slurm_array_fits(spec.shards)) return exit_usage;
     // Shards already there must be this sweep's, of this split: the tasks skip those.
     if (spec.kind != job_kind::k8s)

@@ -679,6 +679,10 @@ std::string sbatch_argument(std::string_view text) {
   return out + "\"";
 }
 
+void check_job_spec(const job_spec& spec) {
+  sweep_jobs_detail::check_texts(spec);
+}
+
 emitted_job emit_job(const job_spec& spec) {
   namespace detail = sweep_jobs_detail;
   detail::check_texts(spec);

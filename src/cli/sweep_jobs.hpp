@@ -114,6 +114,9 @@ class job_text_error : public std::invalid_argument {
 // HTCondor), HTCondor's task script, Kubernetes' merge Job. The scenario copy and the record come
 // first and the job file last, so a job file on disk always has them.
 emitted_job emit_job(const job_spec& spec);
+// What emit_job checks before it writes anything (job_text_error), for a caller with slower
+// checks of its own to make after it.
+void check_job_spec(const job_spec& spec);
 
 // 'text' for a POSIX shell: single quotes, each ' written as '\''. Nothing is special inside.
 std::string shell_single_quote(std::string_view text);
