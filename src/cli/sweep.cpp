@@ -443,7 +443,8 @@ void setup_sweep(CLI::App& app, int& status) {
                       "MOUNT/NAME/shards, NAME the Job's fresh name")
           ->capture_default_str(),
       cmd->add_option("--executable", options->executable,
-                      "With --emit: the backoff the tasks run (default: this one; k8s: backoff)"),
+                      "With --emit: the backoff the tasks run, by a path that exists on every node "
+                      "(default: this one's; k8s: backoff on the image's PATH)"),
       cmd->add_option("--job-name", options->job_name,
                       "With --emit: the job's name (a-z, 0-9, '-')")
           ->capture_default_str(),
