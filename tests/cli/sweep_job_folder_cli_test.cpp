@@ -24,7 +24,7 @@ using backoff::test::shell_quote;
 using backoff::test::slurp;
 
 // Eight runs of a minute each: shards in a blink.
-std::vector<std::string> small_sweep(int replications, std::vector<std::string> more) {
+std::vector<std::string> folder_sweep(int replications, std::vector<std::string> more) {
   std::vector<std::string> args{
       "sweep", "outage-tipping",       "--set", "replications=" + std::to_string(replications),
       "--set", "run.duration=\"60s\"", "--set", "sweep.outage.duration=[\"2s\", \"5s\"]"};
@@ -33,7 +33,7 @@ std::vector<std::string> small_sweep(int replications, std::vector<std::string> 
 }
 
 // Runs backoff with `path` alone as PATH (a stand-in scontrol or none: never the machine's own).
-cli_result run_with_path(const fs::path& path, const std::vector<std::string>& args) {
+cli_result run_with_only_path(const fs::path& path, const std::vector<std::string>& args) {
   std::string command = "exec env -u SLURM_CONF PATH=" + shell_quote(path.string()) + " " +
                         shell_quote(BACKOFF_CLI_PATH);
   for (const auto& a : args) command += " " + shell_quote(a);
@@ -41,16 +41,16 @@ cli_result run_with_path(const fs::path& path, const std::vector<std::string>& a
 }
 
 // Runs every shard of an emitted job as its tasks would (the job's own command line).
-void run_every_shard(const fs::path& dir, int replications, int shards) {
+void run_every_job_shard(const fs::path& dir, int replications, int shards) {
   for (int i = 1; i <= shards; ++i) {
     const auto r = run_cli(
-        small_sweep(replications, {"--shard", std::to_string(i) + "/" + std::to_string(shards),
-                                   "--out", (dir / "shards").string(), "--no-progress"}));
+        folder_sweep(replications, {"--shard", std::to_string(i) + "/" + std::to_string(shards),
+                                    "--out", (dir / "shards").string(), "--no-progress"}));
     ASSERT_EQ(r.status, 0) << r.err;
   }
 }
 
-void write_file(const fs::path& file, const std::string& text) {
+void write_test_file(const fs::path& file, const std::string& text) {
   fs::create_directories(file.parent_path());
   std::ofstream(file, std::ios::binary) << text;
 }
@@ -59,11 +59,11 @@ TEST(SweepJobFolder, EmitRefusesAnotherSweepsShardsAndLeavesTheFolderAsItWas) {
   const backoff::test::test_scratch scratch("sweep-job-folder");
   const fs::path dir = scratch / "job";
   const auto emit = [&](int replications, int shards) {
-    return run_cli(small_sweep(replications, {"--emit", "slurm", "--shards", std::to_string(shards),
-                                              "--out", dir.string()}));
+    return run_cli(folder_sweep(replications, {"--emit", "slurm", "--shards",
+                                               std::to_string(shards), "--out", dir.string()}));
   };
   ASSERT_EQ(emit(2, 2).status, 0);
-  run_every_shard(dir, 2, 2);
+  run_every_job_shard(dir, 2, 2);
   const std::string job = slurp(dir / "backoff-sweep.sbatch");
   const std::string record = slurp(dir / "backoff-sweep.json");
   EXPECT_NE(record.find("\"format\": \"backoff-sweep-job/1\""), std::string::npos) << record;
@@ -91,7 +91,7 @@ TEST(SweepJobFolder, EmitRefusesAnotherSweepsShardsAndLeavesTheFolderAsItWas) {
     EXPECT_EQ(slurp(dir / "backoff-sweep.json"), record);
   }
   // A file that is not a shard at all cannot be vouched for either.
-  write_file(dir / "shards" / "shard-9-of-9.json", "{\"format\": \"something else\"}");
+  write_test_file(dir / "shards" / "shard-9-of-9.json", "{\"format\": \"something else\"}");
   const auto junk = emit(2, 2);
   EXPECT_EQ(junk.status, 2) << junk.err;
   EXPECT_NE(junk.err.find("shard-9-of-9.json cannot be read as a shard"), std::string::npos)
@@ -107,14 +107,14 @@ TEST(SweepJobFolder, MergeRefusesShardsOfAnotherSweepThanTheFolderRuns) {
   const backoff::test::test_scratch scratch("sweep-job-folder");
   const fs::path first = scratch / "first";
   const fs::path second = scratch / "second";
-  ASSERT_EQ(
-      run_cli(small_sweep(2, {"--emit", "slurm", "--shards", "2", "--out", first.string()})).status,
-      0);
-  run_every_shard(first, 2, 2);
+  ASSERT_EQ(run_cli(folder_sweep(2, {"--emit", "slurm", "--shards", "2", "--out", first.string()}))
+                .status,
+            0);
+  run_every_job_shard(first, 2, 2);
   const auto clean = run_cli(
       {"sweep", "--merge", (first / "shards").string(), "--out", (first / "merged").string()});
   ASSERT_EQ(clean.status, 0) << clean.err;
-  ASSERT_EQ(run_cli(small_sweep(3, {"--emit", "slurm", "--shards", "2", "--out", second.string()}))
+  ASSERT_EQ(run_cli(folder_sweep(3, {"--emit", "slurm", "--shards", "2", "--out", second.string()}))
                 .status,
             0);
   for (const char* file : {"scenario.toml", "backoff-sweep.json"}) {
@@ -152,12 +152,13 @@ TEST(SweepJobFolder, SlurmArraysFitTheClustersMaxArraySize) {
   const backoff::test::test_scratch scratch("sweep-job-folder");
   const fs::path bin = scratch / "bin";
   const auto scontrol = [&](const std::string& body) {
-    write_file(bin / "scontrol", "#!/bin/sh\n" + body + "\n");
+    write_test_file(bin / "scontrol", "#!/bin/sh\n" + body + "\n");
     fs::permissions(bin / "scontrol", fs::perms::owner_all);
   };
   const auto emit = [&](int shards, const std::string& folder) {
-    return run_with_path(bin, small_sweep(2, {"--emit", "slurm", "--shards", std::to_string(shards),
-                                              "--out", (scratch / folder).string()}));
+    return run_with_only_path(
+        bin, folder_sweep(2, {"--emit", "slurm", "--shards", std::to_string(shards), "--out",
+                              (scratch / folder).string()}));
   };
   scontrol(
       "[ \"$1 $2\" = 'show config' ] || exit 1\n"
@@ -202,7 +203,7 @@ TEST(SweepJobFolder, KubernetesMountPathsAndNamesAreChecked) {
     std::string expected;
   };
   const std::string long_name(48, 'a');
-  const std::vector<refused> cases{
+  const std::vector<refused> refused_k8s{
       {{"--emit", "k8s", "--image", "i", "--mount-path", "relative"}, "--mount-path \"relative\""},
       {{"--emit", "k8s", "--image", "i", "--mount-path", "/data/../etc"}, "without '..'"},
       {{"--emit", "k8s", "--image", "i", "--mount-path", "/"}, "not /,"},
@@ -212,18 +213,18 @@ TEST(SweepJobFolder, KubernetesMountPathsAndNamesAreChecked) {
       {{"--emit", "slurm", "--mount-path", "/data"}, "--mount-path goes with --emit k8s"},
       {{"--emit", "condor", "--volume-claim", "v"}, "--volume-claim goes with --emit k8s"},
   };
-  for (const auto& c : cases) {
+  for (const auto& c : refused_k8s) {
     std::vector<std::string> more = c.args;
     more.insert(more.end(), {"--shards", "2", "--out", (scratch / "k").string()});
-    const auto r = run_cli(small_sweep(2, more));
+    const auto r = run_cli(folder_sweep(2, more));
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_EQ(r.err_lines().size(), 1U) << r.err;
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
   }
   EXPECT_FALSE(fs::exists(scratch / "k")) << "nothing written for a refused job";
   const auto longest =
-      run_cli(small_sweep(2, {"--emit", "k8s", "--image", "i", "--job-name", std::string(47, 'a'),
-                              "--shards", "2", "--out", (scratch / "ok").string()}));
+      run_cli(folder_sweep(2, {"--emit", "k8s", "--image", "i", "--job-name", std::string(47, 'a'),
+                               "--shards", "2", "--out", (scratch / "ok").string()}));
   EXPECT_EQ(longest.status, 0) << longest.err;
 }
 
