@@ -86,13 +86,17 @@ void run_until_done(net::system_clients& clients, boost::asio::io_context& io,
   io.run();
 }
 
-TEST(SystemClients, WhatTheClientsCountIsWhatTheServiceCounts) {
-  // A fifth of the answers fail, and each failure is tried once more at once.
-  const systems::system_spec spec = one_service(
-      "workers = 4\nqueue = 100\nservice_time = \"constant(value=1ms)\"\nerrors = \"20%:503\"",
-      "arrivals = { kind = \"poisson\", rate = 400 }");
-  served s(spec);
-  const auto origin = steady::now() + 10ms;
+struct client_run {
+  report::strategy_summary summary;
+  std::uint64_t operations = 0;  // as the clients counted them
+};
+
+// Starts `s` and the clients of `spec` against it `lead` from now, runs them to the end
+// (run_until_done), stops the server, and finishes the summary `end` after the origin (zero:
+// when the server had stopped).
+client_run run_against(const systems::system_spec& spec, served& s,
+                       std::chrono::nanoseconds end = {}, steady::duration lead = {}) {
+  const auto origin = steady::now() + lead;
   s.server->start(origin);
   report::recorder out = recorder_of(spec);
   boost::asio::io_context io(1);
@@ -100,12 +104,24 @@ TEST(SystemClients, WhatTheClientsCountIsWhatTheServiceCounts) {
   run_until_done(clients, io, origin);
   s.server->stop();
   s.server->wait();
-  const auto end = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - origin);
-  const report::strategy_summary summary = out.finish(end.count(), 0);
+  if (end == std::chrono::nanoseconds{}) {
+    end = std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - origin);
+  }
+  return {out.finish(end.count(), 0), clients.operations()};
+}
+
+TEST(SystemClients, WhatTheClientsCountIsWhatTheServiceCounts) {
+  // A fifth of the answers fail, and each failure is tried once more at once.
+  const systems::system_spec spec = one_service(
+      "workers = 4\nqueue = 100\nservice_time = \"constant(value=1ms)\"\nerrors = \"20%:503\"",
+      "arrivals = { kind = \"poisson\", rate = 400 }");
+  served s(spec);
+  const client_run run = run_against(spec, s, {}, 10ms);
+  const report::strategy_summary& summary = run.summary;
   const auto figures = s.server->service_figures();
   ASSERT_TRUE(figures.has_value());
   EXPECT_GT(summary.operations, 80u);  // 400/s over 400 ms: 160 expected
-  EXPECT_EQ(summary.operations, clients.operations());
+  EXPECT_EQ(summary.operations, run.operations);
   EXPECT_EQ(summary.unfinished, 0u);
   EXPECT_EQ(summary.attempts, figures->total.attempts);
   EXPECT_EQ(summary.operations, figures->total.arrivals);
@@ -198,15 +214,7 @@ TEST(SystemClients, AHedgedCallSendsItsCopiesAndTheFirstAnswerWins) {
                   "think = \"constant(value=1ms)\"",
                   "hedge = \"hedge(max_attempts=2, delay=50ms)\"");
   served s(spec);
-  const auto origin = steady::now();
-  s.server->start(origin);
-  report::recorder out = recorder_of(spec);
-  boost::asio::io_context io(1);
-  net::system_clients clients(spec, 0, s.where, 3, out, io.get_executor());
-  run_until_done(clients, io, origin);
-  s.server->stop();
-  s.server->wait();
-  const report::strategy_summary summary = out.finish(2'000'000'000, 0);
+  const report::strategy_summary summary = run_against(spec, s, 2s).summary;
   EXPECT_EQ(summary.operations, 8u);
   EXPECT_EQ(summary.completed, 8u);
   EXPECT_EQ(summary.attempts, 16u);  // every call sent its second copy at 50 ms
@@ -226,17 +234,9 @@ TEST(SystemClients, AHedgedCallEndsOnAFatalAnswerAndHurriesOnANonFatalOne) {
         "arrivals = { kind = \"closed\", users = 1 }\noperations = 1",
         "hedge = \"hedge(max_attempts=3, delay=10s, non_fatal=[503])\"");
     served s(spec);
-    const auto origin = steady::now();
-    s.server->start(origin);
-    report::recorder out = recorder_of(spec);
-    boost::asio::io_context io(1);
-    net::system_clients clients(spec, 0, s.where, 3, out, io.get_executor());
     const auto before = steady::now();
-    run_until_done(clients, io, origin);
+    const report::strategy_summary summary = run_against(spec, s, 1s).summary;
     EXPECT_LT(steady::now() - before, 2s);  // never the 10 s delay
-    s.server->stop();
-    s.server->wait();
-    const report::strategy_summary summary = out.finish(1'000'000'000, 0);
     EXPECT_EQ(summary.gave_up, 1u);
     EXPECT_EQ(summary.attempts, attempts);
   }
