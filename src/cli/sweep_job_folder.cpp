@@ -4,15 +4,12 @@
 // MaxArraySize"; default 1001) and scontrol(1)'s `show config`, one "Name = value" line each.
 #include "sweep_job_folder.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -21,6 +18,7 @@
 #include "report/output_files.hpp"
 #include "sim/run/shards.hpp"
 #include "tool/process.hpp"
+#include "tool/spool.hpp"
 #include "typed_options.hpp"
 
 namespace backoff::cli {
@@ -32,25 +30,10 @@ std::string shown_path(const std::filesystem::path& path) {
   return escape_controls(path.string());
 }
 
-// A descriptor closed when it goes out of scope.
-class owned_fd {
- public:
-  explicit owned_fd(int fd) : fd_(fd) {}
-  owned_fd(const owned_fd&) = delete;
-  owned_fd& operator=(const owned_fd&) = delete;
-  ~owned_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Everything written to `fd` from its start, at most `most` bytes.
-std::string read_from_start(int fd, std::size_t most) {
+// What was written to `output`, from its start, at most `most` bytes.
+std::string read_spool(const tool::spool& output, std::size_t most) {
+  const int fd = output.open_reader();
   std::string text;
-  if (::lseek(fd, 0, SEEK_SET) != 0) return text;
   char buffer[4096];
   while (text.size() < most) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
@@ -58,6 +41,7 @@ std::string read_from_start(int fd, std::size_t most) {
     if (n <= 0) break;
     text.append(buffer, static_cast<std::size_t>(n));
   }
+  ::close(fd);
   return text;
 }
 
@@ -181,16 +165,18 @@ slurm_array_limit query_slurm_array_limit(double timeout_s) {
       return limit;
     }
   }
-  const owned_fd output(::memfd_create("backoff-scontrol", MFD_CLOEXEC));
-  const owned_fd nothing(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  if (output.get() < 0 || nothing.get() < 0) {
-    limit.why_unknown = std::string("no descriptor for scontrol's output: ") + std::strerror(errno);
+  std::optional<tool::spool> output;
+  try {
+    output.emplace(tool::spool::create());
+  } catch (const std::exception& e) {
+    limit.why_unknown = std::string("no file for scontrol's output: ") + e.what();
     return limit;
   }
   tool::launch_spec spec;
   spec.argv = {"scontrol", "show", "config"};
   spec.environment = tool::current_environment();
-  spec.descriptors = {{0, nothing.get()}, {1, output.get()}, {2, nothing.get()}};
+  // Its complaints too: only a line that starts with MaxArraySize is read.
+  spec.descriptors = {{1, output->fd()}, {2, output->fd()}};
   tool::attempt_limits limits;
   limits.kill_at = tool::steady_now() +
                    std::chrono::duration_cast<duration>(std::chrono::duration<double>(timeout_s));
@@ -205,7 +191,12 @@ slurm_array_limit query_slurm_array_limit(double timeout_s) {
   } else if (r.status() != 0) {
     limit.why_unknown = "scontrol show config exited " + std::to_string(r.status());
   } else {
-    limit.max_array_size = parse_max_array_size(read_from_start(output.get(), 1 << 20));
+    try {
+      limit.max_array_size = parse_max_array_size(read_spool(*output, 1 << 20));
+    } catch (const std::exception& e) {
+      limit.why_unknown = std::string("scontrol's output could not be read: ") + e.what();
+      return limit;
+    }
     if (!limit.max_array_size) {
       limit.why_unknown = "scontrol show config printed no MaxArraySize";
     }

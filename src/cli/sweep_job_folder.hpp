@@ -69,7 +69,7 @@ struct slurm_array_limit {
   std::string why_unknown;                      // then: why, for a note
 };
 // Runs `scontrol show config` (PATH, this environment: SLURM_CONF is honoured), for at most
-// `timeout_s` seconds, its output read through a memory file (never a shell).
+// `timeout_s` seconds, its output read back from a spool file (tool/spool.hpp; never a shell).
 slurm_array_limit query_slurm_array_limit(double timeout_s = 10.0);
 // The MaxArraySize line of `scontrol show config`'s output ("MaxArraySize = 1001").
 std::optional<std::uint64_t> parse_max_array_size(std::string_view scontrol_output);

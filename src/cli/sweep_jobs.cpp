@@ -199,6 +199,17 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i, std::uint32_t& c
   return length;
 }
 
+// "text" with each " and \ after a backslash: a YAML double-quoted scalar and an #SBATCH
+// argument alike (both languages read that much the same way).
+std::string backslash_quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 // The file's lines, joined: every job file is text with LF line ends.
 std::string lines(const std::vector<std::string>& all) {
   std::string out;
@@ -629,12 +640,7 @@ std::string shell_single_quote(std::string_view text) {
 }
 
 std::string yaml_double_quote(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;  // control characters never get here (unrepresentable)
-  }
-  return out + "\"";
+  return sweep_jobs_detail::backslash_quoted(text);  // control characters never get here
 }
 
 std::string unrepresentable(std::string_view what, std::string_view text) {
@@ -671,12 +677,7 @@ std::filesystem::path tasks_folder(const job_spec& spec) {
 }
 
 std::string sbatch_argument(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
+  return sweep_jobs_detail::backslash_quoted(text);
 }
 
 void check_job_spec(const job_spec& spec) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a Slurm user hit with `backoff sweep --emit` (issue 47), with no scheduler at hand: a
+// What a Slurm user hit with `backoff sweep --emit`, with no scheduler at hand: a
 // folder holding another sweep's shards is refused at emit, a merge refuses shards of another
 // sweep than the one the folder's job runs, an array larger than the cluster's MaxArraySize (read
 // from a stand-in `scontrol` on PATH) is refused, and Kubernetes' mount path and name are checked.
